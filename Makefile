@@ -1,0 +1,62 @@
+# Everything runs from the project's own virtual environment, which `install` creates.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PAPER  ?= all
+SOURCE ?= published
+ARGS   ?=
+TT     := $(BIN)/testtask
+
+.PHONY: install data test test-slow lint figures tables bench notebooks clean lock help
+
+help:
+	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
+	@echo "make test         # install and run the test suite (not the slow tests)"
+	@echo "make figures / tables / bench / lint / data / lock"
+	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results  ARGS='hydra overrides'"
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned: locally this takes the CPU wheel, on users' machines the CUDA build.
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,jax]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+data: install
+	$(TT) action=data paper=$(PAPER) $(ARGS)
+
+figure-%: data
+	$(TT) action=figure figure=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+table-%: data
+	$(TT) action=table table=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+figures: data
+	$(TT) action=figures paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+tables: data
+	$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+bench: data
+	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+test: install
+	$(BIN)/python -m pytest -q $(ARGS)
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow $(ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check src tests analysis experiments notebooks
+
+# Re-pin the constraints file from the current environment (torch is pinned in pyproject).
+lock: install
+	$(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(torch|nvidia-|triton)' > constraints.txt
+
+clean:
+	rm -rf figures outputs multirun .pytest_cache

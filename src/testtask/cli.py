@@ -1,0 +1,135 @@
+"""The `testtask` command: Hydra config in, figures, tables and data out.
+
+testtask action=figure figure=3 paper=pretrain-on-test source=published sampler=nutpie
+testtask action=data
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.context import Context, InputsUnavailable
+from testtask.paths import conf_dir, resolve
+
+log = logging.getLogger("testtask")
+
+# Paper key -> module holding FIGURES, TABLES and CONFIG_KEY (the config group with its analysis settings).
+PAPERS: dict[str, str] = {"pretrain-on-test": "testtask.pretrain_on_test.registry"}
+
+
+class UsageError(SystemExit):
+    pass
+
+
+def registry(paper: str):
+    return importlib.import_module(PAPERS[paper])
+
+
+def selected_papers(cfg: DictConfig) -> list[str]:
+    if cfg.paper == "all":
+        return list(PAPERS)
+    if cfg.paper not in PAPERS:
+        raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(PAPERS)} (or all)")
+    return [cfg.paper]
+
+
+def make_context(cfg: DictConfig, paper: str) -> Context:
+    reg = registry(paper)
+    if cfg.source == "published":
+        data_root = resolve(cfg.data.dest) / paper
+    elif cfg.source == "results":
+        data_root = resolve(cfg.results_dir) / paper
+    else:
+        raise UsageError(f"source must be published or results, got {cfg.source!r}")
+    cache = cfg.get("cache_dir")
+    return Context(
+        paper=paper,
+        source=cfg.source,
+        data_root=data_root,
+        out_dir=resolve(cfg.figures_dir) / paper,
+        cfg=cfg[reg.CONFIG_KEY],
+        sampler=cfg.sampler,
+        seed=int(cfg.seed),
+        cache_dir=resolve(cache) / paper if cache else None,
+    )
+
+
+def build(cfg: DictConfig, kind: str, numbers: list[int] | None) -> list[dict[str, Any]]:
+    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers."""
+    done = []
+    papers = selected_papers(cfg)
+    known = {n for paper in papers for n in getattr(registry(paper), kind.upper() + "S")}
+    if numbers is not None and not set(numbers) & known:
+        raise UsageError(f"no paper among {papers} has {kind} {numbers}; known: {sorted(known)}")
+    for paper in papers:
+        builders = getattr(registry(paper), kind.upper() + "S")
+        wanted = sorted(builders) if numbers is None else [n for n in numbers if n in builders]
+        for number in wanted:
+            ctx = make_context(cfg, paper)
+            start = time.perf_counter()
+            try:
+                builders[number](ctx)
+            except InputsUnavailable as err:
+                log.warning("skipped %s %d of %s: inputs not available (%s)", kind, number, paper, err)
+                continue
+            seconds = time.perf_counter() - start
+            log.info("%s %d of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
+            done.append({"paper": paper, kind: number, "seconds": seconds})
+    if not done:
+        log.warning(
+            "nothing was built for paper=%s source=%s: the inputs are not available", cfg.paper, cfg.source
+        )
+    return done
+
+
+def run(cfg: DictConfig) -> Any:
+    logging.basicConfig(
+        level=getattr(logging, str(cfg.log_level)), format="%(levelname)s %(name)s: %(message)s", force=True
+    )
+    action = cfg.action
+    if action == "data":
+        from testtask.data.fetch import fetch_from_config
+
+        return fetch_from_config(cfg.data, cfg.paper)
+    if action == "figure":
+        return build(cfg, "figure", [int(cfg.figure)])
+    if action == "table":
+        return build(cfg, "table", [int(cfg.table)])
+    if action == "figures":
+        return build(cfg, "figure", None)
+    if action == "tables":
+        return build(cfg, "table", None)
+    if action == "bench":
+        from testtask.bench import bench
+
+        return bench(cfg)
+    raise UsageError(f"unknown action {action!r}; choose data, figure, table, figures, tables or bench")
+
+
+@hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    run(cfg)
+
+
+def main() -> None:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    _hydra_main()
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The config as the CLI would see it, for notebooks and tests."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
+        cfg = hydra_compose(config_name="config", overrides=overrides or [])
+    OmegaConf.set_struct(cfg, False)
+    return cfg

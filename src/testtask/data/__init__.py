@@ -1,0 +1,1 @@
+"""The authors' published raw results: fetching and verifying them (`make data`)."""

@@ -1,0 +1,502 @@
+"""Materialise the authors' published raw results under `data/published/<paper-key>/` (`make data`).
+
+Two sources, same result: a local mirror (`TESTTASK_DATA_MIRROR`, copied or hard-linked) or the pinned
+GitHub commit (downloaded as a tarball). Every file is checked against the committed manifest
+`checksums/<paper-key>.sha256`. JSON files are hashed in a canonical serialisation, after dropping the
+configured top-level keys, so a mirror that re-serialised its files and a fresh download hash alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tqdm import tqdm
+
+from testtask.io import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
+
+log = logging.getLogger(__name__)
+
+CHECKSUMS_DIR = Path(__file__).with_name("checksums")
+STAMP_NAME = ".fetched.json"
+URL_TEMPLATE = "https://codeload.github.com/{repo}/tar.gz/{commit}"
+DOWNLOAD_TIMEOUT_S = 60.0
+
+
+class FetchError(RuntimeError):
+    """A source could not be fetched (offline, missing mirror, incomplete archive)."""
+
+
+class ChecksumError(FetchError):
+    """A fetched file's hash differs from the committed manifest."""
+
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        super().__init__(f"checksum mismatch for {path}: expected sha256 {expected}, got {actual}")
+        self.path, self.expected, self.actual = path, expected, actual
+
+
+# --------------------------------------------------------------------------------------------------- hashing
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The serialisation JSON checksums are taken over: independent of indentation and key order."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A file ready to write: `content` is None when the source bytes are kept as they are."""
+
+    content: bytes | None
+    digest: str
+
+
+def prepare(raw: bytes, name: str, drop_keys: Sequence[str] = ()) -> Prepared:
+    """Drop `drop_keys` from a JSON object and hash the file (canonical form for JSON, raw bytes otherwise)."""
+    if not name.endswith(".json"):
+        return Prepared(None, hashlib.sha256(raw).hexdigest())
+    try:
+        obj = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        # Not worth failing a whole fetch over; it will show as unverified unless the manifest has it raw.
+        log.warning("%s is not valid JSON; hashing its raw bytes", name)
+        return Prepared(None, hashlib.sha256(raw).hexdigest())
+    dropped = False
+    if isinstance(obj, dict):
+        for key in drop_keys:
+            if key in obj:
+                del obj[key]
+                dropped = True
+    content = (json.dumps(obj, indent=1, ensure_ascii=False) + "\n").encode() if dropped else None
+    return Prepared(content, hashlib.sha256(canonical_json(obj)).hexdigest())
+
+
+def file_digest(path: Path, drop_keys: Sequence[str] = ()) -> str:
+    """The manifest hash of a file on disk."""
+    return prepare(Path(path).read_bytes(), Path(path).name, drop_keys).digest
+
+
+# -------------------------------------------------------------------------------------------------- manifests
+
+
+def manifest_path(paper: str, checksums_dir: Path | None = None) -> Path:
+    return Path(checksums_dir or CHECKSUMS_DIR) / f"{paper}.sha256"
+
+
+def load_manifest(paper: str, checksums_dir: Path | None = None) -> dict[str, str]:
+    """`{relative path: sha256}` from `<paper>.sha256`; empty if there is none yet."""
+    path = manifest_path(paper, checksums_dir)
+    if not path.is_file():
+        return {}
+    entries: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        digest, sep, rel = line.partition("  ")
+        if not sep or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise FetchError(f"{path}:{lineno}: expected '<sha256>  <path>', got {line!r}")
+        entries[rel] = digest
+    return entries
+
+
+def write_manifest(
+    paper: str, hashes: Mapping[str, str], checksums_dir: Path | None = None, merge: bool = True
+) -> Path:
+    """Write `<paper>.sha256` (sorted, `sha256sum` format); with `merge`, keep entries not in `hashes`."""
+    entries = load_manifest(paper, checksums_dir) if merge else {}
+    entries.update(hashes)
+    text = "".join(f"{digest}  {rel}\n" for rel, digest in sorted(entries.items()))
+    return atomic_write_text(manifest_path(paper, checksums_dir), text)
+
+
+# ------------------------------------------------------------------------------------------------------ globs
+
+
+@lru_cache(maxsize=64)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """`**/` spans zero or more folders, `*` and `?` stay within one path segment."""
+    out = []
+    for i, part in enumerate(pattern.split("/")):
+        last = i == pattern.count("/")
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        seg = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part)
+        out.append(seg if last else seg + "/")
+    return re.compile("".join(out))
+
+
+def matches(rel: str, include: Sequence[str]) -> bool:
+    """Whether a posix path relative to the source folder matches any of the `include` globs."""
+    return any(_glob_regex(str(p)).fullmatch(rel) for p in include)
+
+
+# ---------------------------------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of a source: `rel` is relative to the source folder; `path` is set for mirror files."""
+
+    rel: str
+    raw: bytes
+    path: Path | None = None
+
+
+def _iter_mirror(folder: Path, include: Sequence[str]) -> Iterator[SourceFile]:
+    rels = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    for rel in rels:
+        if matches(rel, include):
+            yield SourceFile(rel, (folder / rel).read_bytes(), folder / rel)
+
+
+def _iter_archive(archive: Path, subdir: str, include: Sequence[str]) -> Iterator[SourceFile]:
+    prefix = f"{subdir.strip('/')}/" if subdir.strip("/") else ""
+    # Streaming mode: members are read in order, so the archive is never held in memory.
+    with tarfile.open(archive, mode="r|gz") as tar:
+        for member in tar:
+            # GitHub tarballs have a single top folder `<repo-name>-<commit>/`; strip it whatever its name.
+            parts = member.name.split("/", 1)
+            if not member.isfile() or len(parts) < 2 or not parts[1].startswith(prefix):
+                continue
+            rel = parts[1][len(prefix) :]
+            if ".." in PurePosixPath(rel).parts or rel.startswith("/") or not matches(rel, include):
+                continue
+            handle = tar.extractfile(member)
+            if handle is not None:
+                yield SourceFile(rel, handle.read())
+
+
+def download(url: str, path: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
+    """Stream `url` into `path`; a network failure becomes a FetchError naming the URL."""
+    request = urllib.request.Request(url, headers={"User-Agent": "testtask-data-fetch"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response, open(path, "wb") as out:
+            size = response.headers.get("Content-Length")
+            with tqdm(
+                total=int(size) if size else None, unit="B", unit_scale=True, desc="download", disable=None
+            ) as bar:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+        reason = getattr(err, "reason", err)
+        raise FetchError(
+            f"could not download {url} ({reason}). Are you offline? Point TESTTASK_DATA_MIRROR at a local "
+            "mirror of the published data to copy it instead."
+        ) from err
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """Hard-link `src` to `dest` atomically (no extra disk space), else copy it."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.link")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.link(src, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        # Different file system, or links not allowed: copy instead.
+        tmp.unlink(missing_ok=True)
+        atomic_save(dest, lambda p: shutil.copy2(src, p))
+
+
+def _paper_dest(dest_root: Path, paper: str) -> Path:
+    return Path(dest_root) / paper
+
+
+def _read_stamp(paper_dest: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((paper_dest / STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop_keys: Sequence[str]) -> bool:
+    """A previous fetch from the same source left every file in place, each matching the manifest."""
+    stamp = _read_stamp(paper_dest)
+    if not stamp or stamp.get("source") != source or not isinstance(stamp.get("hashes"), dict):
+        return False
+    hashes: dict[str, str] = stamp["hashes"]
+    if not set(manifest) <= set(hashes) or any(manifest.get(rel, d) != d for rel, d in hashes.items()):
+        return False
+    for rel, digest in hashes.items():
+        path = paper_dest / rel
+        if not path.is_file() or file_digest(path, drop_keys) != digest:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------------ fetch
+
+
+def fetch_paper(
+    paper: str,
+    spec: Mapping,
+    dest_root: Path,
+    mirror: Path | None,
+    verify: bool = True,
+    write_checksums: bool = False,
+    checksums_dir: Path | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Fetch one paper's files; see `fetch`."""
+    include = list(spec.get("include") or ["**/*"])
+    drop_keys = list(spec.get("json_drop_keys") or [])
+    dest_subdir = str(spec.get("dest_subdir") or "").strip("/")
+    paper_dest = _paper_dest(dest_root, paper)
+    manifest = load_manifest(paper, checksums_dir)
+    if verify and not write_checksums and not manifest:
+        log.warning(
+            "%s: no checksum manifest at %s; nothing can be verified",
+            paper,
+            manifest_path(paper, checksums_dir),
+        )
+
+    with tempfile.TemporaryDirectory(prefix="testtask-fetch-") as tmpdir:
+        if mirror is not None:
+            folder = Path(mirror) / str(spec["mirror_subdir"])
+            if not folder.is_dir():
+                log.warning("%s: %s is not in the mirror; skipped", paper, folder)
+                return {"paper": paper, "status": "skipped", "source": str(folder), "reason": "not mirrored"}
+            source = f"mirror:{folder.resolve()}"
+            files: Iterator[SourceFile] = _iter_mirror(folder, include)
+        else:
+            repo, commit = str(spec["repo"]), str(spec["commit"])
+            source = f"github:{repo}@{commit}/{str(spec.get('subdir', '')).strip('/')}"
+            if not force and not write_checksums and _up_to_date(paper_dest, source, manifest, drop_keys):
+                log.info("%s: already fetched from %s", paper, source)
+                hashes = (_read_stamp(paper_dest) or {})["hashes"]
+                return {
+                    "paper": paper,
+                    "status": "up-to-date",
+                    "source": source,
+                    "dest": str(paper_dest),
+                    "files": len(hashes),
+                    "copied": 0,
+                    "verified": sum(rel in manifest for rel in hashes),
+                    "unverified": sorted(rel for rel in hashes if rel not in manifest),
+                    "missing": [],
+                    "hashes": hashes,
+                }
+            url = URL_TEMPLATE.format(repo=repo, commit=commit)
+            archive = Path(tmpdir) / "source.tar.gz"
+            log.info("%s: downloading %s", paper, url)
+            download(url, archive)
+            files = _iter_archive(archive, str(spec.get("subdir", "")), include)
+
+        report = _materialise(
+            paper, files, paper_dest, dest_subdir, drop_keys, manifest, verify, write_checksums
+        )
+
+    report["source"] = source
+    missing = sorted(set(manifest) - set(report["hashes"]))
+    report["missing"] = missing
+    if missing:
+        if mirror is None and verify and not write_checksums:
+            raise FetchError(
+                f"{paper}: {len(missing)} file(s) of the manifest are not in {source}, e.g. {missing[0]}"
+            )
+        # Mirrors may hold a subset of the release.
+        log.info("%s: %d manifest file(s) not in the source (e.g. %s)", paper, len(missing), missing[0])
+    if report["unverified"] and not write_checksums:
+        shown = ", ".join(report["unverified"][:3])
+        log.warning(
+            "%s: %d file(s) not in the checksum manifest, unverified (e.g. %s)",
+            paper,
+            len(report["unverified"]),
+            shown,
+        )
+    if write_checksums:
+        write_manifest(paper, report["hashes"], checksums_dir)
+        log.info(
+            "%s: wrote %d checksum(s) to %s",
+            paper,
+            len(report["hashes"]),
+            manifest_path(paper, checksums_dir),
+        )
+    stamp = {
+        "paper": paper,
+        "source": source,
+        "files": report["files"],
+        "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "hashes": report["hashes"],
+    }
+    atomic_write_json(paper_dest / STAMP_NAME, stamp)
+    report["status"] = "fetched"
+    log.info(
+        "%s: %d file(s) from %s (%d written, %d verified) into %s",
+        paper,
+        report["files"],
+        source,
+        report["copied"],
+        report["verified"],
+        paper_dest,
+    )
+    return report
+
+
+def _materialise(
+    paper: str,
+    files: Iterator[SourceFile],
+    paper_dest: Path,
+    dest_subdir: str,
+    drop_keys: Sequence[str],
+    manifest: Mapping[str, str],
+    verify: bool,
+    write_checksums: bool,
+) -> dict[str, Any]:
+    """Check each source file against the manifest, then write it unless the destination already matches."""
+    hashes: dict[str, str] = {}
+    unverified: list[str] = []
+    updated: list[str] = []
+    copied = verified = 0
+    for item in tqdm(files, desc=paper, unit="file", disable=None):
+        rel = f"{dest_subdir}/{item.rel}" if dest_subdir else item.rel
+        prepared = prepare(item.raw, item.rel, drop_keys)
+        expected = manifest.get(rel)
+        if expected is None:
+            unverified.append(rel)
+            log.debug("%s: %s is not in the manifest", paper, rel)
+        elif expected == prepared.digest:
+            verified += 1
+        elif write_checksums:
+            updated.append(rel)
+            log.warning("%s: checksum of %s changed; updating the manifest", paper, rel)
+        elif verify:
+            # Raise before writing, so a corrupt source never lands in the destination.
+            raise ChecksumError(f"{rel} (from {item.path})" if item.path else rel, expected, prepared.digest)
+        else:
+            log.warning("%s: %s does not match the manifest (verification off)", paper, rel)
+        hashes[rel] = prepared.digest
+
+        dest = paper_dest / rel
+        if dest.is_file() and file_digest(dest, drop_keys) == prepared.digest:
+            continue
+        if prepared.content is not None:
+            atomic_write_bytes(dest, prepared.content)
+        elif item.path is not None:
+            _link_or_copy(item.path, dest)
+        else:
+            atomic_write_bytes(dest, item.raw)
+        copied += 1
+    return {
+        "paper": paper,
+        "dest": str(paper_dest),
+        "files": len(hashes),
+        "copied": copied,
+        "verified": verified if verify or write_checksums else 0,
+        "unverified": unverified,
+        "updated": updated,
+        "hashes": hashes,
+    }
+
+
+def fetch(
+    papers: list[str],
+    sources: Mapping,
+    dest_root: Path,
+    mirror: Path | None,
+    verify: bool = True,
+    write_checksums: bool = False,
+    *,
+    checksums_dir: Path | None = None,
+    force: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """Fetch each paper's published files into `dest_root/<paper>/`, from `mirror` if given, else GitHub.
+
+    Returns `{paper: report}`; a report has `status` (fetched | skipped | up-to-date), `source`, `files`,
+    `copied` (written this time), `verified`, `unverified` (paths not in the manifest), `missing`
+    (manifest paths the source lacks) and `hashes`. Raises ChecksumError on a mismatch (unless
+    `write_checksums`, which instead records every fetched file's hash in the manifest).
+    """
+    unknown = [p for p in papers if p not in sources]
+    if unknown:
+        raise KeyError(f"no data source for {', '.join(unknown)}; known: {', '.join(sources)}")
+    if mirror is not None:
+        mirror = Path(mirror).expanduser()
+        mirror = mirror if mirror.is_absolute() else Path.cwd() / mirror
+        if not mirror.is_dir():
+            raise FetchError(f"data mirror {mirror} is not a folder")
+    return {
+        paper: fetch_paper(
+            paper, sources[paper], Path(dest_root), mirror, verify, write_checksums, checksums_dir, force
+        )
+        for paper in papers
+    }
+
+
+def mirror_from_env(name: str = "TESTTASK_DATA_MIRROR") -> Path | None:
+    """The mirror named by environment variable `name`, relative paths against the working directory."""
+    value = os.environ.get(name, "").strip()
+    return Path.cwd() / Path(value).expanduser() if value else None
+
+
+def fetch_from_config(
+    data_cfg: Mapping, paper: str | Sequence[str] = "all", **kwargs: Any
+) -> dict[str, dict[str, Any]]:
+    """`make data`: fetch per the `data` config group; papers without published data are skipped."""
+    from testtask.paths import resolve
+
+    sources = data_cfg["sources"]
+    wanted = list(sources) if paper == "all" else [paper] if isinstance(paper, str) else list(paper)
+    for key in (k for k in wanted if k not in sources):
+        log.info("%s: no published raw results to fetch", key)
+    papers = [k for k in wanted if k in sources]
+    mirror = mirror_from_env(str(data_cfg.get("mirror_env", "TESTTASK_DATA_MIRROR")))
+    return fetch(papers, sources, resolve(str(data_cfg.get("dest", "data/published"))), mirror, **kwargs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m testtask.data.fetch [paper ...] [--dest D] [--mirror M] [--write-checksums]`."""
+    from omegaconf import OmegaConf
+
+    from testtask.paths import conf_dir
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("papers", nargs="*", default=["all"])
+    parser.add_argument("--dest", type=Path, help="destination root (default: data.dest from the config)")
+    parser.add_argument("--mirror", type=Path, help="mirror folder (default: $TESTTASK_DATA_MIRROR)")
+    parser.add_argument(
+        "--write-checksums", action="store_true", help="record fetched files in the manifests"
+    )
+    parser.add_argument("--no-verify", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    cfg = OmegaConf.load(conf_dir() / "data" / "sources.yaml")
+    if args.dest is not None:
+        cfg.dest = str(args.dest.resolve())
+    if args.mirror is not None:
+        os.environ[str(cfg.get("mirror_env", "TESTTASK_DATA_MIRROR"))] = str(args.mirror)
+    papers = "all" if args.papers == ["all"] else args.papers
+    reports = fetch_from_config(cfg, papers, verify=not args.no_verify, write_checksums=args.write_checksums)
+    for paper, report in reports.items():
+        print(
+            f"{paper}: {report['status']}, {report.get('files', 0)} file(s), {report.get('verified', 0)} verified, "
+            f"{len(report.get('unverified', []))} unverified, from {report['source']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

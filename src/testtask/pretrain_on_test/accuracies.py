@@ -1,0 +1,163 @@
+"""Discover, validate and load per-subsample accuracy files.
+
+Layout (the authors' release and our runners alike):
+`<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/accuracies.csv`, one row per subsample, columns
+`base,extra,test,majority,num_classes,majority_all`. Row k is subsample k for every LM type.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
+ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
+# Counts are reconstructed as accuracy × n; anything further than this from an integer is not a count.
+COUNT_TOLERANCE = 1e-4
+_PATTERN = re.compile(
+    r"^(?:(?P<collection>.+)/)?m(?P<m>\d+)/n(?P<n>\d+)/(?P<lm_type>[^/]+)/(?P<dataset>[^/]+)/accuracies\.csv$"
+)
+
+# The two paired comparisons of §5: (control, treatment).
+EFFECTS = {"boost": ("base", "extra"), "bias": ("extra", "test")}
+
+
+class AccuracyDataError(ValueError):
+    """An accuracies.csv file (named in the message) is malformed."""
+
+
+def discover(root: Path) -> pd.DataFrame:
+    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no accuracies folder at {root}")
+    rows = []
+    for path in sorted(root.rglob("accuracies.csv")):
+        match = _PATTERN.match(path.relative_to(root).as_posix())
+        if match is None:
+            continue
+        rows.append({**match.groupdict(), "path": path})
+    files = pd.DataFrame(rows, columns=["collection", "m", "n", "lm_type", "dataset", "path"])
+    files["collection"] = files["collection"].fillna("")
+    files[["m", "n"]] = files[["m", "n"]].astype(int)
+    return files.sort_values(["collection", "m", "n", "lm_type", "dataset"], ignore_index=True)
+
+
+def read_accuracies(path: Path, n: int) -> pd.DataFrame:
+    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n)."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError as err:
+        raise AccuracyDataError(f"{path}: file is empty") from err
+    except pd.errors.ParserError as err:
+        raise AccuracyDataError(f"{path}: not a CSV file ({err})") from err
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise AccuracyDataError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}"
+        )
+    if frame.empty:
+        raise AccuracyDataError(f"{path}: no rows")
+    for column in COLUMNS:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise AccuracyDataError(
+                f"{path}: column '{column}' row {row} is not a number: {frame[column].iloc[row]!r}"
+            )
+        frame[column] = values.astype(float)
+    for column in ACCURACY_COLUMNS:
+        outside = (frame[column] < 0) | (frame[column] > 1)
+        if outside.any():
+            row = int(np.flatnonzero(outside.to_numpy())[0])
+            raise AccuracyDataError(
+                f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is outside [0, 1]"
+            )
+    for column in ("base", "extra", "test"):
+        counts = frame[column].to_numpy() * n
+        off = np.abs(counts - np.round(counts)) > COUNT_TOLERANCE
+        if off.any():
+            row = int(np.flatnonzero(off)[0])
+            raise AccuracyDataError(
+                f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is not a count out of n={n} "
+                f"({counts[row]:.4f} correct)"
+            )
+        frame[f"{column}_correct"] = np.round(counts).astype(int)
+    frame.insert(0, "subsample", np.arange(len(frame)))
+    return frame
+
+
+def load(
+    root: Path,
+    collection: str | None = None,
+    m: int | None = None,
+    n: int | None = None,
+    lm_types: list[str] | None = None,
+) -> pd.DataFrame:
+    """Load every matching file into one frame with columns collection, m, n, lm_type, dataset, subsample, ...
+
+    Files of one (collection, m, n, dataset) must have equal row counts across LM types, because row k is the
+    same subsample k for each of them.
+    """
+    files = discover(root)
+    if collection is not None:
+        files = files[files.collection == collection]
+    if m is not None:
+        files = files[files.m == m]
+    if n is not None:
+        files = files[files.n == n]
+    if lm_types is not None:
+        files = files[files.lm_type.isin(lm_types)]
+    if files.empty:
+        raise FileNotFoundError(
+            f"no accuracies.csv under {root} for collection={collection} m={m} n={n} lm_types={lm_types}"
+        )
+    frames = []
+    for meta in files.itertuples(index=False):
+        frame = read_accuracies(meta.path, meta.n)
+        for key in ("collection", "m", "n", "lm_type", "dataset"):
+            frame.insert(0, key, getattr(meta, key))
+        frame["path"] = str(meta.path)
+        frames.append(frame)
+    data = pd.concat(frames, ignore_index=True)
+    sizes = data.groupby(["collection", "m", "n", "dataset", "lm_type"]).size()
+    for (coll, m_, n_, dataset), per_lm in sizes.groupby(level=[0, 1, 2, 3]):
+        if per_lm.nunique() > 1:
+            paths = files[
+                (files.collection == coll) & (files.m == m_) & (files.n == n_) & (files.dataset == dataset)
+            ]
+            listing = "; ".join(
+                f"{p} has {per_lm[(coll, m_, n_, dataset, lm)]} rows"
+                for lm, p in zip(paths.lm_type, paths.path, strict=True)
+            )
+            raise AccuracyDataError(f"unequal row counts for dataset {dataset} (m={m_}, n={n_}): {listing}")
+    return data
+
+
+def configurations(data: pd.DataFrame) -> list[tuple[str, int, int]]:
+    """The (collection, m, n) groups present, sorted."""
+    return sorted({(c, int(m), int(n)) for c, m, n in zip(data.collection, data.m, data.n, strict=True)})
+
+
+def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
+    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1.
+
+    `treatment` is 0 for the control arm and 1 for the treatment arm of `effect` ("boost" or "bias").
+    """
+    if effect not in EFFECTS:
+        raise ValueError(f"effect must be one of {sorted(EFFECTS)}, got {effect!r}")
+    control, treatment = EFFECTS[effect]
+    keep = ["lm_type", "dataset", "subsample", "n"]
+    arms = []
+    for arm, column in enumerate((control, treatment)):
+        part = data[keep].copy()
+        part["treatment"] = arm
+        part["correct"] = data[f"{column}_correct"].to_numpy()
+        arms.append(part)
+    long = pd.concat(arms, ignore_index=True).rename(columns={"n": "trials"})
+    return long.sort_values(["dataset", "subsample", "lm_type", "treatment"], ignore_index=True)

@@ -1,0 +1,62 @@
+"""Fit the §6.1 model to one configuration of raw results, with an on-disk cache of posteriors.
+
+A fit is keyed by the data it saw, the model spec, the sampler settings and the seed, so a rerun (or another
+figure needing the same fit) reads the posterior instead of sampling again, and a crash loses one fit at most.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import arviz as az
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.io import atomic_save
+from testtask.pretrain_on_test import accuracies
+from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, fit
+
+log = logging.getLogger(__name__)
+
+
+def plain(cfg: Any) -> Any:
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+
+
+def _key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
+    h = hashlib.sha256()
+    h.update(data.correct.tobytes())
+    h.update(data.trials.tobytes())
+    h.update(json.dumps([data.datasets, data.lm_types], sort_keys=True).encode())
+    h.update(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode())
+    sampling = {k: sampler[k] for k in ("name", "draws", "tune", "chains", "target_accept") if k in sampler}
+    h.update(json.dumps([sampling, seed], sort_keys=True).encode())
+    return h.hexdigest()[:20]
+
+
+def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_dir: Path | None) -> Fit:
+    sampler = dict(plain(sampler))
+    path = Path(cache_dir) / f"{_key(data, spec, sampler, seed)}.nc" if cache_dir else None
+    if path is not None and path.is_file():
+        idata = az.from_netcdf(path)
+        seconds = float(idata.attrs.get("fit_seconds", float("nan")))
+        log.info("reusing cached posterior %s", path.name)
+        return Fit(idata=idata, data=data, spec=spec, seconds=seconds, sampler=sampler["name"])
+    result = fit(data, spec, sampler, seed)
+    if path is not None:
+        result.idata.attrs["fit_seconds"] = result.seconds
+        atomic_save(path, lambda tmp: result.idata.to_netcdf(str(tmp)))
+    return result
+
+
+def configuration_data(frame: pd.DataFrame, effect: str) -> ModelData:
+    return ModelData.from_long(accuracies.paired_long(frame, effect))
+
+
+def spec_from(cfg: Any, **overrides: Any) -> ModelSpec:
+    return ModelSpec.from_config(plain(cfg["model"]), **overrides)

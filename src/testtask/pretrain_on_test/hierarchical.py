@@ -1,0 +1,353 @@
+"""The hierarchical binomial model of §6.1, and its fit.
+
+    Y_ijkl ~ Binomial(n, λ_ijkl)
+    logit λ = μ + α z_i + U_j + V_jk + W_jl + β x_l
+    μ ~ N(0, 1), α ~ N(0, 5), β ~ N(0, 1), U_j ~ N(0, σ_U), V_jk ~ N(0, σ_V), W_jl ~ N(0, σ_W)
+    σ_U, σ_V ~ HalfNormal(1), σ_W ~ HalfNormal(3.5355)
+
+Two backends build it:
+
+- ``bambi``: the formula as written (``ModelSpec.formula``), bambi's default non-centred parameterisation.
+  On this data its chains mix slowly: μ trades off against all U_j, and β against all W_j1 − W_j0, directions a
+  diagonal mass matrix cannot follow (r̂ of μ ≈ 1.3–1.6 at the paper's 1,000 draws).
+- ``marginal`` (default): the same posterior, sampled in coordinates the data identify. Only the sums
+  s_j = μ + β/2 + U_j + (W_j0 + W_j1)/2 and t_j = β + W_j1 − W_j0 enter the likelihood, so
+  logit λ = c_jk + α z_i + (x_l − ½) t_j with c_jk = s_j + V_jk, and the split of s_j and t_j into U and W (not
+  identified by the data) is integrated out in closed form:
+  s_j ~ N(μ + β/2, sqrt(σ_U² + σ_W²/2)), t_j ~ N(β, sqrt(2)·σ_W), independent; c_jk ~ N(s_j, σ_V).
+  Every parameter of interest (μ, α, β, σ_U, σ_V, σ_W) keeps exactly its posterior under the original model;
+  `tests/test_hierarchical.py` checks the two backends agree.
+
+Data enter as a dense (dataset, subsample, lm_type, arm) array. Cells without data (datasets with fewer
+subsamples, a single LM type) carry zero trials, and their latent c_jk then only sees its prior, which
+integrates to one: padding leaves the posterior unchanged and lets one compiled model serve every fit of a shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+
+log = logging.getLogger(__name__)
+
+# Names as bambi gives them, so both backends' posteriors read the same.
+INTERCEPT, LM_TYPE, TREATMENT = "Intercept", "lm_type", "treatment"
+SIGMA_U, SIGMA_V, SIGMA_W = "1|dataset_sigma", "1|dataset:subsample_sigma", "1|dataset:treatment_sigma"
+DIAGNOSED = (TREATMENT, SIGMA_U, SIGMA_V, SIGMA_W)
+ARM_OFFSET = np.array([-0.5, 0.5])  # x_l − ½ for control, treatment
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Prior scales of §6.1 (eqs. 3–10)."""
+
+    intercept_sigma: float = 1.0
+    lm_type_sigma: float = 5.0
+    treatment_sigma: float = 1.0
+    treatment_mu: float = 0.0
+    sigma_U: float = 1.0
+    sigma_V: float = 1.0
+    sigma_W: float = 3.5355
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    backend: str = "marginal"  # marginal | bambi
+    interaction: bool = True  # include W_jl (Figure 10 drops it)
+    priors: Priors = field(default_factory=Priors)
+    formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
+
+    @classmethod
+    def from_config(cls, cfg: Any, **overrides: Any) -> ModelSpec:
+        cfg = dict(cfg)
+        priors = Priors(**dict(cfg.pop("priors", {})))
+        keep = {k: v for k, v in cfg.items() if k in {"backend", "interaction", "formula"}}
+        keep.update(overrides)
+        return cls(priors=priors, **keep)
+
+
+@dataclass
+class ModelData:
+    """Counts as a dense (dataset, subsample, lm_type, arm) array; padded cells have zero trials."""
+
+    correct: np.ndarray
+    trials: np.ndarray
+    datasets: list[str]
+    lm_types: list[str]
+    n_subsamples: np.ndarray  # per dataset
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.correct.shape
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Mask of (dataset, subsample, lm_type) cells that hold data."""
+        return self.trials[..., 0] > 0
+
+    @classmethod
+    def from_long(cls, long: pd.DataFrame) -> ModelData:
+        """From `accuracies.paired_long` output (columns lm_type, dataset, subsample, treatment, correct, trials)."""
+        datasets = sorted(long["dataset"].unique())
+        lm_types = sorted(long["lm_type"].unique())
+        j = pd.Categorical(long["dataset"], categories=datasets).codes
+        i = pd.Categorical(long["lm_type"], categories=lm_types).codes
+        k = long["subsample"].to_numpy().astype(int)
+        l_ = long["treatment"].to_numpy().astype(int)
+        n_sub = np.array([long.loc[long.dataset == d, "subsample"].max() + 1 for d in datasets])
+        shape = (len(datasets), int(n_sub.max()), len(lm_types), 2)
+        correct = np.zeros(shape, dtype=np.int64)
+        trials = np.zeros(shape, dtype=np.int64)
+        correct[j, k, i, l_] = long["correct"].to_numpy()
+        trials[j, k, i, l_] = long["trials"].to_numpy()
+        return cls(correct, trials, datasets, lm_types, n_sub)
+
+    def to_long(self) -> pd.DataFrame:
+        j, k, i, l_ = np.nonzero(self.trials)
+        return pd.DataFrame(
+            {
+                "dataset": np.asarray(self.datasets)[j],
+                "subsample": k,
+                "lm_type": np.asarray(self.lm_types)[i],
+                "treatment": l_,
+                "correct": self.correct[j, k, i, l_],
+                "trials": self.trials[j, k, i, l_],
+            }
+        )
+
+
+def _lm_code(n_lm: int) -> np.ndarray:
+    # Treatment coding as bambi does it: the first LM type (alphabetically) is the reference.
+    return (np.arange(n_lm) > 0).astype(float)
+
+
+def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Model:
+    """The §6.1 model in identified coordinates; data go in through `pm.Data` named correct/trials."""
+    n_j, n_k, n_i, _ = shape
+    p = spec.priors
+    coords = {"dataset": np.arange(n_j), "subsample": np.arange(n_k)}
+    with pm.Model(coords=coords) as model:
+        correct = pm.Data("correct", np.zeros(shape))
+        trials = pm.Data("trials", np.zeros(shape))
+        mu = pm.Normal(INTERCEPT, 0.0, p.intercept_sigma)
+        beta = pm.Normal(TREATMENT, p.treatment_mu, p.treatment_sigma)
+        sigma_u = pm.HalfNormal(SIGMA_U, p.sigma_U)
+        sigma_v = pm.HalfNormal(SIGMA_V, p.sigma_V)
+        lm_term = 0.0
+        if n_i > 1:
+            alpha = pm.Normal(LM_TYPE, 0.0, p.lm_type_sigma, shape=n_i - 1)
+            lm_term = pt.concatenate([pt.zeros(1), alpha])[None, None, :, None]
+        if spec.interaction:
+            sigma_w = pm.HalfNormal(SIGMA_W, p.sigma_W)
+            s = pm.Normal("s", mu + beta / 2, pt.sqrt(sigma_u**2 + sigma_w**2 / 2), dims="dataset")
+            t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
+        else:
+            s = pm.Normal("s", mu + beta / 2, sigma_u, dims="dataset")
+            t = pm.Deterministic("t", pt.repeat(beta[None], n_j), dims="dataset")
+        c = pm.Normal("c", s[:, None], sigma_v, dims=("dataset", "subsample"))
+        eta = c[:, :, None, None] + lm_term + t[:, None, None, None] * ARM_OFFSET[None, None, None, :]
+        # Binomial log-likelihood without its constant; padded cells have zero trials and add nothing.
+        pm.Potential("likelihood", pt.sum(correct * eta - trials * pt.softplus(eta)))
+    return model
+
+
+def build_bambi(long: pd.DataFrame, spec: ModelSpec):
+    """The §6.1 formula in bambi, family binomial, with the paper's priors."""
+    import bambi as bmb
+
+    p = spec.priors
+    data = long.copy()
+    data["treatment"] = data["treatment"].astype(float)
+    data["subsample"] = data["subsample"].astype(str)
+    formula = spec.formula
+    priors = {
+        "Intercept": bmb.Prior("Normal", mu=0, sigma=p.intercept_sigma),
+        "treatment": bmb.Prior("Normal", mu=p.treatment_mu, sigma=p.treatment_sigma),
+        "1|dataset": bmb.Prior("Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=p.sigma_U)),
+        "1|dataset:subsample": bmb.Prior("Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=p.sigma_V)),
+    }
+    if data["lm_type"].nunique() > 1:
+        priors["lm_type"] = bmb.Prior("Normal", mu=0, sigma=p.lm_type_sigma)
+    else:
+        formula = formula.replace("+ lm_type ", "")
+    if spec.interaction:
+        priors["1|dataset:treatment"] = bmb.Prior(
+            "Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=p.sigma_W)
+        )
+    else:
+        formula = formula.replace(" + (1|dataset:treatment)", "")
+    return bmb.Model(formula, data, family="binomial", priors=priors, center_predictors=False)
+
+
+@dataclass
+class Fit:
+    idata: az.InferenceData
+    data: ModelData
+    spec: ModelSpec
+    seconds: float
+    sampler: str
+
+    def summary(self, var_names: tuple[str, ...] = DIAGNOSED) -> pd.DataFrame:
+        names = [v for v in var_names if v in self.idata.posterior]
+        return az.summary(self.idata, var_names=names, hdi_prob=0.89, round_to="none")
+
+    @property
+    def divergences(self) -> int:
+        stats = self.idata.sample_stats
+        key = "diverging" if "diverging" in stats else "divergences"
+        return int(stats[key].sum()) if key in stats else 0
+
+    def diagnostics(self) -> dict[str, dict[str, float]]:
+        """Posterior mean, sd, r̂, bulk/tail ESS of β and the σ's."""
+        table = self.summary()
+        return {
+            name: {
+                "mean": float(row["mean"]),
+                "sd": float(row["sd"]),
+                "hdi_89": [float(row["hdi_5.5%"]), float(row["hdi_94.5%"])],
+                "r_hat": float(row["r_hat"]),
+                "ess_bulk": float(row["ess_bulk"]),
+                "ess_tail": float(row["ess_tail"]),
+            }
+            for name, row in table.iterrows()
+        }
+
+    def linear_predictor(self, max_draws: int | None = None) -> np.ndarray:
+        """Posterior draws of logit λ, shape (draws, dataset, subsample, lm_type, arm)."""
+        return linear_predictor(self.idata, self.data, self.spec, max_draws)
+
+
+def linear_predictor(
+    idata: az.InferenceData, data: ModelData, spec: ModelSpec, max_draws: int | None = None
+) -> np.ndarray:
+    post = idata.posterior
+    if "c" in post:  # marginal backend
+        c = post["c"].values.reshape(-1, *post["c"].shape[2:])
+        t = post["t"].values.reshape(-1, post["t"].shape[-1])
+        n_i = data.shape[2]
+        alpha = np.zeros((c.shape[0], n_i))
+        if n_i > 1:
+            alpha[:, 1:] = post[LM_TYPE].values.reshape(c.shape[0], -1)
+        if max_draws:
+            c, t, alpha = c[:max_draws], t[:max_draws], alpha[:max_draws]
+        return c[:, :, :, None, None] + alpha[:, None, None, :, None] + t[:, :, None, None, None] * ARM_OFFSET
+    return _bambi_linear_predictor(idata, data, max_draws)
+
+
+def _bambi_linear_predictor(idata: az.InferenceData, data: ModelData, max_draws: int | None) -> np.ndarray:
+    post = idata.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
+    n_draws = post.sizes["sample"] if not max_draws else min(max_draws, post.sizes["sample"])
+    n_j, n_k, n_i, _ = data.shape
+    eta = np.broadcast_to(
+        post[INTERCEPT].values[:n_draws, None, None, None, None], (n_draws, n_j, n_k, n_i, 2)
+    ).copy()
+    if LM_TYPE in post:
+        alpha = post[LM_TYPE].values[:n_draws].reshape(n_draws, -1)
+        eta[:, :, :, 1:, :] += alpha[:, None, None, :, None]
+    eta += post[TREATMENT].values[:n_draws, None, None, None, None] * np.array([0.0, 1.0])
+    u = post["1|dataset"].sel({"dataset__factor_dim": data.datasets}).values[:n_draws]
+    eta += u[:, :, None, None, None]
+    v = post["1|dataset:subsample"]
+    levels = [f"{d}:{k}" for d in data.datasets for k in range(n_k)]
+    present = set(v.coords["dataset:subsample__factor_dim"].values.tolist())
+    vals = np.zeros((n_draws, n_j * n_k))
+    for idx, level in enumerate(levels):
+        if level in present:
+            vals[:, idx] = v.sel({"dataset:subsample__factor_dim": level}).values[:n_draws]
+    eta += vals.reshape(n_draws, n_j, n_k)[:, :, :, None, None]
+    if "1|dataset:treatment" in post:
+        w = post["1|dataset:treatment"]
+        for j, d in enumerate(data.datasets):
+            for arm in (0, 1):
+                eta[:, j, :, :, arm] += w.sel({"dataset:treatment__factor_dim": f"{d}:{float(arm)}"}).values[
+                    :n_draws, None, None
+                ]
+    return eta
+
+
+_COMPILED: dict[tuple, Any] = {}
+
+
+def _nutpie_compiled(shape: tuple[int, ...], spec: ModelSpec):
+    import nutpie
+
+    key = (shape, spec.interaction, spec.priors)
+    if key not in _COMPILED:
+        start = time.perf_counter()
+        _COMPILED[key] = nutpie.compile_pymc_model(build_marginal(shape, spec))
+        log.info("compiled model of shape %s in %.1f s", shape, time.perf_counter() - start)
+    return _COMPILED[key]
+
+
+def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
+    """Sample the posterior. `sampler` has name (nutpie|pymc|numpyro), draws, tune, chains, cores, ..."""
+    name = sampler["name"]
+    draws, tune, chains = int(sampler["draws"]), int(sampler["tune"]), int(sampler["chains"])
+    cores = int(sampler.get("cores", 1))
+    target_accept = float(sampler.get("target_accept", 0.8))
+    progress = bool(sampler.get("progressbar", False))
+    start = time.perf_counter()
+    if spec.backend == "bambi":
+        model = build_bambi(data.to_long(), spec)
+        kwargs = {"target_accept": target_accept}
+        if name == "numpyro":
+            kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
+        idata = model.fit(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            inference_method=name,
+            random_seed=seed,
+            progressbar=progress,
+            **kwargs,
+        )
+    elif spec.backend == "marginal":
+        values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
+        if name == "nutpie":
+            import nutpie
+
+            compiled = _nutpie_compiled(data.shape, spec).with_data(**values)
+            idata = nutpie.sample(
+                compiled,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                target_accept=target_accept,
+                progress_bar=progress,
+                save_warmup=False,
+            )
+        elif name in {"pymc", "numpyro"}:
+            model = build_marginal(data.shape, spec)
+            kwargs: dict[str, Any] = {}
+            if name == "numpyro":
+                kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
+            with model:
+                pm.set_data(values)
+                idata = pm.sample(
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    cores=cores,
+                    random_seed=seed,
+                    target_accept=target_accept,
+                    progressbar=progress,
+                    nuts_sampler=name,
+                    compute_convergence_checks=False,
+                    **kwargs,
+                )
+        else:
+            raise ValueError(f"unknown sampler {name!r}; choose nutpie, pymc or numpyro")
+    else:
+        raise ValueError(f"unknown model backend {spec.backend!r}; choose marginal or bambi")
+    return Fit(idata=idata, data=data, spec=spec, seconds=time.perf_counter() - start, sampler=name)

@@ -1,0 +1,81 @@
+"""Shared fixtures: small sampler settings, fake raw-result trees, the real mirror when present."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FAST_SAMPLER = {
+    "name": "nutpie",
+    "draws": 400,
+    "tune": 300,
+    "chains": 2,
+    "cores": 2,
+    "target_accept": 0.8,
+    "progressbar": False,
+}
+
+
+def mirror_dir() -> Path | None:
+    env = os.environ.get("TESTTASK_DATA_MIRROR")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared" / "data")
+    for path in candidates:
+        path = path if path.is_absolute() else (REPO / path)
+        if (path / "pretrain_on_test").is_dir():
+            return path.resolve()
+    return None
+
+
+@pytest.fixture
+def real_mirror() -> Path:
+    path = mirror_dir()
+    if path is None:
+        pytest.skip("the published-data mirror (../shared/data) is not available")
+    return path
+
+
+@pytest.fixture
+def fast_sampler() -> dict:
+    return dict(FAST_SAMPLER)
+
+
+def write_accuracies(
+    root: Path,
+    collection: str,
+    m: int,
+    n: int,
+    lm_types: list[str],
+    datasets: int,
+    subsamples: int,
+    bias: float = 0.0,
+    seed: int = 0,
+) -> None:
+    """A small raw-results tree in the published layout, with known boost (+0.3 logit) and bias."""
+    rng = np.random.default_rng(seed)
+    for d in range(datasets):
+        level = rng.normal(0, 0.5)
+        subsample_level = rng.normal(0, 0.2, subsamples)
+        for i, lm in enumerate(lm_types):
+            eta = level + subsample_level - 0.2 * i
+            base = rng.binomial(n, 1 / (1 + np.exp(-eta))) / n
+            extra = rng.binomial(n, 1 / (1 + np.exp(-(eta + 0.3)))) / n
+            test = rng.binomial(n, 1 / (1 + np.exp(-(eta + 0.3 + bias)))) / n
+            frame = pd.DataFrame(
+                {
+                    "base": base,
+                    "extra": extra,
+                    "test": test,
+                    "majority": 0.5,
+                    "num_classes": 2,
+                    "majority_all": 0.5,
+                }
+            )
+            folder = root / collection / f"m{m}" / f"n{n}" / lm / f"fake_task_{d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            frame.to_csv(folder / "accuracies.csv", index=False)
