@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask.io import atomic_save
 from testtask.pretrain_on_test import accuracies
-from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, fit
+from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, fit, resolve_spec
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_
         idata = az.from_netcdf(path)
         seconds = float(idata.attrs.get("fit_seconds", float("nan")))
         log.info("reusing cached posterior %s", path.name)
-        return Fit(idata=idata, data=data, spec=spec, seconds=seconds, sampler=sampler["name"])
+        resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
+        return Fit(idata=idata, data=data, spec=resolved, seconds=seconds, sampler=sampler["name"])
     result = fit(data, spec, sampler, seed)
     if path is not None:
         result.idata.attrs["fit_seconds"] = result.seconds

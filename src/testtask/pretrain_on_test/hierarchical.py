@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import arviz as az
@@ -62,6 +62,8 @@ class Priors:
 class ModelSpec:
     backend: str = "marginal"  # marginal | bambi
     interaction: bool = True  # include W_jl (Figure 10 drops it)
+    # t_j = β + sqrt(2)·σ_W·e_j (non-centred) mixes better when σ_W is small next to the data's noise (the bias)
+    noncentered_t: bool | str = "auto"  # True, False, or "auto" (chosen from the data: `choose_noncentered`)
     priors: Priors = field(default_factory=Priors)
     formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
 
@@ -69,7 +71,7 @@ class ModelSpec:
     def from_config(cls, cfg: Any, **overrides: Any) -> ModelSpec:
         cfg = dict(cfg)
         priors = Priors(**dict(cfg.pop("priors", {})))
-        keep = {k: v for k, v in cfg.items() if k in {"backend", "interaction", "formula"}}
+        keep = {k: v for k, v in cfg.items() if k in {"backend", "interaction", "formula", "noncentered_t"}}
         keep.update(overrides)
         return cls(priors=priors, **keep)
 
@@ -148,7 +150,11 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
         if spec.interaction:
             sigma_w = pm.HalfNormal(SIGMA_W, p.sigma_W)
             s = pm.Normal("s", mu + beta / 2, pt.sqrt(sigma_u**2 + sigma_w**2 / 2), dims="dataset")
-            t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
+            if spec.noncentered_t:
+                e = pm.Normal("t_offset", 0.0, 1.0, dims="dataset")
+                t = pm.Deterministic("t", beta + np.sqrt(2.0) * sigma_w * e, dims="dataset")
+            else:
+                t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
         else:
             s = pm.Normal("s", mu + beta / 2, sigma_u, dims="dataset")
             t = pm.Deterministic("t", pt.repeat(beta[None], n_j), dims="dataset")
@@ -220,71 +226,76 @@ class Fit:
             for name, row in table.iterrows()
         }
 
-    def linear_predictor(self, max_draws: int | None = None) -> np.ndarray:
-        """Posterior draws of logit λ, shape (draws, dataset, subsample, lm_type, arm)."""
-        return linear_predictor(self.idata, self.data, self.spec, max_draws)
 
+def identified_draws(fit: Fit, max_draws: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior draws of (c_jk, t_j, α_i) with logit λ_ijkl = c_jk + α_i + (x_l − ½)·t_j, for either backend.
 
-def linear_predictor(
-    idata: az.InferenceData, data: ModelData, spec: ModelSpec, max_draws: int | None = None
-) -> np.ndarray:
-    post = idata.posterior
-    if "c" in post:  # marginal backend
-        c = post["c"].values.reshape(-1, *post["c"].shape[2:])
-        t = post["t"].values.reshape(-1, post["t"].shape[-1])
-        n_i = data.shape[2]
-        alpha = np.zeros((c.shape[0], n_i))
-        if n_i > 1:
-            alpha[:, 1:] = post[LM_TYPE].values.reshape(c.shape[0], -1)
-        if max_draws:
-            c, t, alpha = c[:max_draws], t[:max_draws], alpha[:max_draws]
-        return c[:, :, :, None, None] + alpha[:, None, None, :, None] + t[:, :, None, None, None] * ARM_OFFSET
-    return _bambi_linear_predictor(idata, data, max_draws)
-
-
-def _bambi_linear_predictor(idata: az.InferenceData, data: ModelData, max_draws: int | None) -> np.ndarray:
-    post = idata.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
-    n_draws = post.sizes["sample"] if not max_draws else min(max_draws, post.sizes["sample"])
-    n_j, n_k, n_i, _ = data.shape
-    eta = np.broadcast_to(
-        post[INTERCEPT].values[:n_draws, None, None, None, None], (n_draws, n_j, n_k, n_i, 2)
-    ).copy()
-    if LM_TYPE in post:
-        alpha = post[LM_TYPE].values[:n_draws].reshape(n_draws, -1)
-        eta[:, :, :, 1:, :] += alpha[:, None, None, :, None]
-    eta += post[TREATMENT].values[:n_draws, None, None, None, None] * np.array([0.0, 1.0])
-    u = post["1|dataset"].sel({"dataset__factor_dim": data.datasets}).values[:n_draws]
-    eta += u[:, :, None, None, None]
-    v = post["1|dataset:subsample"]
-    levels = [f"{d}:{k}" for d in data.datasets for k in range(n_k)]
-    present = set(v.coords["dataset:subsample__factor_dim"].values.tolist())
-    vals = np.zeros((n_draws, n_j * n_k))
-    for idx, level in enumerate(levels):
-        if level in present:
-            vals[:, idx] = v.sel({"dataset:subsample__factor_dim": level}).values[:n_draws]
-    eta += vals.reshape(n_draws, n_j, n_k)[:, :, :, None, None]
+    For a bambi fit these are c = μ + U_j + V_jk + (W_j0 + W_j1)/2 + β/2 and t = β + W_j1 − W_j0.
+    """
+    post = fit.idata.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
+    n_draws = post.sizes["sample"] if not max_draws else min(int(max_draws), post.sizes["sample"])
+    n_j, n_k, n_i, _ = fit.data.shape
+    alpha = np.zeros((n_draws, n_i))
+    if LM_TYPE in post and n_i > 1:
+        alpha[:, 1:] = post[LM_TYPE].values[:n_draws].reshape(n_draws, -1)
+    if "c" in post:
+        return post["c"].values[:n_draws], post["t"].values[:n_draws], alpha
+    beta = post[TREATMENT].values[:n_draws]
+    datasets = fit.data.datasets
+    u = post["1|dataset"].sel({"dataset__factor_dim": datasets}).values[:n_draws]
+    v_post = post["1|dataset:subsample"]
+    present = set(v_post.coords["dataset:subsample__factor_dim"].values.tolist())
+    v = np.zeros((n_draws, n_j, n_k))
+    for j, d in enumerate(datasets):
+        for k in range(n_k):
+            if f"{d}:{k}" in present:
+                v[:, j, k] = v_post.sel({"dataset:subsample__factor_dim": f"{d}:{k}"}).values[:n_draws]
+    w = np.zeros((n_draws, n_j, 2))
     if "1|dataset:treatment" in post:
-        w = post["1|dataset:treatment"]
-        for j, d in enumerate(data.datasets):
+        w_post = post["1|dataset:treatment"]
+        for j, d in enumerate(datasets):
             for arm in (0, 1):
-                eta[:, j, :, :, arm] += w.sel({"dataset:treatment__factor_dim": f"{d}:{float(arm)}"}).values[
-                    :n_draws, None, None
+                w[:, j, arm] = w_post.sel({"dataset:treatment__factor_dim": f"{d}:{float(arm)}"}).values[
+                    :n_draws
                 ]
-    return eta
+    c = (
+        post[INTERCEPT].values[:n_draws, None, None]
+        + u[:, :, None]
+        + v
+        + (w.mean(axis=2) + beta[:, None] / 2)[:, :, None]
+    )
+    t = beta[:, None] + w[:, :, 1] - w[:, :, 0]
+    return c, t, alpha
 
 
-_COMPILED: dict[tuple, Any] = {}
+def choose_noncentered(data: ModelData) -> bool:
+    """Non-centre t_j when the spread of task contrasts is within their sampling noise.
+
+    A moment estimate: per-task log odds ratios of the pooled counts, their binomial variances, and the
+    between-task variance left after removing that noise. Centred coordinates suit contrasts the data pin down
+    (the boost); non-centred ones suit a σ_W near zero next to the noise (the bias), where the centred funnel
+    between t_j and σ_W stalls the sampler.
+    """
+    y = data.correct.sum(axis=(1, 2)).astype(float)  # (dataset, arm)
+    n = data.trials.sum(axis=(1, 2)).astype(float)
+    keep = (n > 0).all(axis=1)
+    if keep.sum() < 2:
+        return True
+    y, n = y[keep] + 0.5, n[keep] + 1.0
+    log_odds = np.log(y / (n - y))
+    contrast = log_odds[:, 1] - log_odds[:, 0]
+    noise = (1 / y + 1 / (n - y)).sum(axis=1)
+    between = max(0.0, contrast.var(ddof=1) - noise.mean())
+    return bool(between < noise.mean())
 
 
-def _nutpie_compiled(shape: tuple[int, ...], spec: ModelSpec):
-    import nutpie
-
-    key = (shape, spec.interaction, spec.priors)
-    if key not in _COMPILED:
-        start = time.perf_counter()
-        _COMPILED[key] = nutpie.compile_pymc_model(build_marginal(shape, spec))
-        log.info("compiled model of shape %s in %.1f s", shape, time.perf_counter() - start)
-    return _COMPILED[key]
+def resolve_spec(data: ModelData, spec: ModelSpec) -> ModelSpec:
+    """`spec` with `noncentered_t` decided (False when there is no W term)."""
+    if not spec.interaction:
+        return replace(spec, noncentered_t=False)
+    if spec.noncentered_t == "auto":
+        return replace(spec, noncentered_t=choose_noncentered(data))
+    return replace(spec, noncentered_t=bool(spec.noncentered_t))
 
 
 def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
@@ -311,21 +322,21 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
             **kwargs,
         )
     elif spec.backend == "marginal":
+        spec = resolve_spec(data, spec)
         values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
         if name == "nutpie":
-            import nutpie
+            from testtask.pretrain_on_test import kernel
 
-            compiled = _nutpie_compiled(data.shape, spec).with_data(**values)
-            idata = nutpie.sample(
-                compiled,
+            idata = kernel.sample(
+                data,
+                spec,
+                bool(spec.noncentered_t),
+                seed,
                 draws=draws,
                 tune=tune,
                 chains=chains,
                 cores=cores,
-                seed=seed,
                 target_accept=target_accept,
-                progress_bar=progress,
-                save_warmup=False,
             )
         elif name in {"pymc", "numpyro"}:
             model = build_marginal(data.shape, spec)

@@ -59,6 +59,7 @@ def fit_panel(
         "fit_seconds": fit.seconds,
         "sampler": fit.sampler,
         "backend": spec.backend,
+        "noncentered_t": fit.spec.noncentered_t,
     }
     return {"panel": panel, "fit": fit, "predictive": pp}
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import arviz as az
+import numba
 import numpy as np
-from scipy.special import expit
 
-from testtask.pretrain_on_test.hierarchical import Fit, ModelData
+from testtask.pretrain_on_test.hierarchical import Fit, ModelData, identified_draws
 
 
 @dataclass
@@ -44,31 +44,49 @@ class PredictiveDifferences:
             return (acc * mask).sum(axis=1) / mask.sum(axis=1)
 
 
-def simulate(fit: Fit, seed: int, max_draws: int | None = None, chunk: int = 200) -> PredictiveDifferences:
-    """Draw Ŷ for every posterior draw and observed cell; reduce to eqs. 11 and 12 chunk by chunk."""
+@numba.njit(cache=True, nogil=True)
+def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
+    """Binomial draws for every posterior draw and observed cell, reduced on the fly (no draws × cells array)."""
+    np.random.seed(seed)
+    n_d, n_j, n_k = c.shape
+    n_i = alpha.shape[1]
+    for d in range(n_d):
+        total, cells = 0.0, 0
+        for j in range(n_j):
+            for i in range(n_i):
+                sums = np.zeros(2)
+                count = 0
+                for k in range(n_k):
+                    if trials[j, k, i, 0] == 0:
+                        continue
+                    count += 1
+                    for arm in range(2):
+                        eta = c[d, j, k] + alpha[d, i] + (arm - 0.5) * t[d, j]
+                        n = trials[j, k, i, arm]
+                        sums[arm] += np.random.binomial(n, 1.0 / (1.0 + np.exp(-eta))) / n
+                if count == 0:
+                    per_task[d, j, i] = np.nan
+                    task_acc[d, j, i, 0] = np.nan
+                    task_acc[d, j, i, 1] = np.nan
+                    continue
+                per_task[d, j, i] = (sums[1] - sums[0]) / count
+                task_acc[d, j, i, 0] = sums[0] / count
+                task_acc[d, j, i, 1] = sums[1] / count
+                total += sums[1] - sums[0]
+                cells += count
+        average[d] = total / cells
+
+
+def simulate(fit: Fit, seed: int, max_draws: int | None = None) -> PredictiveDifferences:
+    """Draw Ŷ_ijkl ~ Binomial(n, λ_ijkl) for every posterior draw and observed cell; reduce to eqs. 11 and 12."""
     data = fit.data
-    rng = np.random.default_rng(seed)
-    eta_all = fit.linear_predictor(max_draws)
-    mask = data.observed  # (J, K, I)
-    trials = data.trials
-    n_cells = mask.sum()
-    per_task_count = mask.sum(axis=1)  # (J, I)
-    averages, per_task, task_acc = [], [], []
-    for start in range(0, eta_all.shape[0], chunk):
-        lam = expit(eta_all[start : start + chunk])
-        y_hat = rng.binomial(trials[None], lam)
-        acc = y_hat / np.maximum(trials[None], 1)
-        diff = (acc[..., 1] - acc[..., 0]) * mask[None]
-        averages.append(diff.sum(axis=(1, 2, 3)) / n_cells)
-        with np.errstate(invalid="ignore"):
-            per_task.append(diff.sum(axis=2) / per_task_count[None])
-            task_acc.append((acc * mask[None, ..., None]).sum(axis=2) / per_task_count[None, ..., None])
-    return PredictiveDifferences(
-        average=np.concatenate(averages),
-        per_task=np.concatenate(per_task),
-        task_accuracy=np.concatenate(task_acc),
-        data=data,
-    )
+    c, t, alpha = identified_draws(fit, max_draws)
+    n_d, (n_j, _, n_i, _) = c.shape[0], data.shape
+    average = np.empty(n_d)
+    per_task = np.empty((n_d, n_j, n_i))
+    task_acc = np.empty((n_d, n_j, n_i, 2))
+    _draw(c, t, alpha, data.trials.astype(np.int64), seed % 2**32, average, per_task, task_acc)
+    return PredictiveDifferences(average=average, per_task=per_task, task_accuracy=task_acc, data=data)
 
 
 def interval(draws: np.ndarray, prob: float = 0.89) -> dict[str, float | list[float]]:

@@ -1,0 +1,74 @@
+"""The compiled log density equals the PyMC model's (up to a constant), and so do the gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from testtask.pretrain_on_test import kernel
+from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, build_marginal
+from testtask.pretrain_on_test.simulate import TruePars, simulate_long
+
+
+def _point(model: pm.Model, layout: kernel.Layout, x: np.ndarray) -> dict:
+    values = layout.expand(x)
+    point = {}
+    for var in model.value_vars:
+        name = var.name
+        if name.endswith("_log__"):
+            point[name] = np.log(values[name[: -len("_log__")]])
+        else:
+            point[name] = values[name]
+    return point
+
+
+@pytest.mark.parametrize(
+    ("interaction", "noncentered", "lm_types"),
+    [(True, False, 2), (True, True, 2), (False, False, 2), (True, False, 1), (True, True, 3)],
+)
+def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types):
+    long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=lm_types, seed=2)
+    long = long[~((long.dataset == "task02") & (long.subsample == 3))]  # one padded cell
+    data = ModelData.from_long(long)
+    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered)
+    layout = kernel.Layout(data.shape, spec, noncentered)
+    model = build_marginal(data.shape, spec)
+    with model:
+        pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    order = [v.name for v in model.value_vars]
+    rng = np.random.default_rng(0)
+    args = (
+        data.correct.astype(float),
+        data.trials.astype(float),
+        kernel.priors_vector(spec),
+        data.shape[2],
+        interaction,
+        noncentered,
+    )
+    xs = [rng.normal(0, 0.5, layout.ndim) for _ in range(3)]
+    ours = [kernel.log_density(x, *args) for x in xs]
+    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
+    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
+        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
+    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
+        point = _point(model, layout, x)
+        sizes = [np.size(point[name]) for name in order]
+        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
+        mine = _point(model, layout, x)  # same names, now filled with our gradient pieces
+        positions = {
+            "Intercept": [0],
+            "treatment": [1],
+            "1|dataset_sigma_log__": [2],
+            "1|dataset:subsample_sigma_log__": [3],
+            "1|dataset:treatment_sigma_log__": [4],
+            "lm_type": range(layout.alpha.start, layout.alpha.stop),
+            "s": range(layout.s.start, layout.s.stop),
+            "t": range(layout.t.start, layout.t.stop),
+            "t_offset": range(layout.t.start, layout.t.stop),
+            "c": range(layout.c.start, layout.c.stop),
+        }
+        for name in order:
+            mine[name] = grad[list(positions[name])]
+            np.testing.assert_allclose(mine[name], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name)

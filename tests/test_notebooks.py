@@ -1,0 +1,63 @@
+"""Every jupytext notebook in notebooks/ executes top to bottom on small settings (TESTTASK_NOTEBOOK_FAST=1)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
+KERNEL = "python3"
+
+
+def _ensure_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the `python3` kernel findable; if this environment has none, install one for this interpreter
+    under `tmp_path` and put it on JUPYTER_PATH (the venv itself is left untouched)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if KERNEL in KernelSpecManager().find_kernel_specs():
+        return
+    from ipykernel.kernelspec import install
+
+    prefix = tmp_path / "jupyter"
+    install(kernel_name=KERNEL, prefix=str(prefix))
+    # The spec's argv starts with "python", which jupyter_client maps to sys.executable (this venv).
+    monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
+    assert KERNEL in KernelSpecManager().find_kernel_specs(), sys.executable
+
+
+@pytest.mark.skipif(not NOTEBOOKS, reason="no notebooks/*.py")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_mirror: Path):
+    jupytext = pytest.importorskip("jupytext")
+    nbclient = pytest.importorskip("nbclient")
+
+    figures = tmp_path / "figures"
+    monkeypatch.setenv("TESTTASK_NOTEBOOK_FAST", "1")
+    monkeypatch.setenv("TESTTASK_NOTEBOOK_FIGURES", str(figures))
+    monkeypatch.setenv("TESTTASK_NOTEBOOK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TESTTASK_NOTEBOOK_DATA", str(tmp_path / "published"))
+    monkeypatch.setenv("TESTTASK_DATA_MIRROR", str(real_mirror))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _ensure_kernel(tmp_path, monkeypatch)
+
+    nb = jupytext.read(path)
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name=KERNEL, resources={"metadata": {"path": str(REPO)}}
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+
+    errors = [
+        output
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
+    assert not errors, errors
+    if path.stem == "pretrain-on-test":
+        assert (figures / "pretrain-on-test" / "figure-3.json").is_file()
+        assert (figures / "pretrain-on-test" / "figure-3.png").is_file()
