@@ -47,7 +47,7 @@ class PredictiveDifferences:
 @numba.njit(cache=True, nogil=True)
 def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
     """Binomial draws for every posterior draw and observed cell, reduced on the fly (no draws × cells array)."""
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 -- numba-compiled: its own per-thread generator, seeded per call
     n_d, n_j, n_k = c.shape
     n_i = alpha.shape[1]
     for d in range(n_d):
@@ -63,7 +63,7 @@ def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
                     for arm in range(2):
                         eta = c[d, j, k] + alpha[d, i] + (arm - 0.5) * t[d, j]
                         n = trials[j, k, i, arm]
-                        sums[arm] += np.random.binomial(n, 1.0 / (1.0 + np.exp(-eta))) / n
+                        sums[arm] += np.random.binomial(n, 1.0 / (1.0 + np.exp(-eta))) / n  # noqa: NPY002
                 if count == 0:
                     per_task[d, j, i] = np.nan
                     task_acc[d, j, i, 0] = np.nan
