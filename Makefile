@@ -47,6 +47,9 @@ bench: data
 test: install
 	$(BIN)/python -m pytest -q $(ARGS)
 
+notebooks: data
+	$(BIN)/jupytext --to ipynb --execute notebooks/*.py
+
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow $(ARGS)
 

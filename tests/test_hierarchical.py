@@ -112,3 +112,16 @@ def test_posterior_predictive_difference_tracks_the_data(fast_sampler):
     assert np.corrcoef(per_task.ravel(), pp.observed_per_task().ravel())[0, 1] > 0.8
     # Same seed, same draws: the predictive step is reproducible.
     np.testing.assert_array_equal(predictive.simulate(result, seed=6).average, pp.average)
+
+
+@pytest.mark.parametrize("sampler_name", ["pymc", "numpyro"])
+def test_other_samplers_run_the_same_model(sampler_name, fast_sampler):
+    """The PyMC model behind `sampler=pymc|numpyro` agrees with the nutpie kernel on a small problem."""
+    pytest.importorskip("numpyro" if sampler_name == "numpyro" else "pymc")
+    long = simulate_long(TruePars(beta=0.5, sigma_w=0.1), datasets=4, subsamples=3, n=200, lm_types=2, seed=21)
+    data = ModelData.from_long(long)
+    other = fit(data, ModelSpec(), {**fast_sampler, "name": sampler_name, "chains": 2, "cores": 1}, seed=1)
+    ours = fit(data, ModelSpec(), fast_sampler, seed=1)
+    a, b = other.diagnostics()[TREATMENT], ours.diagnostics()[TREATMENT]
+    assert a["mean"] == pytest.approx(b["mean"], abs=0.5 * b["sd"])
+    assert a["sd"] == pytest.approx(b["sd"], rel=0.35)

@@ -10,13 +10,11 @@ and gradients against the PyMC model at random points.
 from __future__ import annotations
 
 import math
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
 import numba
 import numpy as np
 
+from testtask.parallel import process_pool
 from testtask.pretrain_on_test.hierarchical import (
     INTERCEPT,
     LM_TYPE,
@@ -303,18 +301,6 @@ def _sample_chains(data: ModelData, spec: ModelSpec, noncentered: bool, seed: in
     return nutpie.sample(model, seed=seed, cores=1, progress_bar=False, save_warmup=False, **settings)
 
 
-_POOL: dict[int, Any] = {}
-
-
-def _pool(workers: int):
-    # nutpie runs Python-function models under the GIL, so chains in threads do not overlap; processes do.
-    if workers not in _POOL:
-        _POOL[workers] = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
-        )
-    return _POOL[workers]
-
-
 def sample(
     data: ModelData,
     spec: ModelSpec,
@@ -326,7 +312,10 @@ def sample(
     cores: int,
     target_accept: float,
 ):
-    """Run `chains` chains split over `cores` processes and join them into one InferenceData."""
+    """Run `chains` chains split over `cores` processes and join them into one InferenceData.
+
+    nutpie runs Python-function models under the GIL, so chains in threads would not overlap; processes do.
+    """
     import arviz as az
 
     groups = [
@@ -336,7 +325,7 @@ def sample(
     if len(groups) == 1:
         return _sample_chains(data, spec, noncentered, seed, {**settings, "chains": chains})
     futures = [
-        _pool(len(groups)).submit(
+        process_pool(len(groups)).submit(
             _sample_chains, data, spec, noncentered, seed + 7919 * g, {**settings, "chains": size}
         )
         for g, size in enumerate(groups)

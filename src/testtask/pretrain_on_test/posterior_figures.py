@@ -15,9 +15,11 @@ from tqdm.auto import tqdm
 
 from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
+from testtask.parallel import process_pool
 from testtask.pretrain_on_test import accuracies, predictive
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, build_marginal
+from testtask.pretrain_on_test.hierarchical import fit as fit_model
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,12 @@ def fit_panel(
     spec = spec_from(ctx.cfg, **spec_overrides)
     fit = fit_cached(data, spec, ctx.sampler, ctx.seed + seed_offset, ctx.cache_dir)
     pred_cfg = plain(ctx.cfg.get("predictive", {})) or {}
-    pp = predictive.simulate(fit, seed=ctx.seed + seed_offset + 1, max_draws=pred_cfg.get("max_draws"))
+    pp = predictive.simulate(
+        fit,
+        seed=ctx.seed + seed_offset + 1,
+        max_draws=pred_cfg.get("max_draws"),
+        workers=int(ctx.sampler.get("cores", 1)),
+    )
     diag = fit.diagnostics()
     beta = diag[TREATMENT]
     panel = {
@@ -269,7 +276,13 @@ def _slice_frame(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     return pd.concat(picks, ignore_index=True)
 
 
+def _slice_beta(data: ModelData, spec, sampler: dict, seed: int) -> np.ndarray:
+    """β draws of one de-replicated slice, all chains in this process (slices run side by side instead)."""
+    return fit_model(data, spec, {**sampler, "cores": 1}, seed).idata.posterior[TREATMENT].values.ravel()
+
+
 def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, seed: int) -> dict:
+    """Refit the bias model on `slices` random slices with one subsample per task; summarise β's posterior means."""
     cfg = ctx.cfg["figure_7"]
     sampler = {
         **plain(ctx.sampler),
@@ -279,11 +292,13 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     }
     rng = np.random.default_rng(seed)
     spec = spec_from(ctx.cfg)
+    jobs = [(configuration_data(_slice_frame(frame, rng), "bias"), seed + idx) for idx in range(slices)]
+    pool = process_pool(max(1, int(sampler.get("cores", 1))))
+    futures = [pool.submit(_slice_beta, data, spec, sampler, job_seed) for data, job_seed in jobs]
     means, excludes_zero = [], []
-    for idx in tqdm(range(slices), desc=f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}", unit="slice"):
-        data = configuration_data(_slice_frame(frame, rng), "bias")
-        fit = fit_cached(data, spec, sampler, seed + idx, ctx.cache_dir)
-        beta = fit.idata.posterior[TREATMENT].values.ravel()
+    label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"
+    for future in tqdm(futures, desc=label, unit="slice"):
+        beta = future.result()
         lo, hi = az.hdi(beta, hdi_prob=0.89)
         means.append(float(beta.mean()))
         excludes_zero.append(bool(lo > 0 or hi < 0))

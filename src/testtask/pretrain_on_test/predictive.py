@@ -13,6 +13,7 @@ import arviz as az
 import numba
 import numpy as np
 
+from testtask.parallel import process_pool
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, identified_draws
 
 
@@ -77,15 +78,36 @@ def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
         average[d] = total / cells
 
 
-def simulate(fit: Fit, seed: int, max_draws: int | None = None) -> PredictiveDifferences:
-    """Draw Ŷ_ijkl ~ Binomial(n, λ_ijkl) for every posterior draw and observed cell; reduce to eqs. 11 and 12."""
-    data = fit.data
-    c, t, alpha = identified_draws(fit, max_draws)
-    n_d, (n_j, _, n_i, _) = c.shape[0], data.shape
+def _draw_block(c: np.ndarray, t: np.ndarray, alpha: np.ndarray, trials: np.ndarray, seed: int):
+    n_d, (n_j, _, n_i, _) = c.shape[0], trials.shape
     average = np.empty(n_d)
     per_task = np.empty((n_d, n_j, n_i))
     task_acc = np.empty((n_d, n_j, n_i, 2))
-    _draw(c, t, alpha, data.trials.astype(np.int64), seed % 2**32, average, per_task, task_acc)
+    _draw(c, t, alpha, trials, seed, average, per_task, task_acc)
+    return average, per_task, task_acc
+
+
+def simulate(fit: Fit, seed: int, max_draws: int | None = None, workers: int = 1) -> PredictiveDifferences:
+    """Draw Ŷ_ijkl ~ Binomial(n, λ_ijkl) for every posterior draw and observed cell; reduce to eqs. 11 and 12.
+
+    With `workers` > 1 the posterior draws are split into that many blocks, each drawn in its own process with
+    its own seed, so the result depends on (seed, workers) only.
+    """
+    data = fit.data
+    c, t, alpha = identified_draws(fit, max_draws)
+    trials = data.trials.astype(np.int64)
+    blocks = [b for b in np.array_split(np.arange(c.shape[0]), max(1, workers)) if len(b)]
+    seeds = [(seed + 7919 * idx) % 2**32 for idx in range(len(blocks))]
+    if len(blocks) == 1:
+        parts = [_draw_block(c, t, alpha, trials, seeds[0])]
+    else:
+        pool = process_pool(len(blocks))
+        futures = [
+            pool.submit(_draw_block, c[b], t[b], alpha[b], trials, s)
+            for b, s in zip(blocks, seeds, strict=True)
+        ]
+        parts = [f.result() for f in futures]
+    average, per_task, task_acc = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
     return PredictiveDifferences(average=average, per_task=per_task, task_accuracy=task_acc, data=data)
 
 
