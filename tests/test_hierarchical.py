@@ -118,7 +118,9 @@ def test_posterior_predictive_difference_tracks_the_data(fast_sampler):
 def test_other_samplers_run_the_same_model(sampler_name, fast_sampler):
     """The PyMC model behind `sampler=pymc|numpyro` agrees with the nutpie kernel on a small problem."""
     pytest.importorskip("numpyro" if sampler_name == "numpyro" else "pymc")
-    long = simulate_long(TruePars(beta=0.5, sigma_w=0.1), datasets=4, subsamples=3, n=200, lm_types=2, seed=21)
+    long = simulate_long(
+        TruePars(beta=0.5, sigma_w=0.1), datasets=4, subsamples=3, n=200, lm_types=2, seed=21
+    )
     data = ModelData.from_long(long)
     other = fit(data, ModelSpec(), {**fast_sampler, "name": sampler_name, "chains": 2, "cores": 1}, seed=1)
     ours = fit(data, ModelSpec(), fast_sampler, seed=1)
