@@ -94,8 +94,8 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
             out.append(
                 (
                     "§7: tasks with positive / negative average bias",
-                    "12 / 13, all |bias| < 1%",
-                    f"{few['positive_bias']['count']} / {few['negative_bias']['count']}; max |bias| "
+                    "12 / 13, all abs(bias) < 1%",
+                    f"{few['positive_bias']['count']} / {few['negative_bias']['count']}; max abs(bias) "
                     f"{100 * few['max_abs_bias']['value']:.2f}% ({few['max_abs_bias']['task']})",
                 )
             )
