@@ -17,6 +17,7 @@ from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
 from testtask.parallel import process_pool
 from testtask.pretrain_on_test import accuracies, predictive
+from testtask.pretrain_on_test.descriptive import load_collection
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, build_marginal
 from testtask.pretrain_on_test.hierarchical import fit as fit_model
@@ -28,11 +29,6 @@ COLORS = {"boost": "tab:blue", "bias": "tab:orange"}
 
 
 # --- fitting one configuration -------------------------------------------------------------------------------
-
-
-def load_collection(ctx: Context, role: str, **filters: Any) -> pd.DataFrame:
-    name = ctx.cfg["collections"][role]
-    return accuracies.load(ctx.collection_root(name), **filters)
 
 
 def fit_panel(
