@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from dataclasses import replace
 from typing import Any
 
 import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pymc as pm
 from tqdm.auto import tqdm
 
 from testtask.context import Context, InputsUnavailable
@@ -19,7 +21,7 @@ from testtask.parallel import process_pool
 from testtask.pretrain_on_test import accuracies, predictive
 from testtask.pretrain_on_test.descriptive import load_collection
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, plain, spec_from
-from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, build_marginal
+from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, build_marginal, resolve_spec
 from testtask.pretrain_on_test.hierarchical import fit as fit_model
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
@@ -506,15 +508,10 @@ def figure_11(ctx: Context) -> dict:
         ),
         strict=True,
     ):
-        spec = spec_from(ctx.cfg)
-        spec = type(spec)(
-            backend="marginal",
-            interaction=spec.interaction,
-            formula=spec.formula,
-            priors=type(spec.priors)(**{**spec.priors.__dict__, "treatment_sigma": float(sigma)}),
-        )
+        base = resolve_spec(data, spec_from(ctx.cfg, backend="marginal"))
+        spec = replace(base, priors=replace(base.priors, treatment_sigma=float(sigma)))
         with build_marginal(data.shape, spec):
-            prior = __import__("pymc").sample_prior_predictive(draws=draws, random_seed=ctx.seed)
+            prior = pm.sample_prior_predictive(draws=draws, random_seed=ctx.seed)
         fake = Fit(
             idata=az.InferenceData(posterior=prior.prior), data=data, spec=spec, seconds=0.0, sampler="prior"
         )
