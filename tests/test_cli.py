@@ -19,6 +19,7 @@ def _config(tmp_path, *extra):
             f"figures_dir={tmp_path / 'figures'}",
             f"cache_dir={tmp_path / 'cache'}",
             f"results_dir={tmp_path / 'results'}",
+            "results_run=null",
             "paper=pretrain-on-test",
             *FAST,
             *extra,
@@ -94,3 +95,30 @@ def test_unknown_figure_and_paper_are_usage_errors(tmp_path):
         run(_config(tmp_path, "action=figure", "figure=99"))
     with pytest.raises(UsageError, match="unknown paper"):
         run(_config(tmp_path, "action=figure", "paper=nope"))
+
+
+def test_figure_3_from_the_committed_cpu_mini_results(tmp_path):
+    """`make figure-3 SOURCE=results` on a fresh clone: the committed CPU mini-replication is a valid input."""
+    import pandas as pd
+
+    from testtask.paths import repo_root
+
+    mini = repo_root() / "results" / "pretrain-on-test" / "cpu-mini"
+    files = sorted(mini.rglob("accuracies.csv"))
+    assert len(files) >= 4, f"the committed mini-replication results are missing under {mini}"
+    cfg = _config(tmp_path, "action=figure", "figure=3", "source=results")
+    cfg.results_dir = str(repo_root() / "results")
+    cfg.results_run = "cpu-mini"  # the default of conf/config.yaml
+    run(cfg)
+    numbers = json.loads((tmp_path / "figures" / "pretrain-on-test" / "figure-3.json").read_text())
+    panels = {(p["m"], p["n"], p["effect"]): p for p in numbers["panels"]}
+    assert set(panels) == {(50, 50, "boost"), (50, 50, "bias")}
+    frames = pd.concat([pd.read_csv(f) for f in files])
+    counts = (frames[["base", "extra", "test"]] * 50).round()
+    assert panels[(50, 50, "boost")]["lm_types"] == ["minilm"]
+    expected = {
+        "boost": (counts.extra - counts.base).mean() / 50,
+        "bias": (counts.test - counts.extra).mean() / 50,
+    }
+    for effect, value in expected.items():
+        assert panels[(50, 50, effect)]["raw_mean_difference"] == pytest.approx(value, abs=1e-9)

@@ -50,6 +50,8 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         data_root = resolve(cfg.data.dest) / paper
     elif cfg.source == "results":
         data_root = resolve(cfg.results_dir) / paper
+        if cfg.get("results_run"):
+            data_root = data_root / str(cfg.results_run)
     else:
         raise UsageError(f"source must be published or results, got {cfg.source!r}")
     cache = cfg.get("cache_dir")

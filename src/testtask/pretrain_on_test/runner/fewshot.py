@@ -1,0 +1,135 @@
+"""Few-shot protocol of §4: task-adaptive pretraining on unlabeled texts, then a linear head fine-tuned on train.
+
+acc_base: the pretrained LM, fine-tuned on train.  acc_extra: first pretrained on the n `extra` texts.
+acc_test: first pretrained on the n unlabeled `test` texts.  Every accuracy starts from a freshly loaded model.
+BERT-type models pretrain with masked-LM and classify from [CLS]; GPT-2-type models pretrain causally and classify
+from the last token. Texts are padded independently (no packing) and truncated to `max_length` tokens.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from testtask.pretrain_on_test.runner.subsample import Subsample
+from testtask.pretrain_on_test.runner.training import TrainStats, train
+
+
+def load_tokenizer(name: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    if tokenizer.pad_token is None:  # GPT-2 has none; its classifier finds the last non-pad token
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+class FewShot:
+    """One LM type's few-shot protocol (config: `lm` group with protocol few_shot)."""
+
+    def __init__(self, lm: Mapping[str, Any], *, num_classes: int, device: str, show_progress: bool = True):
+        self.lm = lm
+        self.objective = str(lm["objective"])
+        if self.objective not in ("mlm", "clm"):
+            raise ValueError(f"lm.objective must be mlm or clm, got {self.objective!r}")
+        self.num_classes = num_classes
+        self.device = device
+        self.show_progress = show_progress
+        self.tokenizer = load_tokenizer(str(lm["model"]))
+
+    def _encode(self, texts: Sequence[str], labels: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        enc = self.tokenizer(list(texts), truncation=True, max_length=int(self.lm["max_length"]))
+        rows = [
+            {"input_ids": ids, "attention_mask": mask}
+            for ids, mask in zip(enc["input_ids"], enc["attention_mask"], strict=True)
+        ]
+        if labels is not None:
+            for row, label in zip(rows, labels, strict=True):
+                row["labels"] = int(label)
+        return rows
+
+    def pretrain(self, texts: Sequence[str], out_dir: str, seed: int) -> TrainStats:
+        """Task-adaptive pretraining with the model's own objective; saves the LM to `out_dir`."""
+        from transformers import (
+            AutoModelForCausalLM,
+            AutoModelForMaskedLM,
+            DataCollatorForLanguageModeling,
+            set_seed,
+        )
+
+        set_seed(seed)
+        auto = AutoModelForMaskedLM if self.objective == "mlm" else AutoModelForCausalLM
+        model = auto.from_pretrained(str(self.lm["model"]))
+        hp = self.lm["pretrain"]
+        collate = DataCollatorForLanguageModeling(
+            self.tokenizer,
+            mlm=self.objective == "mlm",
+            mlm_probability=float(hp.get("mlm_probability", 0.15)),
+        )
+        stats = train(
+            model,
+            self._encode(texts),
+            collate,
+            hp,
+            device=self.device,
+            seed=seed,
+            show_progress=self.show_progress,
+        )
+        model.save_pretrained(out_dir)
+        self.tokenizer.save_pretrained(out_dir)
+        return stats
+
+    def classify(
+        self, weights: str, train_frame: pd.DataFrame, test_frame: pd.DataFrame, seed: int
+    ) -> tuple[float, TrainStats]:
+        """Fine-tune a linear head (and all weights) on train; return test accuracy."""
+        from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, set_seed
+
+        set_seed(seed)
+        model = AutoModelForSequenceClassification.from_pretrained(weights, num_labels=self.num_classes)
+        model.config.pad_token_id = self.tokenizer.pad_token_id
+        hp = self.lm["classify"]
+        collate = DataCollatorWithPadding(self.tokenizer)
+        stats = train(
+            model,
+            self._encode(train_frame["text"], train_frame["label"]),
+            collate,
+            hp,
+            device=self.device,
+            seed=seed,
+            show_progress=self.show_progress,
+        )
+        predictions = self.predict(model, test_frame["text"], int(hp.get("eval_batch_size", 64)), collate)
+        return float(np.mean(predictions == test_frame["label"].to_numpy())), stats
+
+    @torch.no_grad()
+    def predict(self, model: Any, texts: Sequence[str], batch_size: int, collate: Any) -> np.ndarray:
+        model.eval()
+        model.to(self.device)
+        rows = self._encode(list(texts))
+        out = []
+        for start in range(0, len(rows), batch_size):
+            batch = {k: v.to(self.device) for k, v in collate(rows[start : start + batch_size]).items()}
+            out.append(model(**batch).logits.argmax(-1).cpu().numpy())
+        return np.concatenate(out)
+
+    def run(self, data: pd.DataFrame, sub: Subsample, seed: int) -> tuple[dict[str, float], dict[str, Any]]:
+        """acc_base, acc_extra and acc_test for one subsample, with timings and losses for the run log."""
+        train_frame, test_frame = data.iloc[sub.train], data.iloc[sub.test]
+        record: dict[str, Any] = {}
+        acc: dict[str, float] = {}
+        base_acc, stats = self.classify(str(self.lm["model"]), train_frame, test_frame, seed)
+        acc["base"] = base_acc
+        record.update(stats.as_dict("classify_base"))
+        for name, texts in (("extra", data["text"].iloc[sub.extra]), ("test", test_frame["text"])):
+            with tempfile.TemporaryDirectory(prefix=f"testtask-{name}-") as tmp:
+                pstats = self.pretrain(list(texts), tmp, seed)
+                acc[name], cstats = self.classify(tmp, train_frame, test_frame, seed)
+            record.update(pstats.as_dict(f"pretrain_{name}"))
+            record.update(cstats.as_dict(f"classify_{name}"))
+        return acc, record

@@ -1,0 +1,52 @@
+"""Hydra entry of the pretrain-on-test runner: one job runs one cell; sweeps come from Hydra multirun.
+
+python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini
+python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/paper hydra/launcher=slurm
+python experiments/pretrain_on_test/run.py lm=gpt2 dataset=trec m=50 n=100
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import hydra
+from omegaconf import DictConfig
+
+from testtask.paths import conf_dir
+
+
+def run(cfg: DictConfig) -> str:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if cfg.get("threads"):
+        import torch
+
+        torch.set_num_threads(int(cfg.threads))
+    if cfg.get("quiet_transformers", True):
+        import transformers
+
+        transformers.logging.set_verbosity_error()  # load reports for every fresh model drown the progress bars
+    task = str(cfg.get("task", "cell"))
+    if task == "packing_speed":
+        from testtask.pretrain_on_test.runner.packing_speed import run as run_speed
+
+        return str(run_speed(cfg))
+    if task != "cell":
+        raise ValueError(f"task must be cell or packing_speed, got {task!r}")
+    from testtask.pretrain_on_test.runner.cell import run_cell
+
+    return str(run_cell(cfg))
+
+
+@hydra.main(version_base=None, config_path=str(conf_dir()), config_name="pretrain_on_test_run")
+def _main(cfg: DictConfig) -> str:
+    return run(cfg)
+
+
+def main() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _main()
+
+
+if __name__ == "__main__":
+    main()

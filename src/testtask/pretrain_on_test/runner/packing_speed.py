@@ -1,0 +1,93 @@
+"""Throughput of padding vs packing LoRA pretraining on the same prompts (the §9.1 comparison).
+
+Both modes train fresh adapters for one epoch on the prompts of the same n texts with the same hyperparameters
+except the batch layout. Reported: real tokens (attention-mask ones) per second, sequence positions per second
+(padding included) and texts per second; packing also saves the repeated header, so texts/s is the like-for-like
+number.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.io import atomic_write_text, to_jsonable
+from testtask.paths import resolve
+from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
+from testtask.pretrain_on_test.runner.training import pick_device
+from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
+
+log = logging.getLogger("testtask.runner")
+
+
+def measure(cfg: DictConfig) -> dict[str, Any]:
+    spec = registry(cfg.datasets)[cfg.dataset]
+    data = load_dataset(spec, cfg.assets_dir)
+    rng = np.random.default_rng(int(cfg.seed))
+    texts = list(data["text"].iloc[rng.choice(len(data), size=int(cfg.n), replace=False)])
+    device = pick_device(str(cfg.device))
+    base_lm = OmegaConf.to_container(cfg.lm, resolve=True)
+    runs = {}
+    protocol = None
+    for mode in ("padding", "packing"):
+        lm = {**base_lm, "packing": mode == "packing"}
+        if mode == "packing":
+            lm["pretrain"] = {**lm["pretrain"], "batch_size": 1}
+        if protocol is None:
+            protocol = ZeroShot(lm, spec, device=device, show_progress=bool(cfg.show_step_progress))
+        protocol.lm = lm
+        trials = []
+        for repeat in range(int(cfg.speed.repeats)):
+            model, stats = protocol.pretrain(texts, int(cfg.seed) + repeat)
+            protocol.model = model.unload()
+            trials.append(
+                {
+                    "seconds": stats.seconds,
+                    "tokens": stats.tokens,
+                    "positions": stats.positions,
+                    "tokens_per_second": stats.tokens_per_second,
+                    "positions_per_second": stats.positions / stats.seconds,
+                    "texts_per_second": len(texts) / stats.seconds,
+                    "loss": stats.loss,
+                }
+            )
+        runs[mode] = {
+            "batch_size": lm["pretrain"]["batch_size"],
+            "sequences": len(protocol.pretraining_features(texts)),
+            "trials": trials,
+            "tokens_per_second": float(np.median([t["tokens_per_second"] for t in trials])),
+            "texts_per_second": float(np.median([t["texts_per_second"] for t in trials])),
+        }
+    return {
+        "model": base_lm["model"],
+        "lm_type": base_lm["lm_type"],
+        "dataset": spec.key,
+        "texts": len(texts),
+        "pack_size": base_lm["pack_size"],
+        "device": device,
+        "device_name": torch.cuda.get_device_name()
+        if device.startswith("cuda")
+        else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(),
+        "runs": runs,
+        "packing_speedup_texts": runs["packing"]["texts_per_second"] / runs["padding"]["texts_per_second"],
+    }
+
+
+def run(cfg: DictConfig) -> Path:
+    result = measure(cfg)
+    out = resolve(cfg.speed.out) / f"packing-{result['lm_type']}-{result['device']}.json"
+    atomic_write_text(out, json.dumps(to_jsonable(result), indent=2) + "\n")
+    for mode, r in result["runs"].items():
+        print(
+            f"{mode:8s} {r['tokens_per_second']:8.1f} tokens/s  {r['texts_per_second']:6.2f} texts/s  ({r['sequences']} sequences)"
+        )
+    print(f"packing/padding texts/s: {result['packing_speedup_texts']:.2f}x -> {out}")
+    return out

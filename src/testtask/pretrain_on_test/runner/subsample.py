@@ -1,0 +1,83 @@
+"""Repeated subsampling (§4, App. B): disjoint `extra`, `train` and `test` index sets per repetition.
+
+The random stream depends on (seed, dataset, m, n, repetition) and nothing else, so repetition k is the same
+subsample for every LM type: the analysis pairs acc_base/acc_extra/acc_test rows across LM types by k.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class SubsampleError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Subsample:
+    extra: np.ndarray  # n unlabeled texts for pretraining (the independent control)
+    train: np.ndarray  # m labeled texts, stratified so that every class appears
+    test: np.ndarray  # n labeled texts, not stratified
+
+    def as_dict(self) -> dict[str, list[int]]:
+        return {k: getattr(self, k).tolist() for k in ("extra", "train", "test")}
+
+
+def repetitions_for(n: int, table: dict[int, int]) -> int:
+    """The paper's number of repetitions for test size n (100 for n <= 100, 50 for 200, 20 for 500)."""
+    for bound in sorted(table):
+        if n <= bound:
+            return int(table[bound])
+    raise SubsampleError(f"no repetition count for n={n}; table covers n <= {max(table)}")
+
+
+def rng_for(seed: int, dataset: str, m: int, n: int, repetition: int) -> np.random.Generator:
+    entropy = [int(seed), zlib.crc32(dataset.encode()), int(m), int(n), int(repetition)]
+    return np.random.default_rng(np.random.SeedSequence(entropy))
+
+
+def training_seed(seed: int, repetition: int) -> int:
+    """A 31-bit seed for weight init, dropout and batch order of repetition k (the same for every LM type)."""
+    return int(np.random.SeedSequence([int(seed), int(repetition)]).generate_state(1)[0] >> 1)
+
+
+def stratified_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
+    """Per-class draws for a stratified sample of m: one per class, the rest proportional (largest remainder)."""
+    k = len(class_sizes)
+    if m < k:
+        raise SubsampleError(
+            f"m={m} is smaller than the number of classes ({k}); stratification needs m >= k"
+        )
+    if (class_sizes < 1).any():
+        raise SubsampleError("every class needs at least one example to stratify")
+    counts = np.ones(k, dtype=int)
+    share = (m - k) * class_sizes / class_sizes.sum()
+    counts += np.floor(share).astype(int)
+    remainder = share - np.floor(share)
+    for i in np.argsort(-remainder, kind="stable")[: m - counts.sum()]:
+        counts[i] += 1
+    over = counts > class_sizes
+    if over.any():
+        raise SubsampleError(f"classes {np.flatnonzero(over).tolist()} are too small for a stratified m={m}")
+    return counts
+
+
+def draw(labels: np.ndarray, m: int, n: int, *, seed: int, dataset: str, repetition: int) -> Subsample:
+    """Draw repetition `repetition`'s subsample from a dataset whose labels are `labels` (0..K-1)."""
+    labels = np.asarray(labels)
+    if len(labels) < m + 2 * n:
+        raise SubsampleError(f"dataset {dataset!r} has {len(labels)} rows; m + 2n = {m + 2 * n} are needed")
+    rng = rng_for(seed, dataset, m, n, repetition)
+    num_classes = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=num_classes)
+    counts = stratified_counts(sizes, m)
+    train = np.concatenate(
+        [rng.choice(np.flatnonzero(labels == c), size=counts[c], replace=False) for c in range(num_classes)]
+    )
+    rng.shuffle(train)
+    rest = np.setdiff1d(np.arange(len(labels)), train)
+    picked = rng.choice(rest, size=2 * n, replace=False)
+    return Subsample(extra=np.sort(picked[:n]), train=train, test=np.sort(picked[n:]))

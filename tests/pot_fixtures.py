@@ -1,0 +1,150 @@
+"""Tiny offline models, tokenizers and a synthetic dataset for the pretrain-on-test runner tests.
+
+Everything is built from scratch (no downloads): a word-level tokenizer whose vocabulary is the fixture texts'
+words plus the zero-shot prompt's words, and randomly initialised BERT / GPT-2 / Llama models with a hidden size
+of 16 and one layer, each saved with `save_pretrained` next to its tokenizer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CLASSES = ("sports", "food", "music")
+DESCRIPTION = "Each text is a short note. Name its topic."
+# Words that only texts of one class use, and words shared by all classes.
+CLASS_WORDS = {
+    0: ["ball", "goal", "team", "match", "score", "coach", "run", "win"],
+    1: ["bread", "soup", "salt", "cook", "taste", "meal", "rice", "cake"],
+    2: ["song", "drum", "tune", "band", "sing", "piano", "beat", "choir"],
+}
+COMMON_WORDS = ["the", "a", "very", "today", "we", "like", "this", "and", "it", "was"]
+# The zero-shot prompt of conf/lm/mistral_qlora.yaml, so that prompts tokenize without [UNK].
+PROMPT_TEXT = (
+    "Classify the text below as exactly one of these categories:\n\n### Text: \n### Answer: "
+    + " ".join(CLASSES)
+    + " "
+    + DESCRIPTION
+)
+SPECIAL = {
+    "pad": "[PAD]",
+    "unk": "[UNK]",
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+    "mask": "[MASK]",
+    "bos": "<s>",
+    "eos": "</s>",
+}
+ROWS_PER_CLASS = (60, 50, 40)  # unbalanced, 150 rows in all
+
+
+def fixture_frame(seed: int = 0) -> pd.DataFrame:
+    """A 3-class data set whose texts mix class words and common words (columns `text`, `label`)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for label, count in enumerate(ROWS_PER_CLASS):
+        for _ in range(count):
+            words = list(rng.choice(CLASS_WORDS[label], size=rng.integers(3, 6))) + list(
+                rng.choice(COMMON_WORDS, size=rng.integers(1, 4))
+            )
+            rng.shuffle(words)
+            rows.append({"text": " ".join(words), "label": label})
+    order = rng.permutation(len(rows))
+    return pd.DataFrame(rows).iloc[order].reset_index(drop=True)
+
+
+def fixture_spec(path: str = "fixture.csv") -> dict:
+    """A `source: file` dataset spec (one entry of conf/datasets/*.yaml) for the fixture CSV."""
+    return {"source": "file", "path": path, "classes": list(CLASSES), "description": DESCRIPTION}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+|[^\w\s]+", text)  # the Whitespace pre-tokenizer's split
+
+
+def build_tokenizer(texts, *, bert: bool):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = list(SPECIAL.values())
+    vocab = {tok: i for i, tok in enumerate(specials)}
+    for text in [*texts, PROMPT_TEXT]:
+        for word in _words(text):
+            vocab.setdefault(word, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    kwargs = {"unk_token": SPECIAL["unk"], "bos_token": SPECIAL["bos"], "eos_token": SPECIAL["eos"]}
+    if bert:
+        cls, sep = SPECIAL["cls"], SPECIAL["sep"]
+        core.post_processor = processors.TemplateProcessing(
+            single=f"{cls} $A {sep}",
+            pair=f"{cls} $A {sep} $B {sep}",
+            special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])],
+        )
+        kwargs.update(cls_token=cls, sep_token=sep, mask_token=SPECIAL["mask"], pad_token=SPECIAL["pad"])
+    else:
+        kwargs.update(pad_token=SPECIAL["pad"])
+    return PreTrainedTokenizerFast(tokenizer_object=core, **kwargs)
+
+
+def build_model(kind: str, directory: Path, texts) -> Path:
+    """Save a tiny random `bert`, `gpt2` or `llama` model with its tokenizer to `directory`."""
+    import torch
+    from transformers import (
+        BertConfig,
+        BertForMaskedLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
+
+    torch.manual_seed(0)
+    tokenizer = build_tokenizer(texts, bert=kind == "bert")
+    vocab = len(tokenizer)
+    if kind == "bert":
+        config = BertConfig(
+            vocab_size=vocab,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=128,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        model = BertForMaskedLM(config)
+    elif kind == "gpt2":
+        config = GPT2Config(
+            vocab_size=vocab,
+            n_embd=16,
+            n_layer=1,
+            n_head=2,
+            n_positions=256,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        model = GPT2LMHeadModel(config)
+    elif kind == "llama":
+        config = LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            intermediate_size=32,
+            max_position_embeddings=512,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        model = LlamaForCausalLM(config)
+    else:
+        raise ValueError(kind)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
