@@ -1,0 +1,437 @@
+"""Evaluate a model with LM Evaluation Harness as the paper does, writing results in the published layout.
+
+Our task YAMLs (`arc_challenge_mc`, `hellaswag_mc`, `mmlu_cloze`, `mmlu_mc`, `leaderboard_mmlu_pro_four`) live in
+`lm_eval_tasks/` next to this module and are registered with `TaskManager(include_path=include_path())`; any
+task lm-eval ships (mmlu, gsm8k, arc_challenge, hellaswag, ...) runs alongside them. Few-shot counts are those
+of the Open LLM Leaderboard v1 in the YAMLs (override with `num_fewshot`).
+
+`evaluate` runs one benchmark (a task or a group) at a time and writes, below `results_dir`:
+
+- `evaluations/<stage>/<model>-<benchmark>.json`: lm-eval's output as its CLI writes it (`results`, `groups`,
+  `group_subtasks`, `configs`, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`, ...), the file
+  `testtask.training_on_the_test_task.results` reads. Written atomically, last, so its presence means the
+  benchmark is done: an existing file is skipped (the run resumes).
+- `samples/<stage>/<model>-<benchmark>/<task>.jsonl`: one line per document of each task (prompt arguments,
+  loglikelihoods, per-document metrics), when `log_samples`.
+
+`stage` is the folder below `evaluations/`: `base`, `e3/mmluaux`, `new_evals/base`, ... (see results.py).
+
+Offline data. Every task keeps its Hugging Face `dataset_path`. To run without the Hub, give `local_data`:
+benchmark name -> a local folder. For each leaf task of that benchmark the folder `<folder>/<dataset_name>`
+(when the task has a dataset name and that folder exists, e.g. `ARC-Challenge/`, `anatomy/` for MMLU
+subjects) or else `<folder>` itself holds either a `datasets` `save_to_disk` copy (a `dataset_dict.json` and
+one sub-folder per split) or one `<split>.jsonl` / `<split>.json` file per split, with the Hub dataset's
+columns. The task's config then reads it with lm-eval's `dataset_path: arrow|json` and
+`dataset_kwargs: {data_files: ...}`; nothing else of the task changes. `task_config(name, folder)` returns
+such a config for one task (a dict `lm_eval.simple_evaluate(tasks=[...])` accepts), `task_manager(...)` a
+TaskManager with the overrides for whole groups. A copy for later offline use can be made online with
+`datasets.load_dataset(path, name).save_to_disk(folder / name)`.
+
+CLI: `python -m testtask.training_on_the_test_task.evaluation list-tasks` prints our task names as lm-eval
+sees them; `... run --model PATH --tasks arc_challenge_mc hellaswag_mc --results results/...` evaluates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from testtask.io import atomic_write_text, to_jsonable
+from testtask.training_on_the_test_task.results import classify
+
+if TYPE_CHECKING:
+    from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
+
+log = logging.getLogger(__name__)
+
+TASKS_DIR = Path(__file__).resolve().parent / "lm_eval_tasks"
+OUR_BENCHMARKS = ("arc_challenge_mc", "hellaswag_mc", "mmlu_cloze", "mmlu_mc", "leaderboard_mmlu_pro_four")
+_SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+
+
+def include_path() -> Path:
+    """The folder of our lm-eval task YAMLs, for `TaskManager(include_path=...)` or `lm_eval --include_path`."""
+    return TASKS_DIR
+
+
+# --------------------------------------------------------------------------- task registry
+
+
+def _is_ours(path: Path | None) -> bool:
+    return path is not None and TASKS_DIR in Path(path).resolve().parents
+
+
+@functools.cache
+def _our_index() -> frozenset[str]:
+    from lm_eval.tasks._index import TaskIndex
+
+    return frozenset(TaskIndex.build([TASKS_DIR]))
+
+
+def our_task_names(manager: TaskManager) -> list[str]:
+    """Names in `manager`'s index (tasks, groups, tags) defined by our YAMLs, sorted."""
+    index = manager.task_index
+    names = []
+    for name, entry in index.items():
+        if _is_ours(entry.yaml_path):
+            names.append(name)
+        elif entry.yaml_path is None and entry.tags and all(_is_ours(index[t].yaml_path) for t in entry.tags):
+            names.append(name)  # a tag whose tasks are all ours
+    return sorted(names)
+
+
+def leaf_tasks(manager: TaskManager, name: str) -> list[str]:
+    """The tasks a task, group or tag name expands to, in the index of `manager`."""
+    from lm_eval.tasks._index import Kind
+
+    entry = manager.task_index.get(name)
+    if entry is None:
+        raise KeyError(f"{name!r} is not a task, group or tag lm-eval knows (with include_path {TASKS_DIR})")
+    if entry.kind in (Kind.TASK, Kind.PY_TASK):
+        return [name]
+    if entry.kind == Kind.TAG:
+        return sorted(entry.tags)
+    members = (entry.cfg or {}).get("task", [])
+    out: list[str] = []
+    for member in members if isinstance(members, list) else [members]:
+        child = member if isinstance(member, str) else member.get("task") or member.get("group")
+        if isinstance(child, str) and child in manager.task_index:
+            out.extend(leaf_tasks(manager, child))
+        else:
+            raise ValueError(
+                f"group {name!r}: member {member!r} is not a registered name; cannot override its data"
+            )
+    return out
+
+
+def _resolved_config(manager: TaskManager, task: str) -> dict[str, Any]:
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    entry = manager.task_index[task]
+    if entry.yaml_path is not None:
+        return dict(load_yaml(entry.yaml_path, resolve_func=True, recursive=True))
+    return dict(entry.cfg or {})
+
+
+# --------------------------------------------------------------------------- local data
+
+
+def _required_splits(config: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """(evaluation split, other splits the config names) of a task config."""
+    evaluation = config.get("test_split") or config.get("validation_split")
+    if not evaluation:
+        raise ValueError(f"task {config.get('task')!r} names neither a test nor a validation split")
+    named = {config[k] for k in _SPLIT_KEYS if config.get(k)}
+    return evaluation, sorted(named - {evaluation})
+
+
+def local_dataset_overrides(
+    config: Mapping[str, Any], data: Path, cache_dir: Path | None = None
+) -> dict[str, Any]:
+    """`dataset_path`, `dataset_name`, `dataset_kwargs` that make a task config read a local copy of its data.
+
+    `data` is resolved as described in the module docstring. The evaluation split must be there; the other
+    splits the config names are used when present (the few-shot split is required when the task is few-shot).
+    `cache_dir` is where `datasets` keeps its Arrow cache of the files (default: its usual cache).
+    """
+    data = Path(data)
+    name = config.get("dataset_name")
+    folder = data / name if name and (data / str(name)).is_dir() else data
+    if not folder.is_dir():
+        raise FileNotFoundError(f"task {config.get('task')!r}: no local data folder {folder}")
+    evaluation, others = _required_splits(config)
+    saved = (folder / "dataset_dict.json").is_file()
+    files: dict[str, list[str]] = {}
+    for split in [evaluation, *others]:
+        if saved:
+            found = sorted((folder / split).glob("*.arrow"))
+        else:
+            found = [p for p in (folder / f"{split}.jsonl", folder / f"{split}.json") if p.is_file()][:1]
+        if found:
+            files[split] = [str(p) for p in found]
+    fewshot = config.get("fewshot_split") or config.get("training_split")
+    needed = [evaluation] + ([fewshot] if fewshot and (config.get("num_fewshot") or 0) > 0 else [])
+    missing = [s for s in needed if s not in files]
+    if missing:
+        kind = "a save_to_disk split folder" if saved else "<split>.jsonl or <split>.json"
+        raise FileNotFoundError(f"task {config.get('task')!r}: {folder} lacks split(s) {missing} ({kind})")
+    kwargs: dict[str, Any] = {"data_files": files}
+    if cache_dir is not None:
+        kwargs["cache_dir"] = str(cache_dir)
+    return {"dataset_path": "arrow" if saved else "json", "dataset_name": None, "dataset_kwargs": kwargs}
+
+
+def task_manager(
+    local_data: Mapping[str, Path] | None = None,
+    cache_dir: Path | None = None,
+    include_defaults: bool = True,
+) -> TaskManager:
+    """A TaskManager over lm-eval's tasks (unless `include_defaults` is False) and ours.
+
+    For each `benchmark -> folder` of `local_data`, every leaf task of the benchmark is re-registered with its
+    resolved config pointing at the local copy (`local_dataset_overrides`), so groups keep their structure
+    and task names. This edits the manager's index (`TaskManager.task_index`, lm-eval 0.4.13).
+    """
+    from lm_eval.tasks import TaskManager
+    from lm_eval.tasks._index import Entry
+
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=include_defaults)
+    for benchmark, data in (local_data or {}).items():
+        for task in leaf_tasks(manager, benchmark):
+            entry = manager.task_index[task]
+            config = _resolved_config(manager, task)
+            config.update(local_dataset_overrides(config, Path(data), cache_dir))
+            manager.task_index[task] = Entry(
+                name=task, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags
+            )
+    return manager
+
+
+def task_config(task: str, data: Path | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+    """The resolved config of one of our tasks (functions imported), reading `data` when given.
+
+    The dict can go to `lm_eval.simple_evaluate(tasks=[config])` as is.
+    """
+    manager = task_manager(include_defaults=False)
+    if task not in manager.task_index or leaf_tasks(manager, task) != [task]:
+        raise KeyError(f"{task!r} is not one of our tasks (groups: use task_manager(local_data=...))")
+    config = _resolved_config(manager, task)
+    if data is not None:
+        config.update(local_dataset_overrides(config, Path(data), cache_dir))
+    return config
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def default_model_name(model: str) -> str:
+    """A file-name-safe model name: the last component of a path or Hub id."""
+    name = Path(str(model).rstrip("/")).name
+    if not name:
+        raise ValueError(f"cannot name model {model!r}; pass model_name")
+    return name
+
+
+def result_path(results_dir: Path, stage: str, model_name: str, benchmark: str) -> Path:
+    """`<results_dir>/evaluations/<stage>/<model>-<benchmark>.json`, checked against the results layout."""
+    if "-" in benchmark or "/" in benchmark:
+        raise ValueError(f"benchmark {benchmark!r}: names may not contain '-' or '/'")
+    if not model_name or "/" in model_name or model_name.startswith("."):
+        raise ValueError(f"model name {model_name!r} must be a plain file-name part")
+    root = Path(results_dir) / "evaluations"
+    path = root / stage / f"{model_name}-{benchmark}.json"
+    classify(path, root)  # raises ResultsError when the loader would not accept the place
+    return path
+
+
+def samples_dir(results_dir: Path, stage: str, model_name: str, benchmark: str) -> Path:
+    """`<results_dir>/samples/<stage>/<model>-<benchmark>/`: one `<task>.jsonl` per leaf task."""
+    return Path(results_dir) / "samples" / stage / f"{model_name}-{benchmark}"
+
+
+def _args_string(args: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in args.items())
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, set):
+        return sorted(obj, key=str)
+    return str(obj)
+
+
+def _dumps(obj: Any, **kwargs: Any) -> str:
+    return json.dumps(to_jsonable(obj), default=_json_default, ensure_ascii=False, **kwargs)
+
+
+def _sample_line(sample: Mapping[str, Any]) -> str:
+    """A logged sample as one JSON line; tuples become lists, loglikelihoods stay numbers."""
+    record = dict(sample)
+    record["arguments"] = {
+        f"gen_args_{i}": {f"arg_{j}": value for j, value in enumerate(arg)}
+        for i, arg in enumerate(sample.get("arguments", []))
+    }
+    return _dumps(record)
+
+
+def _task_hashes(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+    """lm-eval's per-task hash of its logged samples (as its CLI writes it)."""
+    from lm_eval.utils import hash_string
+
+    return {
+        task: hash_string("".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in rows))
+        for task, rows in samples.items()
+    }
+
+
+def _write_samples(folder: Path, samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    for task, rows in samples.items():
+        text = "".join(_sample_line(row) + "\n" for row in rows)
+        atomic_write_text(folder / f"{re.sub(r'[^A-Za-z0-9_.]+', '_', task)}.jsonl", text)
+
+
+def evaluate(
+    model: str,
+    tasks: Iterable[str],
+    results_dir: Path,
+    stage: str = "base",
+    model_name: str | None = None,
+    num_fewshot: int | Mapping[str, int] | None = None,
+    limit: int | float | None = None,
+    batch_size: int | str = 1,
+    device: str | None = None,
+    log_samples: bool = True,
+    local_data: Mapping[str, Path] | None = None,
+    dataset_cache_dir: Path | None = None,
+    model_args: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    bootstrap_iters: int = 100000,
+    lm: LM | None = None,
+) -> dict[str, Path]:
+    """Evaluate `model` (a local folder or a Hub id) on each benchmark of `tasks`; returns benchmark -> file.
+
+    Each benchmark (a task or group name, ours or lm-eval's) becomes one result file (module docstring);
+    one that exists is skipped unless `overwrite`. `num_fewshot` overrides the YAMLs' counts: one number for
+    every benchmark, or benchmark -> number. `limit` caps the documents per task (for tests; the file records
+    it). `local_data` maps benchmarks to local data folders, `dataset_cache_dir` is where `datasets` caches
+    them. `model_args` go to lm-eval's `hf` model next to `pretrained` (e.g. `dtype`, `trust_remote_code`);
+    `device` defaults to CUDA when available, else the CPU.
+    The model is loaded once, when the first benchmark needs it; an already loaded `lm` can be passed.
+    """
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+
+    tasks = list(tasks)
+    name = model_name or default_model_name(model)
+    paths = {benchmark: result_path(results_dir, stage, name, benchmark) for benchmark in tasks}
+    todo = [b for b in tasks if overwrite or not paths[b].exists()]
+    for benchmark in tasks:
+        if benchmark not in todo:
+            log.info("%s: %s exists, skipped", benchmark, paths[benchmark])
+    if not todo:
+        return paths
+    # lm-eval's own folder (about 15 s to index) only when a benchmark is not ours
+    theirs = [b for b in todo if b not in _our_index()]
+    local = {b: Path(local_data[b]) for b in todo if local_data and b in local_data}
+    manager = task_manager(local, dataset_cache_dir, include_defaults=bool(theirs))
+    args = {"pretrained": str(model), **dict(model_args or {})}
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if lm is None:
+        from lm_eval.api.registry import get_model
+
+        lm = get_model("hf").create_from_arg_obj(args, {"batch_size": batch_size, "device": device})
+    for benchmark in todo:
+        shots = num_fewshot.get(benchmark) if isinstance(num_fewshot, Mapping) else num_fewshot
+        tracker = EvaluationTracker()
+        started = time.time()
+        out = simple_evaluate(
+            model=lm,
+            model_args=_args_string(args),
+            tasks=[benchmark],
+            num_fewshot=shots,
+            batch_size=batch_size,
+            device=device,
+            limit=limit,
+            bootstrap_iters=bootstrap_iters,
+            log_samples=log_samples,
+            evaluation_tracker=tracker,
+            task_manager=manager,
+        )
+        if out is None:  # not the main process
+            continue
+        samples = out.pop("samples", None) or {}
+        out["config"]["model"] = "hf"
+        tracker.general_config_tracker.log_end_time()
+        tracker.general_config_tracker.model_source = "hf"
+        out["task_hashes"] = _task_hashes(samples) if samples else {}
+        out.update(asdict(tracker.general_config_tracker))
+        if log_samples:
+            _write_samples(samples_dir(results_dir, stage, name, benchmark), samples)
+        atomic_write_text(paths[benchmark], _dumps(out, indent=2) + "\n")
+        log.info("%s: wrote %s (%.0f s)", benchmark, paths[benchmark], time.time() - started)
+    return paths
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _local_data_arg(values: Sequence[str] | None) -> dict[str, Path]:
+    out = {}
+    for value in values or []:
+        benchmark, sep, folder = value.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"--local-data {value!r}: expected BENCHMARK=FOLDER")
+        out[benchmark] = Path(folder)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`list-tasks`: our task names as lm-eval indexes them; `run`: `evaluate` from the command line."""
+    parser = argparse.ArgumentParser(prog="python -m testtask.training_on_the_test_task.evaluation")
+    sub = parser.add_subparsers(dest="command", required=True)
+    lister = sub.add_parser("list-tasks", help="print our task, group and tag names as lm-eval sees them")
+    lister.add_argument("--no-defaults", action="store_true", help="index only our folder (faster)")
+    run = sub.add_parser("run", help="evaluate a model and write results in the published layout")
+    run.add_argument("--model", required=True, help="local model folder or Hugging Face id")
+    run.add_argument("--tasks", nargs="+", required=True)
+    run.add_argument("--results", required=True, type=Path, help="folder that gets evaluations/ and samples/")
+    run.add_argument("--stage", default="base", help="folder below evaluations/, e.g. base or e3/mmluaux")
+    run.add_argument("--model-name")
+    run.add_argument("--num-fewshot", type=int)
+    run.add_argument("--limit", type=float)
+    run.add_argument("--batch-size", default="1")
+    run.add_argument("--device")
+    run.add_argument("--dtype", help="passed to the hf model, e.g. bfloat16")
+    run.add_argument("--trust-remote-code", action="store_true")
+    run.add_argument("--no-log-samples", action="store_true")
+    run.add_argument("--local-data", nargs="*", metavar="BENCHMARK=FOLDER")
+    run.add_argument("--overwrite", action="store_true")
+    ns = parser.parse_args(argv)
+    if ns.command == "list-tasks":
+        from lm_eval.tasks import TaskManager
+
+        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=not ns.no_defaults)
+        for name in our_task_names(manager):
+            print(name)
+        return 0
+    logging.basicConfig(level=logging.INFO)
+    model_args: dict[str, Any] = {}
+    if ns.dtype:
+        model_args["dtype"] = ns.dtype
+    if ns.trust_remote_code:
+        model_args["trust_remote_code"] = True
+    limit = ns.limit if ns.limit is None or ns.limit < 1 else int(ns.limit)
+    batch_size = int(ns.batch_size) if ns.batch_size.isdigit() else ns.batch_size
+    paths = evaluate(
+        ns.model,
+        ns.tasks,
+        ns.results,
+        stage=ns.stage,
+        model_name=ns.model_name,
+        num_fewshot=ns.num_fewshot,
+        limit=limit,
+        batch_size=batch_size,
+        device=ns.device,
+        log_samples=not ns.no_log_samples,
+        local_data=_local_data_arg(ns.local_data),
+        model_args=model_args,
+        overwrite=ns.overwrite,
+    )
+    for benchmark, path in paths.items():
+        print(f"{benchmark}\t{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
