@@ -9,7 +9,7 @@ ARGS   ?=
 TT     := $(BIN)/testtask
 
 .PHONY: install data assets test test-slow lint figures tables bench notebooks clean lock help \
-	run-pretrain-on-test mini-pretrain-on-test packing-speed
+	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task
 
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
@@ -65,6 +65,9 @@ run-pretrain-on-test: install
 
 mini-pretrain-on-test: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini $(ARGS)
+
+run-training-on-the-test-task: install
+	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
 packing-speed: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)

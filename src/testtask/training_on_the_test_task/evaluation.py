@@ -228,7 +228,9 @@ def result_path(results_dir: Path, stage: str, model_name: str, benchmark: str) 
     if not model_name or "/" in model_name or model_name.startswith("."):
         raise ValueError(f"model name {model_name!r} must be a plain file-name part")
     root = Path(results_dir) / "evaluations"
-    path = root / stage / f"{model_name}-{benchmark}.json"
+    # Checkpoint evaluations sit in a folder per model and step, named by the benchmark alone.
+    name = f"{benchmark}.json" if stage.startswith("intermediate/") else f"{model_name}-{benchmark}.json"
+    path = root / stage / name
     classify(path, root)  # raises ResultsError when the loader would not accept the place
     return path
 

@@ -1,0 +1,6 @@
+"""Fine-tune on the test task and evaluate with lm-eval (Hydra). See conf/training_on_the_test_task_run.yaml."""
+
+from testtask.training_on_the_test_task.runner import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Fine-tuning on the test task: the App. B.2 recipe on a tiny random causal LM, checkpoints, resume, task data."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.pot_fixtures import build_model
+from testtask.paths import conf_dir
+from testtask.training_on_the_test_task import task_data
+from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation, peak_learning_rate
+
+ARC_ROWS = [
+    {
+        "question": f"which {animal} lives in the {place} ?",
+        "choices": {"text": [place, "moon", "sun", "desk"], "label": ["1", "2", "3", "4"]},
+        "answerKey": "1",
+    }
+    for animal, place in [("fish", "sea"), ("bird", "sky"), ("mole", "ground"), ("cow", "field")] * 8
+]
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    cfg = OmegaConf.to_container(
+        OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml")
+    )
+    cfg.update(
+        epochs=1,
+        max_steps=12,
+        batch_size=4,
+        per_device_batch_size=2,
+        max_length=64,
+        warmup_steps=2,
+        save_steps=[4, 8],
+        logging_steps=1,
+        progress=False,
+        gradient_checkpointing=False,
+    )
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    texts = [task_data.arc(row) for row in ARC_ROWS]
+    return str(build_model("llama", tmp_path_factory.mktemp("llama"), texts)), texts
+
+
+def test_recipe_matches_appendix_b2():
+    cfg = OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml")
+    assert (cfg.adam_beta1, cfg.adam_beta2, cfg.adam_epsilon) == (0.9, 0.95, 1e-8)
+    assert (cfg.batch_size, cfg.weight_decay, cfg.max_grad_norm, cfg.max_length) == (64, 0.1, 1.0, 600)
+    assert (cfg.warmup_steps, cfg.final_lr_fraction, cfg.epochs) == (50, 0.1, 3)
+    assert peak_learning_rate(cfg, 7e9) == 2e-5 and peak_learning_rate(cfg, 13e9) == 2e-6
+    assert peak_learning_rate(cfg, 13e9, override=1e-5) == 1e-5
+    assert gradient_accumulation(64, 4) == 16 and gradient_accumulation(64, 4, world_size=8) == 2
+    with pytest.raises(ValueError, match="not a multiple"):
+        gradient_accumulation(64, 5)
+
+
+def test_finetune_learns_saves_checkpoints_and_resumes(tmp_path, tiny_llama, recipe):
+    model, texts = tiny_llama
+    out = tmp_path / "run"
+    result = finetune(model, texts, out, recipe, parameters=1e6, learning_rate=5e-3, seed=3)
+    assert result.steps == 12
+    assert result.checkpoints == [4, 8, 12]
+    first = result.first_loss
+    last = sum(loss for _, loss in result.losses[-3:]) / 3
+    assert last < 0.9 * first, f"loss did not go down: {first:.3f} -> {last:.3f}"
+    assert (out / "final" / "config.json").is_file() and (out / "final" / "tokenizer_config.json").is_file()
+    # Cosine decay to 10% of the peak after 2 warm-up steps.
+    import json
+
+    history = json.loads((out / "checkpoint-12" / "trainer_state.json").read_text())["log_history"]
+    rates = [e["learning_rate"] for e in history if "learning_rate" in e]
+    assert max(rates) == pytest.approx(5e-3, rel=0.05)
+    # The rate logged at step 12 is the one its update used: 11 scheduler steps, 9 of the 10 after warm-up.
+    floor, peak = 5e-4, 5e-3
+    assert rates[-1] == pytest.approx(floor + (peak - floor) * 0.5 * (1 + math.cos(0.9 * math.pi)), rel=1e-3)
+    # A finished run is not redone; a longer run resumes at the newest checkpoint and only adds the new steps.
+    again = finetune(model, texts, out, recipe, parameters=1e6, learning_rate=5e-3, seed=3)
+    assert again.steps == 12 and again.losses == result.losses
+    longer = finetune(
+        model, texts, out, {**recipe, "max_steps": 14}, parameters=1e6, learning_rate=5e-3, seed=3
+    )
+    assert longer.steps == 14 and longer.losses[: len(result.losses)] == result.losses
+    assert [step for step, _ in longer.losses[len(result.losses) :]] == [13, 14]
+
+
+def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):
+    model, texts = tiny_llama
+    lora = {"enabled": True, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}
+    result = finetune(
+        model,
+        texts,
+        tmp_path / "lora",
+        {**recipe, "save_steps": []},
+        parameters=1e6,
+        learning_rate=1e-2,
+        lora=lora,
+    )
+    assert (tmp_path / "lora" / "final" / "adapter_config.json").is_file()
+    assert result.last_loss < result.first_loss
+
+
+def test_task_data_formats():
+    text = task_data.arc(ARC_ROWS[0])
+    assert text.splitlines() == [
+        "which fish lives in the sea ?",
+        "A. sea",
+        "B. moon",
+        "C. sun",
+        "D. desk",
+        "Answer: A",
+    ]
+    nested = {"train": {"question": "2+2?", "choices": ["3", "4", "5", "6"], "answer": 1}}
+    assert task_data.mmlu_auxiliary(nested).endswith("D. 6\nAnswer: B")
+    assert task_data.metamath({"query": "What is 1+1?", "response": "1+1=2. The answer is: 2"}) == (
+        "Question: What is 1+1?\nAnswer: 1+1=2. The answer is: 2"
+    )
+    obqa = {
+        "question_stem": "Sun is a",
+        "choices": {"text": ["star", "planet"], "label": ["A", "B"]},
+        "answerKey": "A",
+    }
+    assert task_data.openbookqa(obqa).endswith("Answer: A")
+    with pytest.raises(task_data.TaskDataError, match="'response'"):
+        task_data.metamath({"query": "x", "response": ""})
+    with pytest.raises(task_data.TaskDataError, match="answerKey 'E'"):
+        task_data.arc({**ARC_ROWS[0], "answerKey": "E"})
+    with pytest.raises(task_data.TaskDataError, match="unknown format"):
+        task_data.build_texts([{"format": "nope"}])
