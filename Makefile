@@ -9,7 +9,8 @@ ARGS   ?=
 TT     := $(BIN)/testtask
 
 .PHONY: install data assets test test-slow lint figures tables bench notebooks clean lock help \
-	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task
+	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
+	mini-training-on-the-test-task
 
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
@@ -68,6 +69,10 @@ mini-pretrain-on-test: assets
 
 run-training-on-the-test-task: install
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
+
+mini-training-on-the-test-task: assets
+	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
+	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
 
 packing-speed: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)

@@ -128,3 +128,26 @@ def test_sweeps_compose():
     registry = ModelRegistry.load()
     assert set(models) == {n for n in registry.names("base") if registry.get(n).hf_repo} and len(models) == 52
     assert "SlurmLauncher" in paper.hydra.launcher._target_
+
+
+def test_cpu_mini_preset_composes():
+    cfg = _compose_sweep("experiment=training_on_the_test_task/cpu_mini")
+    assert cfg.hydra.sweeper.params.stage == "base,e1"
+    assert cfg.finetune_data.name == "mcaux" and cfg.lora.enabled and cfg.num_fewshot == 0
+    assert len(cfg.benchmarks) == 12 and set(cfg.local_data) == set(cfg.benchmarks)
+    assert cfg.results_dir == "results/training-on-the-test-task/cpu-mini"
+    assert cfg.model_path == "assets/models/smollm2-135m"
+
+
+def test_fewshot_counts_and_leaderboard_v2_layout():
+    from testtask.training_on_the_test_task.runner import fewshot, stage_folder
+
+    cfg = _compose("benchmarks=[mmlu,arc_challenge,hellaswag,gsm8k,winogrande]")
+    assert fewshot(cfg) == {"mmlu": 5, "arc_challenge": 25, "hellaswag": 10, "gsm8k": 5}
+    assert fewshot(_compose("num_fewshot=0")) == 0
+    v2 = _compose_sweep("experiment=training_on_the_test_task/leaderboard_v2", "stage=e3")
+    assert stage_folder(v2) == "new_evals/mmluaux" and "leaderboard_mmlu_pro_four" in v2.benchmarks
+    assert (
+        stage_folder(_compose("experiment=training_on_the_test_task/leaderboard_v2", "stage=base"))
+        == "new_evals/base"
+    )

@@ -67,26 +67,39 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
     )
 
 
-def build(cfg: DictConfig, kind: str, numbers: list[int] | None) -> list[dict[str, Any]]:
+Key = int | str  # figures are numbered as in the paper; extra outputs (e.g. `mini`) are named
+
+
+def output_key(value: Any) -> Key:
+    """`3` or `"3"` -> 3; a name such as `mini` stays a string."""
+    text = str(value)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _order(key: Key) -> tuple[int, int, str]:
+    return (0, key, "") if isinstance(key, int) else (1, 0, key)
+
+
+def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[str, Any]]:
     """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers."""
     done = []
     papers = selected_papers(cfg)
     known = {n for paper in papers for n in getattr(registry(paper), kind.upper() + "S")}
     if numbers is not None and not set(numbers) & known:
-        raise UsageError(f"no paper among {papers} has {kind} {numbers}; known: {sorted(known)}")
+        raise UsageError(f"no paper among {papers} has {kind} {numbers}; known: {sorted(known, key=_order)}")
     for paper in papers:
         builders = getattr(registry(paper), kind.upper() + "S")
-        wanted = sorted(builders) if numbers is None else [n for n in numbers if n in builders]
+        wanted = sorted(builders, key=_order) if numbers is None else [n for n in numbers if n in builders]
         for number in wanted:
             ctx = make_context(cfg, paper)
             start = time.perf_counter()
             try:
                 builders[number](ctx)
             except InputsUnavailable as err:
-                log.warning("skipped %s %d of %s: inputs not available (%s)", kind, number, paper, err)
+                log.warning("skipped %s %s of %s: inputs not available (%s)", kind, number, paper, err)
                 continue
             seconds = time.perf_counter() - start
-            log.info("%s %d of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
+            log.info("%s %s of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
             done.append({"paper": paper, kind: number, "seconds": seconds})
     if not done:
         log.warning(
@@ -105,9 +118,9 @@ def run(cfg: DictConfig) -> Any:
 
         return fetch_from_config(cfg.data, cfg.paper)
     if action == "figure":
-        return build(cfg, "figure", [int(cfg.figure)])
+        return build(cfg, "figure", [output_key(cfg.figure)])
     if action == "table":
-        return build(cfg, "table", [int(cfg.table)])
+        return build(cfg, "table", [output_key(cfg.table)])
     if action == "figures":
         return build(cfg, "figure", None)
     if action == "tables":

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask.context import Context, InputsUnavailable
 from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import load_results
+from testtask.training_on_the_test_task.results import discover, load_results
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,10 @@ def results(ctx: Context) -> pd.DataFrame:
     stamp = max(os.stat(folder).st_mtime for folder, _, _ in os.walk(root))
     key = (str(root), stamp, json.dumps(_models_config(ctx), sort_keys=True))
     if key not in _CACHE:
+        files = discover(root)
+        if files and not any(f.model in reg for f in files):
+            # e.g. the CPU mini-replication: its model is not one of the paper's, so only figure-mini uses it.
+            raise InputsUnavailable(f"{root}: no result file names a model of the paper's registry")
         _CACHE.clear()
         _CACHE[key] = load_results(root, known_model=lambda name: name in reg, progress=False)
     return _CACHE[key]

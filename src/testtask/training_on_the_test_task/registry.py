@@ -8,11 +8,11 @@ from testtask.context import Context
 from testtask.training_on_the_test_task import cohort_figures as cf
 from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
-from testtask.training_on_the_test_task import tables
+from testtask.training_on_the_test_task import mini_figure, tables
 
 Builder = Callable[[Context], dict]
 
-FIGURES: dict[int, Builder] = {
+FIGURES: dict[int | str, Builder] = {
     1: cf.figure_1,
     2: cmp.figure_2,
     3: cf.figure_3,
@@ -32,6 +32,7 @@ FIGURES: dict[int, Builder] = {
     18: cf.figure_18,
     19: em.figure_19,
     20: cf.figure_20,
+    "mini": mini_figure.before_after,  # the CPU mini-replication (our runs only)
 }
 TABLES: dict[int, Builder] = {3: tables.table_3, 4: tables.table_4, 5: tables.table_5}
 CONFIG_KEY = "training_on_the_test_task"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 STAGES = ("e1", "e2", "e1+2", "e3")
-FINETUNES = ("mmluaux", "gsm8kaux")
+FINETUNES = ("mmluaux", "gsm8kaux", "mcaux")  # mcaux: ARC/OpenBookQA train (the CPU mini-replication)
 COLUMNS = [
     "model",
     "adjustment",

@@ -54,7 +54,18 @@ def stage_folder(cfg: DictConfig) -> str:
     """Where below `evaluations/` the results go: base/, <stage>/<finetune>/, or an explicit folder (lr_sweep)."""
     if cfg.get("evaluation_folder"):
         return str(cfg.evaluation_folder)
+    if str(cfg.get("suite", "v1")) == "v2":  # the authors' layout for Leaderboard v2 runs (after e3 only)
+        return "new_evals/base" if cfg.stage == "base" else f"new_evals/{cfg.finetune_data.name}"
     return "base" if cfg.stage == "base" else f"{cfg.stage}/{cfg.finetune_data.name}"
+
+
+def fewshot(cfg: DictConfig) -> int | dict[str, int] | None:
+    """One count for all tasks (`num_fewshot`), else the leaderboard v1 counts of the tasks evaluated."""
+    if cfg.get("num_fewshot") is not None:
+        return int(cfg.num_fewshot)
+    table = {str(k): int(v) for k, v in (cfg.get("fewshot_by_task") or {}).items()}
+    chosen = {b: table[b] for b in cfg.benchmarks if b in table}
+    return chosen or None
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -69,9 +80,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     eval_kwargs = {
         "results_dir": results,
         "model_name": str(cfg.model),
-        "num_fewshot": OmegaConf.to_container(cfg.num_fewshot)
-        if isinstance(cfg.num_fewshot, DictConfig)
-        else cfg.num_fewshot,
+        "num_fewshot": fewshot(cfg),
         "limit": cfg.limit,
         "batch_size": cfg.batch_size,
         "device": device,
