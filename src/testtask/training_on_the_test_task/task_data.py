@@ -56,25 +56,24 @@ def orca_math(doc: Mapping[str, Any]) -> str:
     return question_answer(_field(doc, "question", "Orca-Math"), _field(doc, "answer", "Orca-Math"))
 
 
-def arc(doc: Mapping[str, Any]) -> str:
-    """ARC (allenai/ai2_arc layout): choices {'text', 'label'}, answerKey a letter or a digit."""
-    choices = _field(doc, "choices", "ARC")
+def _keyed_choices(doc: Mapping[str, Any], question_field: str, source: str) -> str:
+    """Rows with choices {'text', 'label'} and an answerKey that is one of the labels (a letter or a digit)."""
+    choices = _field(doc, "choices", source)
     labels = [str(label) for label in choices["label"]]
-    key = str(_field(doc, "answerKey", "ARC"))
+    key = str(_field(doc, "answerKey", source))
     if key not in labels:
-        raise TaskDataError(f"ARC: answerKey {key!r} is not among the labels {labels}")
-    return multiple_choice(_field(doc, "question", "ARC"), list(choices["text"]), labels.index(key))
+        raise TaskDataError(f"{source}: answerKey {key!r} is not among the labels {labels}")
+    return multiple_choice(_field(doc, question_field, source), list(choices["text"]), labels.index(key))
+
+
+def arc(doc: Mapping[str, Any]) -> str:
+    """ARC (allenai/ai2_arc layout)."""
+    return _keyed_choices(doc, "question", "ARC")
 
 
 def openbookqa(doc: Mapping[str, Any]) -> str:
-    choices = _field(doc, "choices", "OpenBookQA")
-    labels = [str(label) for label in choices["label"]]
-    key = str(_field(doc, "answerKey", "OpenBookQA"))
-    if key not in labels:
-        raise TaskDataError(f"OpenBookQA: answerKey {key!r} is not among the labels {labels}")
-    return multiple_choice(
-        _field(doc, "question_stem", "OpenBookQA"), list(choices["text"]), labels.index(key)
-    )
+    """OpenBookQA (allenai/openbookqa `main` layout): the question is `question_stem`."""
+    return _keyed_choices(doc, "question_stem", "OpenBookQA")
 
 
 FORMATTERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
