@@ -112,6 +112,15 @@ def test_posterior_predictive_difference_tracks_the_data(fast_sampler):
     assert np.corrcoef(per_task.ravel(), pp.observed_per_task().ravel())[0, 1] > 0.8
     # Same seed, same draws: the predictive step is reproducible.
     np.testing.assert_array_equal(predictive.simulate(result, seed=6).average, pp.average)
+    # Threaded blocks: reproducible for a given (seed, workers), the first block equal to a one-worker run on
+    # those draws, and the same distribution as one worker.
+    two = predictive.simulate(result, seed=6, workers=2)
+    np.testing.assert_array_equal(predictive.simulate(result, seed=6, workers=2).per_task, two.per_task)
+    half = len(two.average) // 2
+    np.testing.assert_array_equal(
+        predictive.simulate(result, seed=6, max_draws=half).average, two.average[:half]
+    )
+    assert two.average.mean() == pytest.approx(pp.average.mean(), abs=0.2 * pp.average.std())
 
 
 @pytest.mark.parametrize("sampler_name", ["pymc", "numpyro"])

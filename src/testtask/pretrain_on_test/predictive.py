@@ -7,13 +7,13 @@ posterior-predictive InferenceData of draws × observations, which is what made 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import arviz as az
 import numba
 import numpy as np
 
-from testtask.parallel import process_pool
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, identified_draws
 
 
@@ -90,7 +90,7 @@ def _draw_block(c: np.ndarray, t: np.ndarray, alpha: np.ndarray, trials: np.ndar
 def simulate(fit: Fit, seed: int, max_draws: int | None = None, workers: int = 1) -> PredictiveDifferences:
     """Draw Ŷ_ijkl ~ Binomial(n, λ_ijkl) for every posterior draw and observed cell; reduce to eqs. 11 and 12.
 
-    With `workers` > 1 the posterior draws are split into that many blocks, each drawn in its own process with
+    With `workers` > 1 the posterior draws are split into that many blocks, each drawn in its own thread with
     its own seed, so the result depends on (seed, workers) only.
     """
     data = fit.data
@@ -101,12 +101,14 @@ def simulate(fit: Fit, seed: int, max_draws: int | None = None, workers: int = 1
     if len(blocks) == 1:
         parts = [_draw_block(c, t, alpha, trials, seeds[0])]
     else:
-        pool = process_pool(len(blocks))
-        futures = [
-            pool.submit(_draw_block, c[b], t[b], alpha[b], trials, s)
-            for b, s in zip(blocks, seeds, strict=True)
-        ]
-        parts = [f.result() for f in futures]
+        # `_draw` releases the GIL (nogil) and numba keeps a generator per thread, so threads run the blocks in
+        # parallel without copying the draws (tens of MB per fit) into worker processes.
+        with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
+            futures = [
+                pool.submit(_draw_block, c[b], t[b], alpha[b], trials, s)
+                for b, s in zip(blocks, seeds, strict=True)
+            ]
+            parts = [f.result() for f in futures]
     average, per_task, task_acc = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
     return PredictiveDifferences(average=average, per_task=per_task, task_accuracy=task_acc, data=data)
 
