@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from testtask.hf import load_tokenizer
 from testtask.io import atomic_write_text
 
 log = logging.getLogger("testtask.finetune")
@@ -146,7 +147,6 @@ def finetune(
     """Fine-tune `model_name` on `texts`; the final model (or adapter) lands in `output_dir/final`."""
     from transformers import (
         AutoModelForCausalLM,
-        AutoTokenizer,
         DataCollatorForLanguageModeling,
         Trainer,
         set_seed,
@@ -165,9 +165,7 @@ def finetune(
                 output_dir, record["steps"], [tuple(x) for x in record["losses"]], record["checkpoints"]
             )
     set_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_name)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer = load_tokenizer(model_name)
     dtype = torch.bfloat16 if device.startswith("cuda") and recipe.get("bf16", True) else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_name, dtype=dtype)
     if lora and lora.get("enabled"):

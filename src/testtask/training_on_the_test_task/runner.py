@@ -15,15 +15,10 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.hf import pick_device
 from testtask.paths import conf_dir, resolve
 
 log = logging.getLogger("testtask.tott_runner")
-
-
-def _device(requested: str) -> str:
-    from testtask.pretrain_on_test.runner.training import pick_device
-
-    return pick_device(requested)
 
 
 def model_source(cfg: DictConfig) -> tuple[str, float]:
@@ -74,7 +69,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from testtask.training_on_the_test_task.task_data import build_texts
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    device = _device(str(cfg.device))
+    device = pick_device(str(cfg.device))
     path, parameters = model_source(cfg)
     results = resolve(cfg.results_dir)
     eval_kwargs = {

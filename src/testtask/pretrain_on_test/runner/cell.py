@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.hf import pick_device
 from testtask.io import atomic_write_text
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_accuracy
-from testtask.pretrain_on_test.runner.training import pick_device
 
 log = logging.getLogger("testtask.runner")
 

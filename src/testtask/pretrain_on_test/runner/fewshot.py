@@ -16,17 +16,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from testtask.hf import load_tokenizer
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
-
-
-def load_tokenizer(name: str) -> Any:
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(name)
-    if tokenizer.pad_token is None:  # GPT-2 has none; its classifier finds the last non-pad token
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
 
 
 class FewShot:

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.hf import pick_device
 from testtask.io import atomic_write_text, to_jsonable
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
-from testtask.pretrain_on_test.runner.training import pick_device
 from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
 log = logging.getLogger("testtask.runner")

@@ -8,22 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
-
-class DeviceError(RuntimeError):
-    pass
-
-
-def pick_device(requested: str = "auto") -> str:
-    """`auto` -> cuda when present, else cpu; an explicit cuda request without a GPU is an error."""
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise DeviceError(
-            f"device={requested} was requested but torch sees no CUDA GPU; use device=cpu or auto"
-        )
-    return requested
+from testtask.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
 
 
 def training_arguments(

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from testtask.hf import DeviceError, load_tokenizer
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec
-from testtask.pretrain_on_test.runner.fewshot import load_tokenizer
 from testtask.pretrain_on_test.runner.subsample import Subsample
-from testtask.pretrain_on_test.runner.training import DeviceError, TrainStats, train
+from testtask.pretrain_on_test.runner.training import TrainStats, train
 
 
 @dataclass(frozen=True)
