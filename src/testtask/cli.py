@@ -25,6 +25,9 @@ log = logging.getLogger("testtask")
 PAPERS: dict[str, str] = {
     "pretrain-on-test": "testtask.pretrain_on_test.registry",
     "training-on-the-test-task": "testtask.training_on_the_test_task.registry",
+    "train-before-test": "testtask.train_before_test.registry",
+    "downstream-predictability": "testtask.downstream_predictability.registry",
+    "proxy-tasks": "testtask.proxy_tasks.registry",
 }
 
 

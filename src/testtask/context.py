@@ -28,3 +28,16 @@ class Context:
         if not path.is_dir():
             raise InputsUnavailable(f"{path} does not exist (source={self.source})")
         return path
+
+    def paper_root(self, paper: str) -> Path:
+        """Raw results of another paper for the same source (analyses that read other papers' releases or runs).
+
+        published: data/published/<paper>; results: results/<paper>[/<results_run>], by the same layout
+        as this paper's `data_root`."""
+        if paper == self.paper:
+            return self.data_root
+        parts = self.data_root.parts
+        if self.paper not in parts:
+            raise ValueError(f"{self.data_root} does not name paper {self.paper!r}")
+        i = len(parts) - 1 - parts[::-1].index(self.paper)
+        return Path(*parts[:i], paper, *parts[i + 1 :])

@@ -479,6 +479,9 @@ def fetch_from_config(
 
     sources = data_cfg["sources"]
     wanted = list(sources) if paper == "all" else [paper] if isinstance(paper, str) else list(paper)
+    # Papers whose analyses read other papers' releases (e.g. proxy-tasks) fetch those releases.
+    uses = data_cfg.get("uses") or {}
+    wanted = list(dict.fromkeys(k for key in wanted for k in [key, *uses.get(key, [])]))
     for key in (k for k in wanted if k not in sources):
         log.info("%s: no published raw results to fetch", key)
     papers = [k for k in wanted if k in sources]

@@ -250,7 +250,8 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def _dumps(obj: Any, **kwargs: Any) -> str:
+def dumps_result(obj: Any, **kwargs: Any) -> str:
+    """An lm-eval result (numpy values, dtypes, callables inside) as JSON text."""
     return json.dumps(to_jsonable(obj), default=_json_default, ensure_ascii=False, **kwargs)
 
 
@@ -261,10 +262,10 @@ def _sample_line(sample: Mapping[str, Any]) -> str:
         f"gen_args_{i}": {f"arg_{j}": value for j, value in enumerate(arg)}
         for i, arg in enumerate(sample.get("arguments", []))
     }
-    return _dumps(record)
+    return dumps_result(record)
 
 
-def _task_hashes(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+def task_hashes(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str]:
     """lm-eval's per-task hash of its logged samples (as its CLI writes it)."""
     from lm_eval.utils import hash_string
 
@@ -274,7 +275,8 @@ def _task_hashes(samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
     }
 
 
-def _write_samples(folder: Path, samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+def write_samples(folder: Path, samples: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """lm-eval's per-sample logs as `<folder>/<task>.jsonl`, one file per task, each written atomically."""
     for task, rows in samples.items():
         text = "".join(_sample_line(row) + "\n" for row in rows)
         atomic_write_text(folder / f"{re.sub(r'[^A-Za-z0-9_.]+', '_', task)}.jsonl", text)
@@ -356,11 +358,11 @@ def evaluate(
         out["config"]["model"] = "hf"
         tracker.general_config_tracker.log_end_time()
         tracker.general_config_tracker.model_source = "hf"
-        out["task_hashes"] = _task_hashes(samples) if samples else {}
+        out["task_hashes"] = task_hashes(samples) if samples else {}
         out.update(asdict(tracker.general_config_tracker))
         if log_samples:
-            _write_samples(samples_dir(results_dir, stage, name, benchmark), samples)
-        atomic_write_text(paths[benchmark], _dumps(out, indent=2) + "\n")
+            write_samples(samples_dir(results_dir, stage, name, benchmark), samples)
+        atomic_write_text(paths[benchmark], dumps_result(out, indent=2) + "\n")
         log.info("%s: wrote %s (%.0f s)", benchmark, paths[benchmark], time.time() - started)
     return paths
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -63,6 +64,12 @@ def fewshot(cfg: DictConfig) -> int | dict[str, int] | None:
     return chosen or None
 
 
+def _trained(base: str, folder: Path, lora: bool) -> tuple[str, dict[str, str]]:
+    """What lm-eval loads for a fine-tuned model saved in `folder`: the base model with that folder's adapter
+    (LoRA; each checkpoint has its own adapter), else the folder's full weights."""
+    return (base, {"peft": str(folder)}) if lora else (str(folder), {})
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     from testtask.training_on_the_test_task.evaluation import evaluate
     from testtask.training_on_the_test_task.finetune import finetune
@@ -109,13 +116,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "first_loss": result.first_loss,
             "last_loss": result.last_loss,
         }
-        model_to_evaluate = str(work / "final")
-        if cfg.lora.enabled:
-            eval_kwargs["model_args"] = {"pretrained": path, "peft": model_to_evaluate}
         if cfg.evaluate_checkpoints:
-            for step in result.checkpoints:
+            wanted = cfg.get("evaluate_steps")
+            for step in [s for s in result.checkpoints if wanted is None or s in wanted]:
                 stage = f"intermediate/{cfg.finetune_data.name}/evals/{cfg.model}/step_{step}"
-                evaluate(str(work / f"checkpoint-{step}"), list(cfg.benchmarks), stage=stage, **eval_kwargs)
+                model, extra = _trained(path, work / f"checkpoint-{step}", bool(cfg.lora.enabled))
+                evaluate(model, list(cfg.benchmarks), stage=stage, model_args=extra, **eval_kwargs)
+        model_to_evaluate, extra = _trained(path, work / "final", bool(cfg.lora.enabled))
+        eval_kwargs["model_args"] = extra
     files = evaluate(model_to_evaluate, list(cfg.benchmarks), stage=stage_folder(cfg), **eval_kwargs)
     out["files"] = {k: str(v) for k, v in files.items()}
     return out
