@@ -1,0 +1,144 @@
+"""Read and check `all_results.json`: {regime field: {benchmark: {model id: value}}} for scores and standard errors.
+
+The authors' release and our runner write the same layout. Scores must be finite numbers; standard errors are
+numbers or missing (`"N/A"`/null, as for the perplexity corpora of the release), which become NaN. A model absent
+from a benchmark is kept as NaN: each analysis says whether it uses pairwise-complete or common models.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from testtask.context import Context, InputsUnavailable
+
+MISSING_STDERR = ("N/A", "NA", "nan", "")
+
+
+class ResultsFormatError(ValueError):
+    """`all_results.json` does not have the expected structure; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Regime:
+    key: str  # our name, e.g. "direct"
+    field: str  # score field of all_results.json, e.g. "direct_eval"
+    stderr_field: str
+    label: str
+
+
+@dataclass
+class Results:
+    """Scores and standard errors per regime: DataFrames indexed by model id, one column per benchmark."""
+
+    path: Path
+    scores: dict[str, pd.DataFrame]
+    stderr: dict[str, pd.DataFrame]
+    regimes: dict[str, Regime] = field(default_factory=dict)
+
+    def benchmarks(self) -> set[str]:
+        """Benchmarks present in every regime's scores."""
+        sets = [set(frame.columns) for frame in self.scores.values()]
+        return set.intersection(*sets) if sets else set()
+
+
+def regimes_from_config(cfg: Mapping[str, Any]) -> dict[str, Regime]:
+    return {
+        key: Regime(key, str(spec["field"]), str(spec["stderr_field"]), str(spec["label"]))
+        for key, spec in cfg["regimes"].items()
+    }
+
+
+def _number(value: Any, where: str, path: Path, allow_missing: bool) -> float:
+    if isinstance(value, bool):  # bool is an int subclass; a true/false score is a writer's bug
+        raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
+    if value is None or (isinstance(value, str) and value.strip() in MISSING_STDERR):
+        if allow_missing:
+            return math.nan
+        raise ResultsFormatError(f"{path}: '{where}' is missing ({value!r}); scores must be finite numbers")
+    if not isinstance(value, int | float):
+        raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        if allow_missing:
+            return math.nan
+        raise ResultsFormatError(f"{path}: '{where}' is not finite ({value!r})")
+    if allow_missing and number < 0:
+        raise ResultsFormatError(f"{path}: '{where}' is a negative standard error ({value!r})")
+    return number
+
+
+def _matrix(data: Mapping[str, Any], name: str, path: Path, allow_missing: bool) -> pd.DataFrame:
+    """One field of the file as a models x benchmarks frame (NaN where a model is absent)."""
+    if name not in data:
+        raise ResultsFormatError(f"{path}: field '{name}' is missing (top-level fields: {sorted(data)})")
+    block = data[name]
+    if not isinstance(block, dict):
+        raise ResultsFormatError(
+            f"{path}: field '{name}' must map benchmark -> {{model: value}}, got {type(block).__name__}"
+        )
+    columns: dict[str, dict[str, float]] = {}
+    for bench, per_model in block.items():
+        if not isinstance(per_model, dict):
+            raise ResultsFormatError(
+                f"{path}: field '{name}.{bench}' must map model id -> value, got {type(per_model).__name__}"
+            )
+        columns[bench] = {
+            str(model): _number(value, f"{name}.{bench}.{model}", path, allow_missing)
+            for model, value in per_model.items()
+        }
+    return pd.DataFrame(columns, dtype=float).sort_index()
+
+
+def parse_results(data: Any, path: Path, regimes: dict[str, Regime]) -> Results:
+    """Check the decoded JSON `data` (read from `path`) and split it into per-regime frames."""
+    if not isinstance(data, dict):
+        raise ResultsFormatError(f"{path}: the top level must be an object, got {type(data).__name__}")
+    scores = {key: _matrix(data, r.field, path, allow_missing=False) for key, r in regimes.items()}
+    stderr = {key: _matrix(data, r.stderr_field, path, allow_missing=True) for key, r in regimes.items()}
+    for key, r in regimes.items():
+        extra = sorted(set(scores[key].columns) - set(stderr[key].columns))
+        if extra:
+            raise ResultsFormatError(
+                f"{path}: field '{r.stderr_field}' lacks benchmarks {extra} of '{r.field}'"
+            )
+    return Results(path=path, scores=scores, stderr=stderr, regimes=regimes)
+
+
+def load_results(path: Path, regimes: dict[str, Regime]) -> Results:
+    """Read `path`; InputsUnavailable when it does not exist, ResultsFormatError when it is malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputsUnavailable(f"{path} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ResultsFormatError(f"{path}: not valid JSON ({err})") from err
+    return parse_results(data, path, regimes)
+
+
+_CACHE: dict[tuple[str, float, str], Results] = {}
+
+
+def results(ctx: Context) -> Results:
+    """The results file of `ctx`'s source, read once per process (re-read when the file changes)."""
+    path = ctx.data_root / str(ctx.cfg["results_file"])
+    if not path.is_file():
+        raise InputsUnavailable(f"{path} does not exist (source={ctx.source})")
+    regimes = regimes_from_config(ctx.cfg)
+    key = (
+        str(path),
+        os.stat(path).st_mtime,
+        repr(sorted((k, r.field, r.stderr_field) for k, r in regimes.items())),
+    )
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = load_results(path, regimes)
+    return _CACHE[key]

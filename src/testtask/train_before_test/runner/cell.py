@@ -1,0 +1,343 @@
+"""One cell of the score matrices: a model × benchmark, direct evaluation and train-before-test.
+
+Files (`<eval>` = results_dir/evaluations/<benchmark>/<model>, `<work>` = work_dir/<benchmark>/<model>):
+
+- `<eval>/base/<variant>/{validation,test}.json`: the base model, zero-shot (direct evaluation);
+- `<eval>/tuned/<variant>/lr_<lr>/epoch_<k>/validation.json`: each epoch's checkpoint on validation;
+- `<eval>/tuned/<variant>/lr_<lr>/epoch_<k>/test.json`: the selected checkpoint on test;
+- `<work>/data/`: the capped documents (data.py); `<work>/<variant>/lr_<lr>/checkpoint-<step>/`: the LoRA
+  checkpoints (all, the selected one, or none kept once the cell is finished: `keep_checkpoints`).
+
+Direct evaluation reports the base model's test score in the variant with the best validation score (plain
+prompts, or the chat template for instruction-tuned models, App. A.2). Train-before-test reports the test score
+of the best point of the validation curve over variants, learning rates and epochs (selection.py); with
+`fallback_to_base` the base model is a candidate, so a model that fine-tuning does not improve keeps its direct
+score (App. A.2).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from testtask.hf import load_tokenizer
+from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
+from testtask.train_before_test.runner.data import VIEWS, build_manager, load_task, prepare, view_config
+from testtask.train_before_test.runner.scoring import Score, Scorer
+from testtask.train_before_test.runner.selection import Point, base_points, best
+from testtask.train_before_test.runner.store import (
+    check_settings,
+    claim,
+    merge,
+    read_record,
+    record_path,
+    slug,
+    write_record,
+)
+from testtask.train_before_test.runner.texts import chat_template, training_texts
+from testtask.train_before_test.runner.training import train_epochs
+
+log = logging.getLogger(__name__)
+KEEP = ("all", "best", "none")
+# Recipe keys that change how a run fits the hardware, not what it computes (same effective batch, same steps):
+# changing them mid-sweep (e.g. after running out of GPU memory) is not a different configuration.
+_HOW = (
+    "progress",
+    "logging_steps",
+    "report_to",
+    "per_device_batch_size",
+    "gradient_checkpointing",
+    "deepspeed",
+)
+
+
+@dataclass
+class CellConfig:
+    """Everything one cell needs; `settings()` is the part its numbers depend on."""
+
+    model: str  # the model id (the key in all_results.json)
+    model_path: str  # what is loaded: the id itself, or a local copy
+    spec: BenchmarkSpec
+    variants: list[str]  # "plain" and/or "chat"
+    learning_rates: list[float]
+    epochs: int
+    caps: dict[str, int | None]
+    validation_fraction: float
+    seed: int
+    recipe: dict[str, Any]
+    lora: dict[str, Any]
+    fallback_to_base: bool = True
+    num_fewshot: int = 0
+    bootstrap_iters: int = 100000
+    model_args: dict[str, Any] = field(default_factory=dict)
+    # how, not what: not part of the settings
+    results_dir: Path = Path("results/train-before-test/local")
+    work_dir: Path = Path("checkpoints/train-before-test/local")
+    include_paths: list[Path] = field(default_factory=list)
+    local_data: Path | None = None
+    device: str = "cpu"
+    batch_size: int | str = "auto"
+    max_batch_size: int | None = None
+    log_samples: bool = False
+    keep_checkpoints: str = "best"
+    progress: bool = True
+
+    def settings(self) -> dict[str, Any]:
+        recipe = {k: v for k, v in self.recipe.items() if k not in _HOW}
+        return {
+            "model": self.model,
+            "benchmark": self.spec.as_dict(),
+            "variants": list(self.variants),
+            "learning_rates": [float(x) for x in self.learning_rates],
+            "epochs": int(self.epochs),
+            "caps": dict(self.caps),
+            "validation_fraction": float(self.validation_fraction),
+            "seed": int(self.seed),
+            "recipe": recipe,
+            "lora": dict(self.lora),
+            "fallback_to_base": bool(self.fallback_to_base),
+            "num_fewshot": int(self.num_fewshot),
+            "bootstrap_iters": int(self.bootstrap_iters),
+            "model_args": dict(self.model_args),
+        }
+
+
+def _lr_name(lr: float) -> str:
+    return f"lr_{float(lr):g}"
+
+
+def _relative(path: Path, root: Path) -> str:
+    """Paths in a record are relative to the results folder, so a run folder can move."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _score_record(score: Score, point: Point, validation: float, root: Path) -> dict[str, Any]:
+    return {
+        "variant": point.variant,
+        "learning_rate": point.learning_rate,
+        "epoch": point.epoch,
+        "step": point.step,
+        "validation": validation,
+        "test": score.value,
+        "stderr": score.stderr,
+        "test_documents": score.documents,
+        "file": _relative(score.file, root),
+    }
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("lm_eval", "transformers", "peft", "torch", "datasets"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def _prune(work: Path, cc: CellConfig, chosen: Point) -> None:
+    """Free the disk of a finished cell: every checkpoint but the selected one (`best`), or all (`none`)."""
+    if cc.keep_checkpoints == "all":
+        return
+    keep = None
+    if cc.keep_checkpoints == "best" and not chosen.is_base:
+        keep = work / chosen.variant / _lr_name(chosen.learning_rate) / f"checkpoint-{chosen.step}"
+    for variant in cc.variants:
+        for lr in cc.learning_rates:
+            run = work / variant / _lr_name(lr)
+            for folder in [*run.glob("checkpoint-*"), run / "final"]:
+                if folder.is_dir() and folder != keep:
+                    shutil.rmtree(folder)
+
+
+def _tuned(root: Path, variant: str, lr: float, epoch: int) -> Path:
+    return root / "tuned" / variant / _lr_name(lr) / f"epoch_{epoch}"
+
+
+class _CellRun:
+    """The scores of one cell in progress: the validation curve, the checkpoints, the progress bar."""
+
+    def __init__(self, cc: CellConfig, scorer: Scorer, configs: Mapping[str, Any], evals: Path):
+        self.cc, self.scorer, self.configs, self.evals = cc, scorer, configs, evals
+        self.points: list[Point] = []
+        self.checkpoints: dict[tuple[str, float, int], Path] = {}
+        self.runs: dict[str, Any] = {}
+        n_variants, n_lrs = len(cc.variants), len(cc.learning_rates)
+        self.bar = tqdm(
+            total=n_variants * (1 + n_lrs * (1 + cc.epochs)) + 2,
+            desc=f"{cc.spec.name} × {cc.model}",
+            disable=not cc.progress,
+        )
+
+    def score(self, view: str, out: Path, point: Point, adapter: Path | None = None) -> Score:
+        self.bar.set_postfix_str(f"{view} {point.variant} lr={point.learning_rate} epoch={point.epoch}")
+        result = self.scorer.score(
+            self.cc.spec,
+            self.configs[view],
+            out,
+            pretrained=self.cc.model_path,
+            adapter=adapter,
+            chat=point.variant == "chat",
+        )
+        self.bar.update()
+        return result
+
+    def validate(self, point: Point, out: Path, adapter: Path | None = None) -> None:
+        s = self.score("validation", out, point, adapter)
+        self.points.append(replace(point, score=s.value, file=_relative(s.file, self.cc.results_dir)))
+
+    def direct(self) -> tuple[Point, Score]:
+        """The base model on validation in each variant, then on test in the better one."""
+        for variant in self.cc.variants:
+            self.validate(Point(variant, None, 0, 0.0), self.evals / "base" / variant / "validation.json")
+        chosen = best(base_points(self.points), self.cc.spec.higher_is_better)
+        return chosen, self.score("test", self.evals / "base" / chosen.variant / "test.json", chosen)
+
+    def sweep(self, train_task: Any, tokenizer: Any, work: Path) -> None:
+        """Every variant × learning rate: fine-tune, then score each epoch's checkpoint on validation."""
+        cc = self.cc
+        for variant in cc.variants:
+            template = chat_template(tokenizer) if variant == "chat" else None
+            if variant == "chat" and template is None:
+                raise ValueError(f"{cc.model}: the chat variant needs a tokenizer with a chat template")
+            texts = training_texts(train_task, template)
+            for lr in cc.learning_rates:
+                self.bar.set_postfix_str(f"training {variant} lr={lr:g}")
+                self.scorer.release()  # the GPU holds one model at a time
+                run = train_epochs(
+                    cc.model_path,
+                    texts,
+                    work / variant / _lr_name(lr),
+                    cc.recipe,
+                    learning_rate=lr,
+                    epochs=cc.epochs,
+                    lora=cc.lora,
+                    device=cc.device,
+                    seed=cc.seed,
+                )
+                self.bar.update()
+                self.runs[f"{variant}/{_lr_name(lr)}"] = {
+                    "training_texts": len(texts),
+                    "steps_per_epoch": run.steps_per_epoch,
+                    "first_loss": run.losses[0][1] if run.losses else None,
+                    "last_loss": run.losses[-1][1] if run.losses else None,
+                }
+                for epoch, folder in run.checkpoints.items():
+                    point = Point(variant, float(lr), epoch, 0.0, run.step(epoch))
+                    self.validate(point, _tuned(self.evals, variant, lr, epoch) / "validation.json", folder)
+                    self.checkpoints[(variant, float(lr), epoch)] = folder
+
+    def select(self) -> tuple[Point, Score]:
+        """The best point of the curve (the base model too with `fallback_to_base`), scored on test."""
+        candidates = self.points if self.cc.fallback_to_base else [p for p in self.points if not p.is_base]
+        chosen = best(candidates, self.cc.spec.higher_is_better)
+        if chosen.is_base:
+            return chosen, self.score("test", self.evals / "base" / chosen.variant / "test.json", chosen)
+        out = _tuned(self.evals, chosen.variant, chosen.learning_rate, chosen.epoch) / "test.json"
+        adapter = self.checkpoints[(chosen.variant, chosen.learning_rate, chosen.epoch)]
+        return chosen, self.score("test", out, chosen, adapter)
+
+
+def run_cell(cc: CellConfig) -> dict[str, Any]:
+    """Run (or resume, or find finished) one cell; returns its record and merges it into all_results.json."""
+    if cc.keep_checkpoints not in KEEP:
+        raise ValueError(f"keep_checkpoints must be one of {KEEP}, got {cc.keep_checkpoints!r}")
+    spec, settings = cc.spec, cc.settings()
+    where = f"cell {cc.model} × {spec.name}"
+    record_file = record_path(cc.results_dir, spec.name, cc.model)
+    if (finished := read_record(record_file)) is not None:
+        check_settings(record_file, settings, where)
+        log.info("%s is finished (%s); skipped", where, record_file)
+        merge(cc.results_dir)
+        return finished
+    started = time.time()
+    work = Path(cc.work_dir) / spec.name / slug(cc.model)
+    claim(work, settings)
+    cache = work / "hf_cache"
+    manager = build_manager([spec.task], cc.include_paths)
+    prepared = prepare(
+        spec,
+        manager,
+        work / "data",
+        caps=cc.caps,
+        validation_fraction=cc.validation_fraction,
+        seed=cc.seed,
+        local_data=cc.local_data,
+        cache_dir=cache,
+    )
+    configs = {view: view_config(manager, spec, prepared, view, cache) for view in VIEWS}
+    scorer = Scorer(
+        manager,
+        device=cc.device,
+        batch_size=cc.batch_size,
+        max_batch_size=cc.max_batch_size,
+        model_args=cc.model_args,
+        num_fewshot=cc.num_fewshot,
+        bootstrap_iters=cc.bootstrap_iters,
+        log_samples=cc.log_samples,
+    )
+    cell = _CellRun(cc, scorer, configs, Path(cc.results_dir) / "evaluations" / spec.name / slug(cc.model))
+    direct, direct_test = cell.direct()
+    cell.sweep(load_task(manager, configs["validation"]), load_tokenizer(cc.model_path), work)
+    chosen, tbt_test = cell.select()
+    cell.bar.close()
+    scorer.release()
+
+    record = {
+        "model": cc.model,
+        "model_path": cc.model_path,
+        "benchmark": spec.name,
+        "task": spec.task,
+        "metric": spec.metric_key,
+        "higher_is_better": spec.higher_is_better,
+        "settings": settings,
+        "counts": prepared.counts,
+        "curve": [p.as_dict() for p in cell.points],
+        "direct_eval": _score_record(direct_test, direct, direct.score, cc.results_dir),
+        "train_before_test": {
+            **_score_record(tbt_test, chosen, chosen.score, cc.results_dir),
+            "base_selected": chosen.is_base,
+        },
+        "base_validation": {p.variant: p.score for p in base_points(cell.points)},
+        "finetune": cell.runs,
+        "seconds": round(time.time() - started, 1),
+        "versions": _versions(),
+    }
+    write_record(record_file, record)
+    _prune(work, cc, chosen)
+    merge(cc.results_dir)
+    log.info(
+        "%s: direct %.4f, train-before-test %.4f (%s lr=%s epoch %d)",
+        where,
+        direct_test.value,
+        tbt_test.value,
+        chosen.variant,
+        chosen.learning_rate,
+        chosen.epoch,
+    )
+    return record
+
+
+def resolve_variants(mode: str, instruct: bool, tokenizer: Any) -> list[str]:
+    """Prompt variants of a model: `auto` tries the chat template too for instruction-tuned models that have one."""
+    has_template = chat_template(tokenizer) is not None
+    if mode == "auto":
+        return ["plain", "chat"] if instruct and has_template else ["plain"]
+    table: Mapping[str, list[str]] = {"plain": ["plain"], "chat": ["chat"], "both": ["plain", "chat"]}
+    if mode not in table:
+        raise ValueError(f"chat_template must be auto, plain, chat or both, got {mode!r}")
+    if "chat" in table[mode] and not has_template:
+        raise ValueError(f"chat_template={mode}: the model's tokenizer has no chat template")
+    return list(table[mode])

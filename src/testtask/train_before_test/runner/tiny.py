@@ -1,0 +1,134 @@
+"""An offline fixture for the `tiny` preset and the runner's tests: a benchmark, its lm-eval task, a tiny model.
+
+`tbt_tiny` is a multiple-choice task: "what follows <word> ?" with four word choices, the gold one being the
+word after <word> in a fixed cyclic list, so a model can learn it from the training split. It is saved with
+`datasets.save_to_disk` (train 40, validation 12, test 24 documents) next to its lm-eval YAML. The model is a
+randomly initialised one-layer Llama (hidden size 16) with a word-level tokenizer covering the fixture's words.
+
+python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-test/tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+WORDS = (
+    "red blue green stone water light plant sun moon rock heat cold river cloud seed leaf sand wind rain salt"
+).split()
+SIZES = {"train": 40, "validation": 12, "test": 24}
+SPECIAL = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
+TASK = "tbt_tiny"
+TASK_YAML = f"""task: {TASK}
+dataset_path: arrow            # the runner points it at the local copy (local_data)
+output_type: multiple_choice
+training_split: train
+validation_split: validation
+test_split: test
+doc_to_text: "Question : what follows {{{{cue}}}} ?\\nAnswer :"
+doc_to_target: label
+doc_to_choice: choices
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def documents(split: str, count: int) -> list[dict]:
+    """Deterministic documents: the cue cycles through WORDS, the gold position through 0..3."""
+    offset = {"train": 0, "validation": 7, "test": 3}[split]
+    rows = []
+    for i in range(count):
+        k = (i * 3 + offset) % len(WORDS)
+        gold = WORDS[(k + 1) % len(WORDS)]
+        distractors = [WORDS[(k + 5 + 4 * j) % len(WORDS)] for j in range(3)]
+        label = (i + offset) % 4
+        choices = distractors[:label] + [gold] + distractors[label:]
+        rows.append({"cue": WORDS[k], "choices": choices, "label": label})
+    return rows
+
+
+def write_data(folder: Path) -> Path:
+    from datasets import Dataset, DatasetDict
+
+    splits = {name: Dataset.from_list(documents(name, n)) for name, n in SIZES.items()}
+    DatasetDict(splits).save_to_disk(str(folder))
+    return folder
+
+
+def write_task(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{TASK}.yaml"
+    path.write_text(TASK_YAML)
+    return path
+
+
+def build_model(folder: Path, words: Sequence[str] = WORDS) -> Path:
+    """A random one-layer Llama and a word-level tokenizer over `words` and the prompt's words."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIAL.values())}
+    for word in [*words, *re.findall(r"\w+|[^\w\s]+", "Question : what follows ? Answer :")]:
+        vocab.setdefault(word, len(vocab))
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token=SPECIAL["unk"],
+        bos_token=SPECIAL["bos"],
+        eos_token=SPECIAL["eos"],
+        pad_token=SPECIAL["pad"],
+    )
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        bos_token_id=vocab[SPECIAL["bos"]],
+        eos_token_id=vocab[SPECIAL["eos"]],
+        pad_token_id=vocab[SPECIAL["pad"]],
+    )
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():  # larger logits than the default init, so the choices' loglikelihoods differ
+        model.lm_head.weight.normal_(0.0, 0.5)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build(root: Path) -> dict[str, Path]:
+    """Write the fixture below `root`: data/tbt_tiny/, tasks/tbt_tiny.yaml, model/."""
+    root = Path(root)
+    return {
+        "data": write_data(root / "data" / TASK),
+        "tasks": write_task(root / "tasks").parent,
+        "model": build_model(root / "model"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m testtask.train_before_test.runner.tiny")
+    parser.add_argument("--out", type=Path, default=Path("data/mini/train-before-test/tiny"))
+    paths = build(parser.parse_args(argv).out)
+    for name, path in paths.items():
+        print(f"{name}\t{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

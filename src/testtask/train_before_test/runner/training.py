@@ -1,0 +1,94 @@
+"""LoRA fine-tuning for a fixed number of epochs with a checkpoint at the end of each, through
+`training_on_the_test_task.finetune` (transformers Trainer + peft; a rerun resumes from the newest checkpoint and
+a finished run is found by its fingerprint).
+
+`finetune` checkpoints at listed optimizer steps, so the epoch boundaries are computed the way the Trainer counts
+steps (`steps_per_epoch`) and checked against the checkpoints it wrote.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+def steps_per_epoch(examples: int, per_device: int, accumulation: int, world_size: int = 1) -> int:
+    """Optimizer steps in one epoch: batches per process (the last one partial), grouped by accumulation."""
+    if examples < 1:
+        raise ValueError("no training examples")
+    batches = math.ceil(math.ceil(examples / per_device) / world_size)
+    return max(math.ceil(batches / accumulation), 1)
+
+
+@dataclass(frozen=True)
+class EpochRun:
+    checkpoints: dict[int, Path]  # epoch -> checkpoint folder (a LoRA adapter)
+    steps_per_epoch: int
+    losses: list[tuple[int, float]]
+
+    def step(self, epoch: int) -> int:
+        return epoch * self.steps_per_epoch
+
+
+def _world_size() -> int:
+    import torch
+
+    return torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+
+
+def train_epochs(
+    model: str,
+    texts: Sequence[str],
+    output_dir: Path,
+    recipe: Mapping[str, Any],
+    *,
+    learning_rate: float,
+    epochs: int,
+    lora: Mapping[str, Any],
+    device: str,
+    seed: int,
+) -> EpochRun:
+    """Fine-tune `model` on `texts` for `epochs` epochs at `learning_rate`; one checkpoint per epoch."""
+    per_device = int(recipe["per_device_batch_size"])
+    world = _world_size()
+    accumulation = gradient_accumulation(int(recipe["batch_size"]), per_device, world)
+    per_epoch = steps_per_epoch(len(texts), per_device, accumulation, world)
+    steps = [per_epoch * e for e in range(1, int(epochs) + 1)]
+    plan = {
+        **dict(recipe),
+        "epochs": int(epochs),
+        "max_steps": None,
+        "save_steps": steps,
+        "save_every": None,
+        "save_total_limit": None,  # every epoch's checkpoint is a candidate
+    }
+    result = finetune(
+        model,
+        list(texts),
+        output_dir,
+        plan,
+        parameters=0.0,  # the explicit learning rate applies; the size rule of finetune is not used
+        learning_rate=float(learning_rate),
+        device=device,
+        seed=int(seed),
+        lora=dict(lora),
+    )
+    folders = {
+        e: Path(output_dir) / f"checkpoint-{s}" for e, s in zip(range(1, int(epochs) + 1), steps, strict=True)
+    }
+    missing = sorted(s for e, s in zip(folders, steps, strict=True) if s not in result.checkpoints)
+    if missing or result.steps != steps[-1]:
+        raise CheckpointError(
+            f"{output_dir}: expected a checkpoint at the end of each epoch (steps {steps}, {per_epoch} per epoch "
+            f"for {len(texts)} texts), the Trainer ran {result.steps} steps and saved {result.checkpoints}"
+        )
+    return EpochRun(folders, per_epoch, [tuple(x) for x in result.losses])
