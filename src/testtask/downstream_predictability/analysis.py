@@ -1,0 +1,294 @@
+"""From a family's samples to per-sample score–compute correlations and their statistics.
+
+`family_tasks` aligns every task's documents across the members and computes the chain for each member;
+`correlation_results` correlates each quantity with compute, per document, for each correlation method;
+`analyse(ctx)` does both for every configured family whose samples are present.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.context import Context, InputsUnavailable
+from testtask.downstream_predictability.chain import QUANTITIES, chain, normalised_loglik
+from testtask.downstream_predictability.correlations import METHODS, Correlations, per_sample
+from testtask.downstream_predictability.family import Family, load_family, task_files
+from testtask.downstream_predictability.samples import SamplesError, TaskSamples, read_samples
+from testtask.downstream_predictability.statistics import summarise, usable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskData:
+    """One task of one family: the chain's quantities per member (rows, ordered by compute) and document."""
+
+    family: str
+    task: str
+    compute: np.ndarray  # (K,) FLOPs
+    doc_ids: np.ndarray  # (n,)
+    quantities: dict[str, np.ndarray]  # quantity -> (K, n)
+    log_incorrect_sum: np.ndarray  # (K, n) log of the vocabulary mass on the incorrect choices
+    log_incorrect_each: np.ndarray  # (K, n, C) per incorrect choice, NaN elsewhere
+    n_docs_dropped: int  # documents not logged by every member
+    lm_eval_check: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FamilyData:
+    family: Family
+    tasks: dict[str, TaskData]
+    tasks_incomplete: list[str]  # tasks not logged by every member
+
+
+def _check_alignment(first: TaskSamples, other: TaskSamples, rows_a: np.ndarray, rows_b: np.ndarray) -> None:
+    """The same documents, gold answers and number of choices in two members' files."""
+    for a, b in zip(rows_a, rows_b, strict=True):
+        ha, hb = first.doc_hash[a], other.doc_hash[b]
+        if ha is not None and hb is not None and ha != hb:
+            raise SamplesError(
+                f"{other.path}: field `doc_hash` of doc_id {first.doc_ids[a]} differs from {first.path}"
+            )
+    if np.any(first.target[rows_a] != other.target[rows_b]):
+        raise SamplesError(f"{other.path}: field `target` differs from {first.path} for the same doc_id")
+    if np.any(first.n_choices[rows_a] != other.n_choices[rows_b]):
+        raise SamplesError(f"{other.path}: number of choices differs from {first.path} for the same doc_id")
+
+
+def _lm_eval_check(samples: TaskSamples, rows: np.ndarray, values: dict[str, np.ndarray], norm: str) -> dict:
+    """How our accuracy and Brier score agree with the per-document metrics lm-eval logged."""
+    out: dict[str, Any] = {}
+    acc_key = {"none": "acc", "chars": "acc_norm"}.get(norm)
+    if acc_key and acc_key in samples.logged:
+        logged = samples.logged[acc_key][rows]
+        ok = ~np.isnan(logged)
+        out[acc_key] = {"n": int(ok.sum()), "n_agree": int(np.sum(logged[ok] == values["accuracy"][ok]))}
+    if norm == "none" and "brier_score" in samples.logged:
+        logged = samples.logged["brier_score"][rows]
+        ok = ~np.isnan(logged)
+        diff = np.abs(logged[ok] - values["brier"][ok])
+        out["brier_score"] = {"n": int(ok.sum()), "max_abs_diff": float(diff.max()) if diff.size else None}
+    return out
+
+
+def task_data(family: Family, task: str, files: list, cfg: Mapping[str, Any]) -> TaskData:
+    """Read one task's file of every member, keep the documents all members logged, compute the chain."""
+    delimiter = str(cfg.get("target_delimiter", " "))
+    norm = str(cfg.get("normalisation", "none"))
+    samples = [read_samples(path, delimiter) for path in files]
+    common = samples[0].doc_ids
+    for s in samples[1:]:
+        common = np.intersect1d(common, s.doc_ids)
+    if common.size == 0:
+        raise SamplesError(f"task {task}: no doc_id is logged by every member of {family.name}")
+    rows = []
+    for s in samples:
+        position = {int(doc): i for i, doc in enumerate(s.doc_ids)}
+        rows.append(np.array([position[int(doc)] for doc in common], dtype=int))
+    for s, r in zip(samples[1:], rows[1:], strict=True):
+        _check_alignment(samples[0], s, rows[0], r)
+    width = max(s.loglik.shape[1] for s in samples)
+    stacked = np.full((len(samples), common.size, width), np.nan)
+    for k, (s, r) in enumerate(zip(samples, rows, strict=True)):
+        ll = normalised_loglik(s, norm)[r]
+        stacked[k, :, : ll.shape[1]] = ll
+    values = chain(stacked, samples[0].target[rows[0]])
+    check: dict[str, Any] = {}
+    for member, s, r, k in zip(family.members, samples, rows, range(len(samples)), strict=True):
+        member_values = {q: values[q][k] for q in ("accuracy", "brier")}
+        check[member.name] = _lm_eval_check(s, r, member_values, norm)
+    dropped = max(s.doc_ids.size for s in samples) - common.size
+    return TaskData(
+        family=family.name,
+        task=task,
+        compute=np.array([m.compute for m in family.members]),
+        doc_ids=common,
+        quantities={q: values[q] for q in QUANTITIES},
+        log_incorrect_sum=values["log_p_vocab_incorrect_sum"],
+        log_incorrect_each=values["log_p_vocab_incorrect_each"],
+        n_docs_dropped=int(dropped),
+        lm_eval_check=check,
+    )
+
+
+def family_tasks(family: Family, cfg: Mapping[str, Any]) -> FamilyData:
+    """Every task logged by all members of `family` (restricted to `cfg.tasks` when that lists some)."""
+    per_member = [task_files(m, family.model) for m in family.members]
+    all_tasks = sorted(set().union(*per_member))
+    complete = [t for t in all_tasks if all(t in files for files in per_member)]
+    wanted = list(cfg.get("tasks") or [])
+    chosen = [t for t in complete if not wanted or t in wanted]
+    tasks = {t: task_data(family, t, [files[t] for files in per_member], cfg) for t in chosen}
+    return FamilyData(family, tasks, sorted(set(all_tasks) - set(complete)))
+
+
+@dataclass
+class CorrelationResult:
+    family: str
+    task: str
+    quantity: str
+    method: str
+    correlations: Correlations
+    usable: np.ndarray  # the distribution the statistics summarise (undefined dropped or zeroed)
+    summary: dict[str, Any]
+
+
+def scale_compute(compute: np.ndarray, scale: str) -> np.ndarray:
+    """Compute as correlated: log10 FLOPs (default) or FLOPs; only Pearson depends on it."""
+    if scale == "log10":
+        return np.log10(compute)
+    if scale == "linear":
+        return np.asarray(compute, dtype=float)
+    raise ValueError(f"compute_scale must be log10 or linear, got {scale!r}")
+
+
+def correlation_results(data: TaskData, cfg: Mapping[str, Any]) -> list[CorrelationResult]:
+    """Per-sample correlations of every quantity with compute for every method, with their statistics.
+
+    Quantities listed in `cfg.negate` (the Brier score, lower is better) are negated first, so that a positive
+    correlation always means the score improves with compute."""
+    x = scale_compute(data.compute, str(cfg.get("compute_scale", "log10")))
+    negate = set(cfg.get("negate") or [])
+    policy = str(cfg.get("undefined", "drop"))
+    out = []
+    for quantity in QUANTITIES:
+        y = -data.quantities[quantity] if quantity in negate else data.quantities[quantity]
+        for method in cfg.get("methods") or METHODS:
+            corr = per_sample(x, y, str(method))
+            values = usable(corr, policy)
+            summary = summarise(values) | {
+                "n_samples": int(corr.values.size),
+                "n_defined": int(corr.defined.sum()),
+                "n_undefined": int((~corr.defined).sum()),
+                "n_undefined_constant": int(corr.constant.sum()),
+                "n_undefined_non_finite": int(corr.non_finite.sum()),
+            }
+            out.append(
+                CorrelationResult(data.family, data.task, quantity, str(method), corr, values, summary)
+            )
+    return out
+
+
+@dataclass
+class Analysis:
+    families: list[FamilyData]
+    results: list[CorrelationResult]
+    settings: dict[str, Any]
+    warnings: list[str]
+    skipped_families: dict[str, str]
+
+    def result(self, family: str, task: str, quantity: str, method: str) -> CorrelationResult:
+        for r in self.results:
+            if (r.family, r.task, r.quantity, r.method) == (family, task, quantity, method):
+                return r
+        raise KeyError((family, task, quantity, method))
+
+    def tasks(self) -> list[str]:
+        return sorted({t for f in self.families for t in f.tasks})
+
+
+def settings_of(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "normalisation": str(cfg.get("normalisation", "none")),
+        "compute_scale": str(cfg.get("compute_scale", "log10")),
+        "negate": list(cfg.get("negate") or []),
+        "undefined": str(cfg.get("undefined", "drop")),
+        "methods": list(cfg.get("methods") or METHODS),
+    }
+
+
+_CACHE: dict[str, Analysis] = {}
+
+
+def _cache_key(ctx: Context, specs: Mapping[str, Any]) -> str:
+    """Settings, source and every samples file's path, size and mtime: a figure built after another one in the
+    same process (`action=figures`, the notebook) reuses the analysis unless something changed."""
+    cfg = OmegaConf.to_container(ctx.cfg, resolve=True) if isinstance(ctx.cfg, DictConfig) else dict(ctx.cfg)
+    files = []
+    for spec in specs.values():
+        root = ctx.paper_root(str(spec["paper"])) / str(spec.get("samples_dir", "samples"))
+        if root.is_dir():
+            files += [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*.jsonl"))]
+    return json.dumps([ctx.source, str(ctx.data_root), cfg, files], sort_keys=True, default=str)
+
+
+def analyse(ctx: Context) -> Analysis:
+    """Every configured family (or those in `families_used`) whose samples exist, for `ctx.source`."""
+    cfg = ctx.cfg
+    if ctx.source == "published":
+        raise InputsUnavailable(
+            "the paper released no per-sample logs; build these figures from our runs with source=results"
+        )
+    specs = dict(cfg["families"] or {})
+    key = _cache_key(ctx, specs)
+    if key not in _CACHE:
+        _CACHE.clear()  # one analysis at a time is enough, and keeps memory flat across configurations
+        _CACHE[key] = _analyse(ctx, specs)
+    return _CACHE[key]
+
+
+def _analyse(ctx: Context, specs: Mapping[str, Any]) -> Analysis:
+    cfg = ctx.cfg
+    used = list(cfg.get("families_used") or specs)
+    unknown = sorted(set(used) - set(specs))
+    if unknown:
+        raise ValueError(f"families_used names unknown families {unknown}; known: {sorted(specs)}")
+    families, skipped, warnings = [], {}, []
+    for name in used:
+        try:
+            family = load_family(name, specs[name], ctx.paper_root)
+        except InputsUnavailable as err:
+            skipped[name] = str(err)
+            log.warning("family %s skipped: %s", name, err)
+            continue
+        data = family_tasks(family, cfg)
+        if not data.tasks:
+            skipped[name] = "no task is logged by every member"
+            continue
+        families.append(data)
+        k = len(family.members)
+        if k < 3:
+            warnings.append(
+                f"family {name} has {k} members: every defined per-sample correlation is +1 or -1, so the "
+                "distributions only count how many samples improve, worsen or stay put with compute"
+            )
+    if not families:
+        raise InputsUnavailable(f"no family has samples for source={ctx.source}: {skipped}")
+    results = [r for f in families for t in f.tasks.values() for r in correlation_results(t, cfg)]
+    return Analysis(families, results, settings_of(cfg), warnings, skipped)
+
+
+def family_summary(data: FamilyData) -> dict[str, Any]:
+    """What the JSON sidecars say about a family: members, compute and how it was obtained, tasks."""
+    fam = data.family
+    return {
+        "label": fam.label,
+        "n_members": len(fam.members),
+        "members": [
+            {
+                "name": m.name,
+                "compute_flops": m.compute,
+                "log10_compute": float(np.log10(m.compute)),
+                **m.compute_detail,
+            }
+            for m in fam.members
+        ],
+        "notes": fam.notes,
+        "tasks": {
+            t: {
+                "n_samples": int(d.doc_ids.size),
+                "n_docs_dropped": d.n_docs_dropped,
+                "mean_accuracy": [float(v) for v in d.quantities["accuracy"].mean(axis=1)],
+                "lm_eval_check": d.lm_eval_check,
+            }
+            for t, d in data.tasks.items()
+        },
+        "tasks_incomplete": data.tasks_incomplete,
+    }
