@@ -1,0 +1,58 @@
+"""What the builders share: a matrix with its settings, ensemble tables from config, plain-JSON settings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import pandas as pd
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.context import Context
+from testtask.paths import conf_dir, resolve
+from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
+from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
+from testtask.proxy_tasks.settings import Settings, settings_from_cfg
+
+
+def plain(cfg: Any) -> Any:
+    """A config node as plain Python (for JSON sidecars)."""
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+
+
+def labels(ctx: Context) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ctx.cfg["robustness"]["ensemble_labels"].items()}
+
+
+def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Settings]:
+    matrix = load_matrix(ctx, key)
+    return matrix, settings_from_cfg(ctx.cfg, ctx.cfg["matrices"][key])
+
+
+def ensembles_for(ctx: Context, settings: Settings) -> pd.DataFrame | None:
+    """The ensemble score table when robustness.mode=ensembles (robustness.ensembles_file), else None."""
+    if settings.robustness != "ensembles":
+        return None
+    path = ctx.cfg["robustness"].get("ensembles_file")
+    if not path:
+        raise ValueError("proxy_tasks.robustness.mode=ensembles needs proxy_tasks.robustness.ensembles_file")
+    return read_ensembles(resolve(str(path)), labels(ctx))
+
+
+def paper_ensembles(ctx: Context, relpath: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The paper's Table 4 ensembles (YAML below conf/) as the long table, and the whole YAML document."""
+    path = conf_dir() / relpath
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} (proxy_tasks.table_5.ensembles) does not exist")
+    spec = yaml.safe_load(path.read_text())
+    for field in ("ensembles", "scores"):
+        if field not in spec:
+            raise ValueError(f"{path}: field {field!r} is missing")
+    return ensembles_from_wide(spec, str(path)), spec
+
+
+def settings_dict(settings: Settings) -> dict[str, Any]:
+    out = asdict(settings)
+    out["max_proxies_effective"] = settings.proxies_cap
+    return out

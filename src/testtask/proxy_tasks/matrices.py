@@ -1,0 +1,207 @@
+"""The model x task score matrices analysed: the published releases of other papers, read by their readers.
+
+- train-before-test: `all_results.json` = {regime: {benchmark: {HF model id: score}}, regime_stderr: ...}.
+  The three `*_2025` corpora are bits per byte (lower is better): excluded, or negated with `perplexity: flip`.
+- training-on-the-test-task: lm-eval JSONs read by that paper's own reader (its `inputs.results` and
+  `scores.select` / `scores.model_table`), with the metric its config assigns to each benchmark; stage `base`
+  (no fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors'
+  adjustment).
+
+Every matrix is complete (models lacking a used task are dropped and listed) and oriented higher-is-better.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from testtask.context import Context, InputsUnavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    key: str
+    label: str
+    scores: pd.DataFrame  # models x tasks, higher is better
+    stderr: pd.DataFrame | None  # same shape; None when the release has no standard errors
+    source: str  # file or folder read, and regime / stage
+    dropped_models: dict[str, list[str]] = field(default_factory=dict)  # model -> tasks it lacked
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "source": self.source,
+            "n_models": int(self.scores.shape[0]),
+            "tasks": list(self.scores.columns),
+            "dropped_models": self.dropped_models,
+            "has_stderr": self.stderr is not None,
+            "notes": self.notes,
+        }
+
+
+def complete(
+    key: str, label: str, scores: pd.DataFrame, stderr: pd.DataFrame | None, source: str, notes: list[str]
+) -> ScoreMatrix:
+    """Drop models lacking any task (listed in `dropped_models`); sort rows and keep the task order."""
+    lacking = scores.isna()
+    dropped = {m: [t for t in scores.columns if lacking.at[m, t]] for m in scores.index[lacking.any(axis=1)]}
+    keep = scores.index[~lacking.any(axis=1)]
+    scores = scores.loc[keep].sort_index()
+    # object-dtype labels: pandas' Arrow-backed string indexes make the many small lookups of the
+    # leave-one-model-out folds several times slower
+    scores.index = pd.Index(scores.index.astype(str).tolist(), dtype=object, name="model")
+    scores.columns = pd.Index(scores.columns.astype(str).tolist(), dtype=object, name="task")
+    if stderr is not None:
+        stderr = stderr.reindex(index=scores.index, columns=scores.columns)
+    if len(scores) < 5:
+        raise ValueError(f"{source}: only {len(scores)} models have every task of {list(scores.columns)}")
+    return ScoreMatrix(key, label, scores, stderr, source, dropped, notes)
+
+
+def _numeric(value: Any, path: Path, field_name: str) -> float:
+    if value is None or (isinstance(value, str) and value.strip().upper() in ("N/A", "NA", "")):
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: field {field_name} is not a number: {value!r}") from None
+
+
+def train_before_test(
+    path: Path, key: str, entry: Mapping[str, Any], reader: Mapping[str, Any]
+) -> ScoreMatrix:
+    """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json."""
+    if not path.is_file():
+        raise InputsUnavailable(f"{path} does not exist")
+    data = json.loads(path.read_text())
+    regime = str(entry["regime"])
+    for field_name in (regime, f"{regime}_stderr"):
+        if not isinstance(data.get(field_name), dict):
+            raise ValueError(f"{path}: field {field_name!r} is missing or not a mapping; has {sorted(data)}")
+    ppl = set(reader["perplexity_tasks"])
+    how = str(reader["perplexity"])
+    if how not in ("exclude", "flip"):
+        raise ValueError(f"proxy_tasks.train_before_test.perplexity must be exclude or flip, got {how!r}")
+    notes = []
+    cols, ses = {}, {}
+    for bench, by_model in data[regime].items():
+        if bench in ppl and how == "exclude":
+            continue
+        if not isinstance(by_model, dict):
+            raise ValueError(f"{path}: field {regime}.{bench} is not a mapping of model -> score")
+        sign = -1.0 if bench in ppl else 1.0  # bits per byte: lower is better
+        cols[bench] = {m: sign * _numeric(v, path, f"{regime}.{bench}.{m}") for m, v in by_model.items()}
+        se = data[f"{regime}_stderr"].get(bench, {})
+        ses[bench] = {m: _numeric(v, path, f"{regime}_stderr.{bench}.{m}") for m, v in se.items()}
+    notes.append(
+        f"perplexity corpora {sorted(ppl)}: "
+        + ("excluded" if how == "exclude" else "negated bits per byte (no standard errors)")
+    )
+    scores = pd.DataFrame(cols)
+    stderr = pd.DataFrame(ses).reindex(index=scores.index, columns=scores.columns)
+    return complete(key, str(entry["label"]), scores, stderr, f"{path} [{regime}]", notes)
+
+
+def _tott_context(ctx: Context, tott_cfg: Any) -> Context:
+    """A context of training-on-the-test-task for the same source, with that paper's analysis config."""
+    paper = "training-on-the-test-task"
+    return Context(
+        paper=paper,
+        source=ctx.source,
+        data_root=ctx.paper_root(paper),
+        out_dir=ctx.out_dir,
+        cfg=tott_cfg,
+        sampler=ctx.sampler,
+        seed=ctx.seed,
+        cache_dir=None,
+    )
+
+
+def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
+    """Standard errors of one benchmark; for an `entries_mean` metric, those of the benchmark's own entry."""
+    rows = results[
+        (results["benchmark"] == spec.file)
+        & (results["metric"] == spec.metric)
+        & (results["adjustment"] == adjustment)
+        & (results["suite"] == spec.suite)
+    ]
+    if adjustment != "base":
+        rows = rows[rows["finetune"] == spec.finetune]
+    return rows.drop_duplicates("model").set_index("model")["stderr"]
+
+
+def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], tott_cfg: Any) -> ScoreMatrix:
+    """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted."""
+    from testtask.training_on_the_test_task import inputs
+    from testtask.training_on_the_test_task.scores import benchmark_spec, model_table
+
+    tctx = _tott_context(ctx, tott_cfg)
+    results = inputs.results(tctx)  # InputsUnavailable when absent
+    reg = inputs.registry(tctx)
+    kinds = tuple(tott_cfg["model_kinds"])
+    stage = str(entry["stage"])
+    if stage not in ("base", "adjusted"):
+        raise ValueError(f"proxy_tasks.matrices.{key}.stage must be base or adjusted, got {stage!r}")
+    adj = tott_cfg["adjustment"]
+    cols, ses = {}, {}
+    for bench in entry["benchmarks"]:
+        spec = benchmark_spec(tott_cfg, str(bench))
+        table = model_table(
+            results,
+            reg,
+            spec,
+            cutoff=str(tott_cfg["cutoff"]),
+            stage=str(adj["stage"]),
+            use_max=bool(adj["use_max"]),
+            kinds=kinds,
+        ).set_index("model")
+        sign = 1.0 if spec.higher_is_better else -1.0
+        before_se = _stderr(results, spec, "base").reindex(table.index)
+        if stage == "base":
+            cols[spec.key] = sign * table["before"]
+            ses[spec.key] = before_se
+        else:
+            after_se = _stderr(results, spec, str(adj["stage"])).reindex(table.index)
+            cols[spec.key] = sign * table["adjusted"]
+            # the standard error of whichever score the adjustment kept
+            took_before = np.isclose(table["adjusted"], table["before"])
+            ses[spec.key] = before_se.where(took_before, after_se)
+    scores = pd.DataFrame(cols)
+    stderr = pd.DataFrame(ses).reindex(index=scores.index, columns=scores.columns)
+    notes = [
+        f"model kinds {list(kinds)}; metric per benchmark from training_on_the_test_task.benchmarks",
+        "standard errors of MMLU-style entries_mean metrics are those of the benchmark's own aggregate entry",
+    ]
+    if stage == "adjusted":
+        notes.append(f"adjusted = max(before, after {adj['stage']}) with use_max={bool(adj['use_max'])}")
+    root = tctx.data_root / str(tott_cfg["evaluations_dir"])
+    return complete(key, str(entry["label"]), scores, stderr, f"{root} [{stage}]", notes)
+
+
+def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
+    """Matrix `key` of `proxy_tasks.matrices`, read by its configured reader."""
+    matrices = ctx.cfg["matrices"]
+    if key not in matrices:
+        raise KeyError(f"proxy_tasks.matrices has no {key!r}; known: {', '.join(matrices)}")
+    entry = matrices[key]
+    reader = str(entry["reader"])
+    if reader == "train_before_test":
+        settings = ctx.cfg["train_before_test"]
+        path = ctx.paper_root("train-before-test") / str(settings["file"])
+        return train_before_test(path, key, entry, settings)
+    if reader == "training_on_the_test_task":
+        return training_on_the_test_task(ctx, key, entry, ctx.cfg["tott_analysis"])
+    raise ValueError(
+        f"proxy_tasks.matrices.{key}.reader must be train_before_test or training_on_the_test_task"
+    )
