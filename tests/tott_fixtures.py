@@ -8,9 +8,10 @@ word of the fixtures and of the prompts, saved with `save_pretrained`.
 from __future__ import annotations
 
 import json
-import re
 import string
 from pathlib import Path
+
+from testtask.tiny_llama import build_tiny_llama
 
 WORDS = [
     "red", "blue", "green", "stone", "water", "light", "plant", "sun", "moon", "rock", "heat", "cold",
@@ -20,7 +21,6 @@ PROMPT_TEXT = (
     "Question : Answer : The following are questions ( with answers ) about multiple choice . "
     + " ".join(string.ascii_uppercase[:10])
 )
-SPECIAL = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
 MMLU_SUBJECT = "anatomy"
 
 
@@ -140,39 +140,4 @@ def _all_text(root: Path) -> str:
 
 def build_model(directory: Path, data_root: Path) -> Path:
     """A tiny random Llama and a word-level tokenizer covering the words below `data_root`."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIAL.values())}
-    for word in re.findall(r"\w+|[^\w\s]+", _all_text(data_root)):  # the Whitespace pre-tokenizer's split
-        vocab.setdefault(word, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        unk_token=SPECIAL["unk"],
-        bos_token=SPECIAL["bos"],
-        eos_token=SPECIAL["eos"],
-        pad_token=SPECIAL["pad"],
-    )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        bos_token_id=vocab[SPECIAL["bos"]],
-        eos_token_id=vocab[SPECIAL["eos"]],
-        pad_token_id=vocab[SPECIAL["pad"]],
-    )
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():  # larger logits than the default init, so loglikelihoods differ across choices
-        model.lm_head.weight.normal_(0.0, 0.5)
-    directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return build_tiny_llama(directory, [_all_text(data_root)])

@@ -11,15 +11,15 @@ python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-te
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from pathlib import Path
+
+from testtask.tiny_llama import build_tiny_llama
 
 WORDS = (
     "red blue green stone water light plant sun moon rock heat cold river cloud seed leaf sand wind rain salt"
 ).split()
 SIZES = {"train": 40, "validation": 12, "test": 24}
-SPECIAL = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
 TASK = "tbt_tiny"
 TASK_YAML = f"""task: {TASK}
 dataset_path: arrow            # the runner points it at the local copy (local_data)
@@ -73,42 +73,7 @@ def write_task(folder: Path) -> Path:
 
 def build_model(folder: Path, words: Sequence[str] = WORDS) -> Path:
     """A random one-layer Llama and a word-level tokenizer over `words` and the prompt's words."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIAL.values())}
-    for word in [*words, *re.findall(r"\w+|[^\w\s]+", "Question : what follows ? Answer :")]:
-        vocab.setdefault(word, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        unk_token=SPECIAL["unk"],
-        bos_token=SPECIAL["bos"],
-        eos_token=SPECIAL["eos"],
-        pad_token=SPECIAL["pad"],
-    )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        bos_token_id=vocab[SPECIAL["bos"]],
-        eos_token_id=vocab[SPECIAL["eos"]],
-        pad_token_id=vocab[SPECIAL["pad"]],
-    )
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():  # larger logits than the default init, so the choices' loglikelihoods differ
-        model.lm_head.weight.normal_(0.0, 0.5)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return build_tiny_llama(folder, [*words, "Question : what follows ? Answer :"], max_positions=128)
 
 
 def build(root: Path) -> dict[str, Path]:
