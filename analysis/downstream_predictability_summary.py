@@ -28,19 +28,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from testtask.downstream_predictability.chain import LABELS as QUANTITY_LABELS
+from testtask.downstream_predictability.statistics import STATISTICS
+
 REPO = Path(__file__).resolve().parents[1]
 SUBDIR = "downstream-predictability"
 NOT_BUILT = "not built"
 FIGURES = (2, 3, 4, 5, 6)
-STATISTICS = ("mean", "median", "auc_ccdf", "neg_wasserstein")
 STATISTIC_HEADERS = ("mean", "median", "AUC of 1 − CDF", "−min(W(C,+1), W(C,−1))")
-QUANTITY_LABELS = {
-    "log_p_vocab": "log p_vocab(correct)",
-    "p_vocab": "p_vocab(correct)",
-    "p_choices": "p_choices(correct)",
-    "brier": "Brier score",
-    "accuracy": "accuracy",
-}
 
 
 def load_sidecars(folder: Path) -> dict[int, dict[str, Any]]:

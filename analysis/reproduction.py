@@ -8,11 +8,12 @@ from its text (Table 1, §7–§10, Appendices D–F) as the reference, never us
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from testtask.sidecars import load
 
 PAPER_TABLE_1A = {  # Table 1(a), m = 50: (boost %, bias %)
     ("bert", 50): (4.1, 0.19),
@@ -24,11 +25,6 @@ PAPER_TABLE_1A = {  # Table 1(a), m = 50: (boost %, bias %)
     ("bert", 500): (3.5, 0.48),
     ("gpt2", 500): (4.6, -0.08),
 }
-
-
-def _load(folder: Path, name: str) -> dict | None:
-    path = folder / name
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def rows(folder: Path) -> list[tuple[str, str, str]]:
@@ -49,7 +45,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                     f"{ours_boost:.1f}%, {ours_bias:.2f}% (exact {ours_bias:.4f}%){'' if same else ' — differs'}",
                 )
             )
-    fig3 = _load(folder, "figure-3.json")
+    fig3 = load(folder, "figure-3.json")
     if fig3:
         boost = [p for p in fig3["panels"] if p["effect"] == "boost"]
         bias = [p for p in fig3["panels"] if p["effect"] == "bias"]
@@ -79,7 +75,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                 f"{min(p['beta']['ess_bulk'] for p in fig3['panels']):.0f}",
             )
         )
-    t2 = _load(folder, "table-2.json")
+    t2 = load(folder, "table-2.json")
     if t2:
         few = t2["counts"].get(t2["collections"].get("few_shot", ""), None)
         if few:
@@ -125,7 +121,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                     f"{zero['tests']['p_value_gt_half']}",
                 )
             )
-    fig4 = _load(folder, "figure-4.json")
+    fig4 = load(folder, "figure-4.json")
     if fig4:
         out.append(
             (
@@ -135,7 +131,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                 f"{', '.join(fig4['selected_lm_types']) or 'none'}",
             )
         )
-    fig6 = _load(folder, "figure-6.json")
+    fig6 = load(folder, "figure-6.json")
     if fig6:
         for p in fig6["panels"]:
             lo, hi = p["average_difference"]["hdi_89"]
@@ -146,7 +142,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                     f"{100 * p['average_difference']['mean']:+.2f}% [89% HDI {100 * lo:+.2f}, {100 * hi:+.2f}]",
                 )
             )
-    fig7 = _load(folder, "figure-7.json")
+    fig7 = load(folder, "figure-7.json")
     if fig7:
         for p in fig7["panels"]:
             paper = "47% (m=100, n=500)" if "few" in p["label"] else "50%"
@@ -157,7 +153,7 @@ def rows(folder: Path) -> list[tuple[str, str, str]]:
                     f"{100 * p['share_outside_band']:.0f}% of {p['slices']} slices (m={p['m']}, n={p['n']})",
                 )
             )
-    fig8 = _load(folder, "figure-8.json")
+    fig8 = load(folder, "figure-8.json")
     if fig8:
         observed = fig8["panels"]["a"]["bias"]
         nulls = fig8["panels"]["b"]["permutations"]

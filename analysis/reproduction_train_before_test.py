@@ -19,10 +19,11 @@ are never overwritten); build them with
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from testtask.sidecars import Missing, load, need
 
 NOT_BUILT = "not built"
 SUBDIR = "train-before-test"
@@ -48,21 +49,6 @@ PAPER_QWEN_PC1 = 0.93  # §3.4 (Figure 8), train-before-test
 PAPER_TAU_B_TIES = (0.58, 0.77)  # App. C.2 (Figures 12-15)
 
 LABEL = {"LU": "language understanding", "Math": "math", "nq_open": "NQ-Open", "mrpc": "MRPC"}
-
-
-class _Missing(Exception):
-    """A sidecar (or a field in it) this row needs is absent."""
-
-
-def _load(folder: Path, name: str) -> dict | None:
-    path = folder / name
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _need(obj):
-    if obj is None:
-        raise _Missing
-    return obj
 
 
 def _rel(d: float, paper: float) -> str:
@@ -95,19 +81,19 @@ def _by_regime(obj: dict) -> tuple[float, float]:
 
 
 def _variant(figures: Path, name: str, sidecar: str) -> dict | None:
-    return _load(figures / "variants" / name / SUBDIR, sidecar)
+    return load(figures / "variants" / name / SUBDIR, sidecar)
 
 
 def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     """(statement, paper, ours, note) for every number the paper states; sidecars lie in figures/<paper>."""
     folder = figures / SUBDIR
-    fig = {n: _load(folder, f"figure-{n}.json") for n in range(2, 16)}
+    fig = {n: load(folder, f"figure-{n}.json") for n in range(2, 16)}
     out: list[tuple[str, str, str, str]] = []
 
     def add(statement: str, paper: str, compute: Callable[[], tuple[str, str]]) -> None:
         try:
             ours, note = compute()
-        except _Missing:
+        except Missing:
             ours, note = NOT_BUILT, "sidecar absent"
         except KeyError as missing:  # a sidecar from another version of the builders
             ours, note = NOT_BUILT, f"field {missing} absent from the sidecar"
@@ -115,7 +101,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- §1 / §3.1: the matrices ----
     def sizes() -> tuple[str, str]:
-        f = _need(fig[2])
+        f = need(fig[2])
         models = {r: f["models"][r]["n_models_any"] for r in REGIMES}
         n_b, pairs = len(f["benchmarks"]), f["pairs_total"]
         ok = set(models.values()) == {PAPER_N_MODELS} and n_b == PAPER_N_BENCHMARKS
@@ -137,12 +123,12 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
         _paper_pair(PAPER_MEAN_TAU),
         lambda: _pair(
             PAPER_MEAN_TAU,
-            (_need(fig[2])["mean_kendall_direct"], _need(fig[2])["mean_kendall_train_before_test"]),
+            (need(fig[2])["mean_kendall_direct"], need(fig[2])["mean_kendall_train_before_test"]),
         ),
     )
 
     def improved() -> tuple[str, str]:
-        f = _need(fig[2])
+        f = need(fig[2])
         k, n = f["pairs_improved"], f["pairs_total"]
         rest = ", ".join(
             f"{p['pair'][0]}/{p['pair'][1]} ({p['before']:.2f} → {p['after']:.2f})"
@@ -159,7 +145,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def outliers() -> tuple[str, str]:
-        mean = _need(fig[2])["mean_with_others"]["direct"]
+        mean = need(fig[2])["mean_with_others"]["direct"]
         low = sorted(mean, key=mean.get)
         ours = ", ".join(f"{b} {mean[b]:.3f}" for b in low[:3])
         ok = set(low[:2]) == set(PAPER_OUTLIERS)
@@ -173,7 +159,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
         _paper_pair(PAPER_NQ_OPEN_TAU),
         lambda: _pair(
             PAPER_NQ_OPEN_TAU,
-            tuple(_need(fig[2])["mean_with_others"][r]["nq_open"] for r in REGIMES),
+            tuple(need(fig[2])["mean_with_others"][r]["nq_open"] for r in REGIMES),
         ),
     )
 
@@ -181,7 +167,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     for cat, paper in PAPER_INTRA.items():
 
         def intra(cat: str = cat, paper: tuple[float, float] = paper) -> tuple[str, str]:
-            values = tuple(_need(fig[3])["intra_category"][r][cat] for r in REGIMES)
+            values = tuple(need(fig[3])["intra_category"][r][cat] for r in REGIMES)
             ours, note = _pair(paper, values)
             if cat == "LU":
                 note += f"; the text's other value {PAPER_LU_ALT:.2f}: {_vs(PAPER_LU_ALT, values[0])}"
@@ -191,7 +177,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
         add(f"§3.2 Fig. 3: intra-category mean τ, {LABEL[cat]}", shown, intra)
 
     def between() -> tuple[str, str]:
-        f = _need(fig[3])
+        f = need(fig[3])
         parts = [
             f"{r.replace('_', '-')}: intra {f['mean_intra'][r]:.3f}, inter {f['mean_inter'][r]:.3f}"
             for r in REGIMES
@@ -207,7 +193,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- §3.3, Figures 4 and 5 ----
     def f4(key: str) -> tuple[float, float]:
-        return tuple(_need(fig[4])["panels"][r][key] for r in REGIMES)
+        return tuple(need(fig[4])["panels"][r][key] for r in REGIMES)
 
     add(
         "§3.3 Fig. 4: mean τ between the three perplexity corpora",
@@ -226,13 +212,13 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def gemma() -> tuple[str, str]:
-        n_all = _need(fig[2])["models"]["direct"]["n_models_any"]
-        n_ppl = _need(fig[4])["panels"]["direct"]["n_models_means"]
+        n_all = need(fig[2])["models"]["direct"]["n_models_any"]
+        n_ppl = need(fig[4])["panels"]["direct"]["n_models_means"]
         excluded = n_all - n_ppl
         agree = "agrees" if excluded == PAPER_GEMMA_TABLE3 else "differs"
         return (
             f"{n_ppl} of {n_all} models in every perplexity comparison ({excluded} excluded: "
-            f"{', '.join(_need(fig[4])['excluded_model_prefixes'])}*)",
+            f"{', '.join(need(fig[4])['excluded_model_prefixes'])}*)",
             f"§3.3: ours {excluded - PAPER_GEMMA_EXCLUDED:+d}; Table 3: {agree}",
         )
 
@@ -244,7 +230,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     for group, value in PAPER_PRE_FT_PPL.items():
 
         def pre_ft(group: str = group, value: float = value) -> tuple[str, str]:
-            panel = _need(fig[5])["panels"][group]
+            panel = need(fig[5])["panels"][group]
             return (
                 f"{panel['mean_tau_with_downstream']:.3f} ({len(panel['models'])} models)",
                 _vs(value, panel["mean_tau_with_downstream"]),
@@ -261,16 +247,16 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     add(
         "§3.4 Fig. 6: share of variance explained by PC1, direct → train-before-test",
         _paper_pair(PAPER_PC1),
-        lambda: _pair(PAPER_PC1, _by_regime(_need(fig[6])["pc1_share"])),
+        lambda: _pair(PAPER_PC1, _by_regime(need(fig[6])["pc1_share"])),
     )
     add(
         "§3.4 Fig. 6: share explained by the first five components",
         _paper_pair(PAPER_FIRST_FIVE),
-        lambda: _pair(PAPER_FIRST_FIVE, _by_regime(_need(fig[6])["first_components_cumulative"])),
+        lambda: _pair(PAPER_FIRST_FIVE, _by_regime(need(fig[6])["first_components_cumulative"])),
     )
 
     def compute_corr() -> tuple[str, str]:
-        panels = _need(fig[7])["panels"]
+        panels = need(fig[7])["panels"]
         parts = [
             f"{r.replace('_', '-')}: Pearson r {p['pearson_r_log10_flops']:.3f}, Spearman ρ "
             f"{p['spearman_rho']:.3f}"
@@ -289,7 +275,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def qwen() -> tuple[str, str]:
-        f = _need(fig[8])
+        f = need(fig[8])
         pc1, five = f["pc1_share"]["train_before_test"], f["first_components_cumulative"]["direct"]
         return (
             f"{pc1:.3f} ({f['n_models']} Qwen models); first five under direct evaluation {five:.3f}",
@@ -304,7 +290,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- App. C.2, Figures 12-15 ----
     def ties() -> tuple[str, str]:
-        f = _need(fig[12])
+        f = need(fig[12])
         ours, note = _pair(PAPER_TAU_B_TIES, (f["mean_kendall_direct"], f["mean_kendall_train_before_test"]))
         share = f["ties"]["mean_tied_pair_share"]
         return (
@@ -320,7 +306,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def ties_higher() -> tuple[str, str]:
-        f = _need(fig[12])
+        f = need(fig[12])
         plain = f["mean_kendall_without_ties"]
         tied = {r: f[f"mean_kendall_{r}"] for r in REGIMES}
         parts = [f"{r.replace('_', '-')} {plain[r]:.3f} → {tied[r]:.3f}" for r in REGIMES]
@@ -341,7 +327,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- sensitivity variants (built apart; see the module docstring) ----
     def leader() -> tuple[str, str]:
-        f = _need(_variant(figures, "ties-leader", "figure-12.json"))
+        f = need(_variant(figures, "ties-leader", "figure-12.json"))
         return _pair(PAPER_TAU_B_TIES, (f["mean_kendall_direct"], f["mean_kendall_train_before_test"]))
 
     add(
@@ -351,7 +337,7 @@ def rows(figures: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def centred() -> tuple[str, str]:
-        f6 = _need(_variant(figures, "pca-centred", "figure-6.json"))
+        f6 = need(_variant(figures, "pca-centred", "figure-6.json"))
         ours, note = _pair(PAPER_PC1, _by_regime(f6["pc1_share"]))
         five = _by_regime(f6["first_components_cumulative"])
         ours += f"; first five {five[0]:.3f} → {five[1]:.3f}"

@@ -13,11 +13,12 @@ sidecar for them exists.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from testtask.sidecars import Missing, load, need
 
 NOT_BUILT = "not built"
 NOT_RELEASED = "not in the authors' release"
@@ -79,26 +80,11 @@ LABEL = {
 }
 
 
-class _Missing(Exception):
-    """A sidecar (or a panel in it) this row needs is absent."""
-
-
-def _load(folder: Path, name: str) -> dict | None:
-    path = folder / name
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _need(obj):
-    if obj is None:
-        raise _Missing
-    return obj
-
-
 def _panel(fig: dict | None, benchmark: str, adjusted: bool | None = None) -> dict:
-    for p in _need(fig).get("panels", []):
+    for p in need(fig).get("panels", []):
         if p.get("benchmark") == benchmark and (adjusted is None or bool(p.get("adjusted")) == adjusted):
             return p
-    raise _Missing
+    raise Missing
 
 
 def _num(x: float, dp: int) -> str:
@@ -170,8 +156,8 @@ def _released(fig: dict | None) -> tuple[str, str]:
 
 def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     """(statement, paper, ours, note) for every number the paper states; `folder` holds the sidecars."""
-    fig = {n: _load(folder, f"figure-{n}.json") for n in range(1, 21)}
-    t3, t4 = _load(folder, "table-3.json"), _load(folder, "table-4.json")
+    fig = {n: load(folder, f"figure-{n}.json") for n in range(1, 21)}
+    t3, t4 = load(folder, "table-3.json"), load(folder, "table-4.json")
     t5_path = folder / "table-5.csv"
     t5 = list(csv.DictReader(t5_path.read_text().splitlines())) if t5_path.is_file() else None
     out: list[tuple[str, str, str, str]] = []
@@ -179,7 +165,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     def add(statement: str, paper: str, compute: Callable[[], tuple[str, str]]) -> None:
         try:
             ours, note = compute()
-        except _Missing:
+        except Missing:
             ours, note = NOT_BUILT, "sidecar absent"
         out.append((statement, paper, ours, note))
 
@@ -188,7 +174,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- §1–§2, Figure 1 ----
     def n_models() -> tuple[str, str]:
-        n = {p["n_models"] for p in _need(fig[1])["panels"]}
+        n = {p["n_models"] for p in need(fig[1])["panels"]}
         m = max(n)
         return f"{m} models in the Fig. 1 panels", f"ours {PAPER_N_BASE_MODELS - m} fewer"
 
@@ -222,7 +208,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     )
 
     def r2() -> tuple[str, str]:
-        panels = _need(fig[1])["panels"]
+        panels = need(fig[1])["panels"]
         unc = [p["r2"] for p in panels]
         cen = [p["fit"]["r2_centered"] for p in panels if "r2_centered" in p.get("fit", {})]
         ours = f"uncentred (as statsmodels reports it): min {min(unc):.3f} over {len(unc)} fits"
@@ -234,7 +220,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     add("§2.2: R² > 0.9 for all model fits (Fig. 1)", "> 0.9", r2)
 
     def gains() -> tuple[str, str]:
-        ps = _need(fig[2])["panels"]
+        ps = need(fig[2])["panels"]
         ours = "; ".join(
             f"{LABEL[p['benchmark']]}: mean gain older {p['mean_gain_group_0']:.3f}, newer {p['mean_gain_group_1']:.3f}"
             for p in ps
@@ -375,10 +361,10 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
             f"§4.2 Fig. 7: Pareto area of improvement shrinks after adjustment, {LABEL[b]}",
             f"{PAPER_PARETO_RATIO}-fold",
             lambda b=b: (
-                f"{_need(fig[7])['comparisons'][b]['ratio']:.2f}-fold "
-                f"({_need(fig[7])['comparisons'][b]['area_unadjusted']:.3f} → "
-                f"{_need(fig[7])['comparisons'][b]['area_adjusted']:.3f})",
-                _vs(PAPER_PARETO_RATIO, _need(fig[7])["comparisons"][b]["ratio"], 0, "×"),
+                f"{need(fig[7])['comparisons'][b]['ratio']:.2f}-fold "
+                f"({need(fig[7])['comparisons'][b]['area_unadjusted']:.3f} → "
+                f"{need(fig[7])['comparisons'][b]['area_adjusted']:.3f})",
+                _vs(PAPER_PARETO_RATIO, need(fig[7])["comparisons"][b]["ratio"], 0, "×"),
             ),
         )
 
@@ -387,7 +373,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
         for b in ("mmlu", "gsm8k"):
             pts = _points(f1(b))
             if "llama-3-8b" not in pts or "llama-2-70b" not in pts:
-                raise _Missing
+                raise Missing
             l3, l2 = pts["llama-3-8b"], pts["llama-2-70b"]
             parts.append(f"{LABEL[b]} {l3['value']:.3f} vs {l2['value']:.3f}")
             gaps.append(f"{LABEL[b]} {100 * (l3['value'] - l2['value']):+.1f}")
@@ -401,10 +387,10 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
 
     # ---- §5, Figure 8; App. F, Figure 19 ----
     def checkpoint(f: dict | None, examples: int) -> dict:
-        for c in _need(f)["checkpoints"]:
+        for c in need(f)["checkpoints"]:
             if c["examples"] == examples:
                 return c
-        raise _Missing
+        raise Missing
 
     def pythia(name: str) -> float:
         pts = _points(f1("mmlu"))
@@ -443,7 +429,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     add("§5 Fig. 8 bottom: MMLU log-linear R², 0 → 64,000 examples", "0.63 → 0.95", loglin)
 
     def gsm_emergence() -> tuple[str, str]:
-        cps = _need(fig[19])["checkpoints"]
+        cps = need(fig[19])["checkpoints"]
         full = [c for c in cps if c["n_models"] >= cps[0]["n_models"] / 2]
         a, m, z = cps[0], checkpoint(fig[19], 64000), full[-1]
         ours = (
@@ -478,7 +464,7 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
             coef, se, r2_paper = paper_vals[b]
 
             def coef_row(data=data, b=b, coef=coef, se=se, bold=bold) -> tuple[str, str]:
-                r = _need(data)["rows"][b]
+                r = need(data)["rows"][b]
                 sig = r["p"] < 0.05
                 return (
                     f"{_num(r['coef'], 4)} ({r['se']:.4f}), p = {r['p']:.4f}",
@@ -495,8 +481,8 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
                 f"App. C Table {table}: R², {LABEL[b]}",
                 f"{r2_paper:.3f}",
                 lambda data=data, b=b, r2_paper=r2_paper: (
-                    f"{_need(data)['rows'][b]['r2']:.4f}",
-                    _vs(r2_paper, _need(data)["rows"][b]["r2"], 3),
+                    f"{need(data)['rows'][b]['r2']:.4f}",
+                    _vs(r2_paper, need(data)["rows"][b]["r2"], 3),
                 ),
             )
 
@@ -547,9 +533,9 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
     for (test, col), value in PAPER_TABLE5.items():
 
         def t5_row(test: str = test, col: str = col, value: float = value) -> tuple[str, str]:
-            hit = [r for r in _need(t5) if r["discriminator_test"] == test]
+            hit = [r for r in need(t5) if r["discriminator_test"] == test]
             if not hit:
-                raise _Missing
+                raise Missing
             ours = 100 * float(hit[0][col])
             return f"{ours:.1f}%", _vs(value, ours, 1, " pt")
 
@@ -681,14 +667,14 @@ def rows(folder: Path) -> list[tuple[str, str, str, str]]:
         "App. F Fig. 17: MMLU average rank shift",
         f"{PAPER_RANK_SHIFT[0]:.1f}",
         lambda: (
-            f"{_need(fig[17])['mean_shift']:.2f}",
-            _vs(PAPER_RANK_SHIFT[0], _need(fig[17])["mean_shift"], 1),
+            f"{need(fig[17])['mean_shift']:.2f}",
+            _vs(PAPER_RANK_SHIFT[0], need(fig[17])["mean_shift"], 1),
         ),
     )
     add(
         "App. F Fig. 17: MMLU maximum rank shift",
         f"{PAPER_RANK_SHIFT[1]}",
-        lambda: (f"{_need(fig[17])['max_shift']}", _vs(PAPER_RANK_SHIFT[1], _need(fig[17])["max_shift"], 0)),
+        lambda: (f"{need(fig[17])['max_shift']}", _vs(PAPER_RANK_SHIFT[1], need(fig[17])["max_shift"], 0)),
     )
     lo, hi = PAPER_CLOZE_MC_EMERGENCE_LOG10
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -30,33 +27,6 @@ def tiny_config(root: Path, *overrides: str):
         f"work_dir={root / 'work'}",
         *overrides,
     )
-
-
-@contextmanager
-def offline_single_thread() -> Iterator[None]:
-    """One torch thread (the CPUs are shared), offline hubs, quiet progress bars; restored afterwards."""
-    import datasets
-    import torch
-    import transformers
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    keys = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-        transformers.utils.logging.enable_progress_bar()
-        datasets.enable_progress_bars()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def cheap_env_info(results: dict) -> None:

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.tbt_runner_fixtures import cheap_env_info, offline_single_thread, tiny_config
+from tests.conftest import offline_single_thread
+from tests.tbt_runner_fixtures import cheap_env_info, tiny_config
 from testtask.train_before_test.runner import tiny
 from testtask.train_before_test.runner.main import run
 from testtask.train_before_test.runner.store import KEYS, SettingsChanged

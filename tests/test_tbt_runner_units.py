@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.tbt_runner_fixtures import compose_run, offline_single_thread
+from tests.conftest import offline_single_thread
+from tests.tbt_runner_fixtures import compose_run
 from testtask.train_before_test.runner import splits, store
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError, lookup
 from testtask.train_before_test.runner.selection import Point, best

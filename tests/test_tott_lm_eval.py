@@ -9,13 +9,13 @@ back with the analysis loader.
 from __future__ import annotations
 
 import json
-import os
 import string
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.conftest import offline_single_thread
 from tests.tott_fixtures import MMLU_SUBJECT, build_model, mmlu_pro_rows, write_datasets
 
 pytest.importorskip("lm_eval")
@@ -36,27 +36,8 @@ FEWSHOT = {"arc_challenge_mc": 3, "hellaswag_mc": 2}  # the fixtures' train spli
 @pytest.fixture(scope="module", autouse=True)
 def _quiet_single_thread():
     """One torch thread (the CPUs are shared), offline hubs, no progress bars."""
-    import datasets
-    import torch
-    import transformers
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    saved = {
-        k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM")
-    }
-    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    yield
-    torch.set_num_threads(threads)
-    transformers.utils.logging.enable_progress_bar()
-    datasets.enable_progress_bars()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with offline_single_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
