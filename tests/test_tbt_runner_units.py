@@ -168,9 +168,15 @@ def _gold_request(task, doc) -> str:
     return "".join(requests[gold].arguments)
 
 
-def test_training_texts_are_lm_evals_gold_requests(fixture_tasks):
-    from testtask.train_before_test.runner.texts import training_texts
+def training_texts(task, tokenizer=None) -> list[str]:
+    """The `texts.format: lm_eval` examples as whole texts."""
+    from testtask.train_before_test.runner.texts import TextFormat, as_text, training_examples
 
+    examples = training_examples(task, TextFormat(format="lm_eval"), chat_tokenizer=tokenizer)
+    return [as_text(e) for e in examples]
+
+
+def test_training_texts_are_lm_evals_gold_requests(fixture_tasks):
     tasks, rows = fixture_tasks
     mc = training_texts(tasks["fx_mc"])
     assert mc[1] == "Pick one.\nQ: q1\nA: y"
@@ -191,7 +197,7 @@ def test_chat_variant_wraps_the_prompt_in_the_template(fixture_tasks, tmp_path):
     from testtask.hf import load_tokenizer
     from testtask.train_before_test.runner import tiny
     from testtask.train_before_test.runner.cell import resolve_variants
-    from testtask.train_before_test.runner.texts import chat_template, training_texts
+    from testtask.train_before_test.runner.texts import chat_template
 
     tasks, _ = fixture_tasks
     tokenizer = load_tokenizer(str(tiny.build_model(tmp_path / "model")))
@@ -204,7 +210,8 @@ def test_chat_variant_wraps_the_prompt_in_the_template(fixture_tasks, tmp_path):
     )
     assert resolve_variants("auto", True, tokenizer) == ["plain", "chat"]
     assert resolve_variants("auto", False, tokenizer) == ["plain"]
-    text = training_texts(tasks["fx_mc"], chat_template(tokenizer))[1]
+    assert resolve_variants("both", True, tokenizer, corpus=True) == ["plain"]  # a corpus has no prompt
+    text = training_texts(tasks["fx_mc"], tokenizer)[1]
     assert text == "<system>Pick one.\n<user>Q: q1\nA:<assistant>y"  # no delimiter after a chat prompt
 
 
@@ -288,7 +295,12 @@ def test_paper_preset_sweeps_the_published_models_and_benchmarks():
     assert len(models) == 61 and len(benchmarks) == 24
     assert models == [m["id"] for m in cfg.models]
     assert sum(m["instruct"] for m in cfg.models) == 24
-    assert set(benchmarks) == set(cfg.benchmarks)
+    corpora = {"arxiv_2025", "stackexchange_2025", "wiki_2025"}
+    assert set(benchmarks) == set(cfg.benchmarks) - corpora
+    perplexity = compose_run(
+        "experiment=train_before_test/perplexity", hydra_config=True
+    ).hydra.sweeper.params
+    assert perplexity.model.split(",") == models and set(perplexity.benchmark.split(",")) == corpora
     for name in benchmarks:
         lookup(cfg.benchmarks, name)  # every spec parses
     assert cfg.results_dir == "results/train-before-test/paper"
@@ -324,6 +336,15 @@ def test_paper_specs_name_the_splits_of_the_lm_eval_tasks():
     specs = [lookup(cfg.benchmarks, name) for name in cfg.benchmarks]
     manager = build_manager([s.task for s in specs])
     for spec in specs:
+        if spec.is_corpus:  # our corpus tasks read the runner's 8:1:1 parts
+            config = task_config(manager, spec.task)
+            assert (config["training_split"], config["validation_split"], config["test_split"]) == (
+                spec.train,
+                spec.validation,
+                spec.test,
+            )
+            assert config["output_type"] == "loglikelihood_rolling" and not spec.higher_is_better
+            continue
         config = task_config(manager, spec.task)
         assert config["training_split"] == spec.train, spec.name
         assert spec.test == evaluation_split(config), spec.name

@@ -1,4 +1,4 @@
-"""Fine-tuning on the test task: the App. B.2 recipe on a tiny random causal LM, checkpoints, resume, task data."""
+"""Fine-tuning on the test task: the authors' recipe on a tiny random causal LM, checkpoints, resume, task data."""
 
 from __future__ import annotations
 
@@ -44,15 +44,23 @@ def recipe():
 
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory):
-    texts = [task_data.arc(row) for row in ARC_ROWS]
+    pairs = [task_data.arc(row) for row in ARC_ROWS]
+    texts = [task_data.text(pair) for pair in pairs]
     return str(build_model("llama", tmp_path_factory.mktemp("llama"), texts)), texts
 
 
-def test_recipe_matches_appendix_b2():
+def test_recipe_matches_the_authors_code():
+    """jobs_train.py:93-104,204-205 (App. B.2 but for the warm-up: 1% of the steps, not 50)."""
     cfg = OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml")
     assert (cfg.adam_beta1, cfg.adam_beta2, cfg.adam_epsilon) == (0.9, 0.95, 1e-8)
     assert (cfg.batch_size, cfg.weight_decay, cfg.max_grad_norm, cfg.max_length) == (64, 0.1, 1.0, 600)
-    assert (cfg.warmup_steps, cfg.final_lr_fraction, cfg.epochs) == (50, 0.1, 3)
+    assert (cfg.warmup_steps, cfg.warmup_ratio, cfg.final_lr_fraction, cfg.epochs) == (None, 0.01, 0.1, 3)
+    assert (cfg.lr_scheduler_type, cfg.optim, cfg.precision) == (
+        "cosine_with_min_lr",
+        "adamw_torch_fused",
+        "bf16",
+    )
+    assert (cfg.loss_on, cfg.train_eos, cfg.truncation_side) == ("completion", True, "left")
     assert peak_learning_rate(cfg, 7e9) == 2e-5 and peak_learning_rate(cfg, 13e9) == 2e-6
     assert peak_learning_rate(cfg, 13e9, override=1e-5) == 1e-5
     assert gradient_accumulation(64, 4) == 16 and gradient_accumulation(64, 4, world_size=8) == 2
@@ -106,26 +114,28 @@ def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):
 
 
 def test_task_data_formats():
-    text = task_data.arc(ARC_ROWS[0])
-    assert text.splitlines() == [
+    prompt, completion = task_data.arc(ARC_ROWS[0])
+    assert prompt.splitlines() == [
         "which fish lives in the sea ?",
         "A. sea",
         "B. moon",
         "C. sun",
         "D. desk",
-        "Answer: A",
+        "Answer:",
     ]
+    assert completion == " A"
     nested = {"train": {"question": "2+2?", "choices": ["3", "4", "5", "6"], "answer": 1}}
-    assert task_data.mmlu_auxiliary(nested).endswith("D. 6\nAnswer: B")
+    assert task_data.text(task_data.mmlu_auxiliary(nested)).endswith("D. 6\nAnswer: B")
     assert task_data.metamath({"query": "What is 1+1?", "response": "1+1=2. The answer is: 2"}) == (
-        "Question: What is 1+1?\nAnswer: 1+1=2. The answer is: 2"
+        "Question: What is 1+1?\nAnswer:",
+        "1+1=2. The answer is: 2",
     )
     obqa = {
         "question_stem": "Sun is a",
         "choices": {"text": ["star", "planet"], "label": ["A", "B"]},
         "answerKey": "A",
     }
-    assert task_data.openbookqa(obqa).endswith("Answer: A")
+    assert task_data.openbookqa(obqa) == ("Sun is a\nA. star\nB. planet\nAnswer:", " A")
     with pytest.raises(task_data.TaskDataError, match="'response'"):
         task_data.metamath({"query": "x", "response": ""})
     with pytest.raises(task_data.TaskDataError, match="answerKey 'E'"):

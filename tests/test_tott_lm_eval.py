@@ -24,7 +24,15 @@ from testtask.training_on_the_test_task import evaluation as ev  # noqa: E402
 from testtask.training_on_the_test_task.lm_eval_tasks import utils as task_utils  # noqa: E402
 from testtask.training_on_the_test_task.results import ENTRIES_MEAN, load_results  # noqa: E402
 
-OURS = ("arc_challenge_mc", "hellaswag_mc", "mmlu_cloze", "mmlu_mc", "leaderboard_mmlu_pro_four")
+OURS = (
+    "arc_challenge_mc",
+    "hellaswag_mc",
+    "mmlu_cloze",
+    "mmlu_mc",
+    "leaderboard_mmlu_pro_four",
+    "leaderboard_mmlu_pro_four_seeded",
+)
+PRO_FOUR = ("leaderboard_mmlu_pro_four", "leaderboard_mmlu_pro_four_seeded")
 SUBJECT_CLOZE = f"mmlu_{MMLU_SUBJECT}_cloze"
 SUBJECT_MC = f"mmlu_{MMLU_SUBJECT}_mc"
 FEWSHOT = {"arc_challenge_mc": 3, "hellaswag_mc": 2}  # the fixtures' train splits are smaller than 25 / 10
@@ -64,6 +72,7 @@ def local(data) -> dict[str, Path]:
         SUBJECT_CLOZE: data["mmlu_cloze"],
         SUBJECT_MC: data["mmlu_mc"],
         "leaderboard_mmlu_pro_four": data["leaderboard_mmlu_pro_four"],
+        "leaderboard_mmlu_pro_four_seeded": data["leaderboard_mmlu_pro_four_seeded"],
     }
 
 
@@ -128,14 +137,15 @@ def test_yaml_fewshot_counts_are_leaderboard_v1(tasks):
     from lm_eval.tasks._yaml_loader import load_yaml
 
     expected = {"arc_challenge_mc": 25, "hellaswag_mc": 10, SUBJECT_CLOZE: 5, SUBJECT_MC: 5}
-    expected["leaderboard_mmlu_pro_four"] = 5
+    expected.update(dict.fromkeys(PRO_FOUR, 5))
     manager = ev.task_manager(include_defaults=False)
     hub = {
         "arc_challenge_mc": "allenai/ai2_arc",
         "hellaswag_mc": "Rowan/hellaswag",
         SUBJECT_CLOZE: "cais/mmlu",
         SUBJECT_MC: "cais/mmlu",
-        "leaderboard_mmlu_pro_four": "TIGER-Lab/MMLU-Pro",
+        "leaderboard_mmlu_pro_four": "ricdomolm/mmlu_pro_4",  # the authors' fixed subsample
+        "leaderboard_mmlu_pro_four_seeded": "TIGER-Lab/MMLU-Pro",
     }
     for name, shots in expected.items():
         cfg = load_yaml(manager.task_index[name].yaml_path, resolve_func=False)
@@ -199,6 +209,12 @@ def test_mmlu_cloze_scores_the_option_texts(tasks, data):
         prompt = task.doc_to_text(doc)
         assert prompt == f"Question: {row['question']}\nAnswer:"
         assert not any(f"\n{letter}. " in prompt for letter in "ABCD")
+    # the authors' fork words the description as MMLU's, "multiple choice" included
+    subject = MMLU_SUBJECT.replace("_", " ")
+    assert (
+        task.config.description
+        == f"The following are multiple choice questions (with answers) about {subject}.\n\n"
+    )
 
 
 def test_mmlu_mc_is_lm_evals_mmlu_prompt(tasks, data):
@@ -208,9 +224,26 @@ def test_mmlu_mc_is_lm_evals_mmlu_prompt(tasks, data):
         _check_lettered(task, doc, row["choices"], row["choices"][row["answer"]])
 
 
-def test_mmlu_pro_four_keeps_the_answer_and_three_options(tasks, data):
+def test_mmlu_pro_four_is_the_authors_fixed_subsample_as_stored(tasks, data, cache_dir):
+    """`leaderboard_mmlu_pro_four` reads the four options as stored (ricdomolm/mmlu_pro_4); the seeded variant
+    is evaluated under that name when `task_variants` asks for it."""
     task = tasks["leaderboard_mmlu_pro_four"]
     raw = [json.loads(line) for line in (data["leaderboard_mmlu_pro_four"] / "test.jsonl").open()]
+    for doc, row in zip(task.eval_docs, raw, strict=True):
+        _check_lettered(task, doc, row["options"], row["options"][row["answer_index"]])
+    manager = ev.task_manager(
+        {"leaderboard_mmlu_pro_four": data["leaderboard_mmlu_pro_four_seeded"]},
+        cache_dir,
+        include_defaults=False,
+        variants={"leaderboard_mmlu_pro_four": "leaderboard_mmlu_pro_four_seeded"},
+    )
+    seeded = manager.load(["leaderboard_mmlu_pro_four"])["tasks"]["leaderboard_mmlu_pro_four"]
+    assert [len(d["options"]) for d in seeded.eval_docs] == [4] * 4  # drawn from 10 (and 7) options
+
+
+def test_mmlu_pro_four_seeded_keeps_the_answer_and_three_options(tasks, data):
+    task = tasks["leaderboard_mmlu_pro_four_seeded"]
+    raw = [json.loads(line) for line in (data["leaderboard_mmlu_pro_four_seeded"] / "test.jsonl").open()]
     docs = list(task.eval_docs)
     assert len(docs) == len(raw)
     assert {len(r["options"]) for r in raw} == {10, 7}
@@ -285,6 +318,13 @@ def test_logged_requests_score_letters_for_mc_and_texts_for_cloze(run, data):
         context = sample["arguments"]["gen_args_0"]["arg_0"]
         assert context.endswith(sample["doc"]["question"] + "\n" + _lettered(sample["doc"]["options"]))
         assert context.count("Answer:") == FEWSHOT["arc_challenge_mc"] + 1
+        # the few-shot examples come from the validation split (the authors' fork), not from train
+        shots = context.split("\n\n")[:-1]
+        validation = {
+            r["question"]
+            for r in map(json.loads, (data["arc_challenge_mc"] / "ARC-Challenge" / "validation.jsonl").open())
+        }
+        assert shots and all(shot.split("\nA. ")[0] in validation for shot in shots)
     for sample in _samples(run, SUBJECT_CLOZE):
         continuations = [arg["arg_1"] for arg in sample["arguments"].values()]
         assert continuations == [" " + text for text in sample["doc"]["choices"]]
@@ -317,7 +357,7 @@ def test_output_json_is_lm_evals_and_loads_with_the_analysis_loader(run):
         entry = _output(run, benchmark)["results"][benchmark]
         rows = table[table["benchmark"] == benchmark].set_index("metric")
         assert rows.loc["acc,none", "value"] == pytest.approx(entry["acc,none"])
-        if benchmark != "leaderboard_mmlu_pro_four":
+        if benchmark not in PRO_FOUR:
             assert rows.loc["brier_score,none", "value"] == pytest.approx(entry["brier_score,none"])
     cloze = table[table["benchmark"] == SUBJECT_CLOZE]["metric"]
     assert set(cloze) == {"acc,none", "acc_norm,none", "brier_score,none"}

@@ -170,6 +170,7 @@ def test_eval_layout_and_task_configs(assets, tmp_path):
     assert local["hellaswag"] == local["hellaswag_mc"] == out / "hellaswag"
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     expected = ["arc/ARC-Challenge/test.jsonl", "arc/ARC-Challenge/train.jsonl", "hellaswag/train.jsonl"]
+    expected += ["arc/ARC-Challenge/validation.jsonl"]
     expected += ["hellaswag/validation.jsonl", "manifest.json"]
     expected += [f"mmlu/{s}/{split}.jsonl" for s in SUBJECTS for split in ("dev", "test")]
     assert files == sorted(expected)
@@ -178,13 +179,14 @@ def test_eval_layout_and_task_configs(assets, tmp_path):
     test, train = _rows(out / "arc/ARC-Challenge/test.jsonl"), _rows(out / "arc/ARC-Challenge/train.jsonl")
     assert len(test) == 3 and len(train) == 2 and not {r["id"] for r in test} & {r["id"] for r in train}
     assert all(row == source[row["id"]] and len(row["choices"]["text"]) == 4 for row in test + train)
+    assert _rows(out / "arc/ARC-Challenge/validation.jsonl") == train  # the arc_challenge_mc few-shot split
     validation, pool = _rows(out / "hellaswag/validation.jsonl"), _rows(out / "hellaswag/train.jsonl")
     assert len(validation) == 3 and len(pool) == 2
     assert not {r["ind"] for r in validation} & {r["ind"] for r in pool}
     for s, subject in enumerate(SUBJECTS):
         assert len(_rows(out / f"mmlu/{subject}/test.jsonl")) == 3
         assert _rows(out / f"mmlu/{subject}/dev.jsonl") == _mmlu_rows(subject, 5, 40 + s)
-    assert md.eval_counts(out)["arc/ARC-Challenge"] == {"test": 3, "train": 2}
+    assert md.eval_counts(out)["arc/ARC-Challenge"] == {"test": 3, "train": 2, "validation": 2}
 
     # the folders are what evaluation reads: our tasks (few-shot splits included) and lm-eval's own configs
     for task in ("arc_challenge_mc", "hellaswag_mc", *subject_tasks):
@@ -269,7 +271,11 @@ def test_train_dedupes_and_excludes_evaluation_questions(assets, tmp_path):
     rows = _rows(out)
     ids = [row["id"] for row in rows]
     assert len(ids) == len(set(ids))
-    in_eval = {r["id"] for p in ("test", "train") for r in _rows(eval_dir / f"arc/ARC-Challenge/{p}.jsonl")}
+    in_eval = {
+        r["id"]
+        for p in ("test", "train", "validation")
+        for r in _rows(eval_dir / f"arc/ARC-Challenge/{p}.jsonl")
+    }
     assert {i for i in ids if i.startswith("leak-")} == {
         f"leak-{i}" for i in {f"arc-{k}" for k in range(10)} - in_eval
     }
@@ -290,10 +296,10 @@ def test_train_dedupes_and_excludes_evaluation_questions(assets, tmp_path):
     }
     assert by_id["te-0"]["choices"] == {"text": ["p", "q", "r"], "label": list("ABC")}
     assert by_id["tc-0"]["source"] == "arc_challenge"  # the first occurrence of an id wins
-    texts = task_data.build_texts([{"format": "arc", "json": str(out)}])
-    assert (
-        texts[ids.index("ob-0")]
-        == "Open book stem\nA. one two\nB. three\nC. four five six\nD. seven\nAnswer: D"
+    pairs = task_data.build_texts([{"format": "arc", "json": str(out)}])
+    assert pairs[ids.index("ob-0")] == (
+        "Open book stem\nA. one two\nB. three\nC. four five six\nD. seven\nAnswer:",
+        " D",
     )
 
     # without an evaluation folder, every evaluation split of the assets is excluded
@@ -331,7 +337,7 @@ def test_cli_prints_counts(assets, tmp_path, capsys):
     ]
     assert md.main([*args, "--subjects", *SUBJECTS]) == 0
     out = capsys.readouterr().out
-    assert "arc/ARC-Challenge: test 3, train 2" in out and "mmlu_marketing_mc\t" in out
+    assert "arc/ARC-Challenge: test 3, train 2, validation 2" in out and "mmlu_marketing_mc\t" in out
     assert "arc_easy: requests" in out and (tmp_path / "mini" / "train.jsonl").is_file()
     assert (tmp_path / "mini" / "eval" / md.MANIFEST).is_file()
 
@@ -359,7 +365,9 @@ def test_real_assets_evaluate_every_benchmark(tmp_path, monkeypatch):
     try:
         local = md.prepare_eval_data(REAL_ASSETS, tmp_path / "eval", docs_per_task=5, fewshot_docs=2)
         counts = md.eval_counts(tmp_path / "eval")
-        assert counts["arc/ARC-Challenge"] == {"test": 5, "train": 2} and counts["mmlu/marketing"] == {
+        assert counts["arc/ARC-Challenge"] == {"test": 5, "train": 2, "validation": 2} and counts[
+            "mmlu/marketing"
+        ] == {
             "test": 5,
             "dev": 5,
         }

@@ -89,10 +89,10 @@ def mmlu_rows(subject: str, count: int, offset: int = 0) -> list[dict]:
 
 
 def mmlu_pro_rows(count: int, offset: int = 0, num_options: int = 10) -> list[dict]:
-    """MMLU-Pro rows with `num_options` options (the last row of a call has seven)."""
+    """MMLU-Pro rows with `num_options` options (the last row of a call has seven when that is fewer)."""
     rows = []
     for i in range(offset, offset + count):
-        n = 7 if i == offset + count - 1 and count > 1 else num_options
+        n = 7 if i == offset + count - 1 and count > 1 and num_options > 7 else num_options
         options = [f"{_phrase(i + k, 2)} {k}" for k in range(n)]
         answer_index = (i * 5 + 2) % n
         rows.append(
@@ -114,6 +114,9 @@ def write_datasets(root: Path, mmlu_subjects: tuple[str, ...] = (MMLU_SUBJECT,))
     """Local data folders, benchmark -> folder, laid out as `evaluation.local_dataset_overrides` reads them."""
     arc = root / "arc"
     write_jsonl(arc / "ARC-Challenge" / "train.jsonl", arc_rows(6, offset=20))
+    write_jsonl(
+        arc / "ARC-Challenge" / "validation.jsonl", arc_rows(6, offset=30)
+    )  # arc_challenge_mc few-shot
     write_jsonl(arc / "ARC-Challenge" / "test.jsonl", arc_rows(5))
     hellaswag = root / "hellaswag"
     write_jsonl(hellaswag / "train.jsonl", hellaswag_rows(4, offset=30))
@@ -125,12 +128,18 @@ def write_datasets(root: Path, mmlu_subjects: tuple[str, ...] = (MMLU_SUBJECT,))
     pro = root / "mmlu_pro"
     write_jsonl(pro / "validation.jsonl", mmlu_pro_rows(5, offset=50))
     write_jsonl(pro / "test.jsonl", mmlu_pro_rows(4))
+    pro4 = (
+        root / "mmlu_pro_4"
+    )  # the authors' fixed four-option subsample has MMLU-Pro's columns, four options
+    write_jsonl(pro4 / "validation.jsonl", mmlu_pro_rows(5, offset=50, num_options=4))
+    write_jsonl(pro4 / "test.jsonl", mmlu_pro_rows(4, num_options=4))
     return {
         "arc_challenge_mc": arc,
         "hellaswag_mc": hellaswag,
         "mmlu_cloze": mmlu,
         "mmlu_mc": mmlu,
-        "leaderboard_mmlu_pro_four": pro,
+        "leaderboard_mmlu_pro_four": pro4,
+        "leaderboard_mmlu_pro_four_seeded": pro,
     }
 
 
@@ -141,3 +150,21 @@ def _all_text(root: Path) -> str:
 def build_model(directory: Path, data_root: Path) -> Path:
     """A tiny random Llama and a word-level tokenizer covering the words below `data_root`."""
     return build_tiny_llama(directory, [_all_text(data_root)])
+
+
+def build_bos_llama(directory: Path, texts: list[str], pad_is_eos: bool = True) -> Path:
+    """The tiny Llama with a Llama-type tokenizer: BOS prepended by its post-processor (as Llama's and Mistral's
+    tokenizers do) and, with `pad_is_eos`, no pad token of its own (EOS pads, as the runners set it)."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer
+
+    folder = build_tiny_llama(directory, texts)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    bos = tokenizer.bos_token_id
+    tokenizer.backend_tokenizer.post_processor = TemplateProcessing(
+        single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", bos)]
+    )
+    if pad_is_eos:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -54,7 +54,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TASKS_DIR = Path(__file__).resolve().parent / "lm_eval_tasks"
-OUR_BENCHMARKS = ("arc_challenge_mc", "hellaswag_mc", "mmlu_cloze", "mmlu_mc", "leaderboard_mmlu_pro_four")
+OUR_BENCHMARKS = (
+    "arc_challenge_mc",
+    "hellaswag_mc",
+    "mmlu_cloze",
+    "mmlu_mc",
+    "leaderboard_mmlu_pro_four",
+    "leaderboard_mmlu_pro_four_seeded",
+)
 _SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 
 
@@ -170,21 +177,41 @@ def local_dataset_overrides(
     return {"dataset_path": "arrow" if saved else "json", "dataset_name": None, "dataset_kwargs": kwargs}
 
 
+def register_variant(manager: TaskManager, name: str, variant: str) -> None:
+    """Register task `variant`'s config under the task name `name` (e.g. our seeded MMLU-Pro-4 evaluated as
+    `leaderboard_mmlu_pro_four`), so result files keep the benchmark's name."""
+    from lm_eval.tasks._index import Entry
+
+    if variant == name:
+        return
+    if variant not in manager.task_index or leaf_tasks(manager, variant) != [variant]:
+        raise KeyError(f"task variant {variant!r} for {name!r} is not a single task lm-eval knows")
+    config = {**_resolved_config(manager, variant), "task": name}
+    entry = manager.task_index[variant]
+    manager.task_index[name] = Entry(name=name, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags)
+
+
 def task_manager(
     local_data: Mapping[str, Path] | None = None,
     cache_dir: Path | None = None,
     include_defaults: bool = True,
+    variants: Mapping[str, str] | None = None,
 ) -> TaskManager:
     """A TaskManager over lm-eval's tasks (unless `include_defaults` is False) and ours.
 
-    For each `benchmark -> folder` of `local_data`, every leaf task of the benchmark is re-registered with its
-    resolved config pointing at the local copy (`local_dataset_overrides`), so groups keep their structure
-    and task names. This edits the manager's index (`TaskManager.task_index`, lm-eval 0.4.13).
+    `variants` (task -> another task) first registers the other task's config under the task's name
+    (`register_variant`). For each `benchmark -> folder` of `local_data`, every leaf task of the benchmark is
+    re-registered with its resolved config pointing at the local copy (`local_dataset_overrides`), so groups
+    keep their structure and task names. This edits the manager's index (`TaskManager.task_index`, lm-eval
+    0.4.13).
     """
     from lm_eval.tasks import TaskManager
     from lm_eval.tasks._index import Entry
 
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=include_defaults)
+    for name, variant in (variants or {}).items():
+        if variant:
+            register_variant(manager, str(name), str(variant))
     for benchmark, data in (local_data or {}).items():
         for task in leaf_tasks(manager, benchmark):
             entry = manager.task_index[task]
@@ -211,6 +238,15 @@ def task_config(task: str, data: Path | None = None, cache_dir: Path | None = No
 
 
 # --------------------------------------------------------------------------- evaluation
+
+
+def model_type(model: str, *, trust_remote_code: bool = False) -> str | None:
+    """`config.model_type` of a local folder or Hub id (what the authors' lm-eval fork keys BOS on)."""
+    from transformers import AutoConfig
+
+    return getattr(
+        AutoConfig.from_pretrained(str(model), trust_remote_code=trust_remote_code), "model_type", None
+    )
 
 
 def default_model_name(model: str) -> str:
@@ -299,6 +335,7 @@ def evaluate(
     overwrite: bool = False,
     bootstrap_iters: int = 100000,
     lm: LM | None = None,
+    task_variants: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Evaluate `model` (a local folder or a Hub id) on each benchmark of `tasks`; returns benchmark -> file.
 
@@ -306,8 +343,10 @@ def evaluate(
     one that exists is skipped unless `overwrite`. `num_fewshot` overrides the YAMLs' counts: one number for
     every benchmark, or benchmark -> number. `limit` caps the documents per task (for tests; the file records
     it). `local_data` maps benchmarks to local data folders, `dataset_cache_dir` is where `datasets` caches
-    them. `model_args` go to lm-eval's `hf` model next to `pretrained` (e.g. `dtype`, `trust_remote_code`);
-    `device` defaults to CUDA when available, else the CPU.
+    them. `model_args` go to lm-eval's `hf` model next to `pretrained` (e.g. `dtype`, `trust_remote_code`,
+    `add_bos_token`: the runner passes False except for Gemma, as the authors' lm-eval fork did; left out,
+    lm-eval 0.4.13 lets the tokenizer add its BOS); `device` defaults to CUDA when available, else the CPU.
+    `task_variants` (benchmark -> task) evaluates another task's config under the benchmark's name.
     The model is loaded once, when the first benchmark needs it; an already loaded `lm` can be passed.
     """
     from lm_eval import simple_evaluate
@@ -325,7 +364,8 @@ def evaluate(
     # lm-eval's own folder (about 15 s to index) only when a benchmark is not ours
     theirs = [b for b in todo if b not in _our_index()]
     local = {b: Path(local_data[b]) for b in todo if local_data and b in local_data}
-    manager = task_manager(local, dataset_cache_dir, include_defaults=bool(theirs))
+    variants = {b: v for b, v in (task_variants or {}).items() if b in todo and v and v != b}
+    manager = task_manager(local, dataset_cache_dir, include_defaults=bool(theirs), variants=variants)
     args = {"pretrained": str(model), **dict(model_args or {})}
     if device is None:
         import torch
@@ -398,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--device")
     run.add_argument("--dtype", help="passed to the hf model, e.g. bfloat16")
     run.add_argument("--trust-remote-code", action="store_true")
+    run.add_argument(
+        "--add-bos-token",
+        choices=["true", "false"],
+        help="prepend BOS to every request (the authors' fork: false except Gemma); default: the tokenizer's",
+    )
     run.add_argument("--no-log-samples", action="store_true")
     run.add_argument("--local-data", nargs="*", metavar="BENCHMARK=FOLDER")
     run.add_argument("--overwrite", action="store_true")
@@ -415,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         model_args["dtype"] = ns.dtype
     if ns.trust_remote_code:
         model_args["trust_remote_code"] = True
+    if ns.add_bos_token:
+        model_args["add_bos_token"] = ns.add_bos_token == "true"
     limit = ns.limit if ns.limit is None or ns.limit < 1 else int(ns.limit)
     batch_size = int(ns.batch_size) if ns.batch_size.isdigit() else ns.batch_size
     paths = evaluate(

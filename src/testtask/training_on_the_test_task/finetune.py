@@ -1,11 +1,19 @@
-"""Fine-tuning on the test task with the App. B.2 recipe, through the transformers Trainer.
+"""Fine-tuning on the test task through the transformers Trainer, with every protocol element a recipe value.
 
-AdamW (β1 0.9, β2 0.95, ε 1e-8), 50 warm-up steps then cosine decay to 10% of the peak, effective batch 64,
-weight decay 0.1, gradient clipping 1.0, context 600 tokens, peak learning rate 2e-5 below 10B parameters and
-2e-6 above (a model may override it), bf16 on GPU. Checkpoints are saved at the configured steps (for the
-emergence figures) and at the end; a rerun resumes from the newest checkpoint. Above 10B parameters the same
-code runs under DeepSpeed ZeRO-3 via `accelerate launch` (configs in `conf/accelerate/`, `conf/deepspeed/`).
-Full-parameter by default; `lora.enabled` trains LoRA adapters instead (the CPU mini-replication).
+The defaults (conf/training_on_the_test_task/finetune/recipe.yaml) are what the authors' code ran
+(socialfoundations/training-on-the-test-task @ c357810, `experiments/train.py`, `data_utils.py`, `jobs_train.py`);
+`protocol=training_on_the_test_task/paper_text` gives the values of the paper's App. B.2 text instead. The table
+in docs/protocols/training-on-the-test-task.md lists each element, its source and its key.
+
+Training examples are `(prompt, completion)` pairs or plain strings. With `loss_on: completion` the labels are
+-100 on the prompt tokens (data_utils.py:26), so the loss is on the answer only; a plain string is a whole
+document (its prompt is empty) and `loss_on: all` trains on every token. EOS is appended and trained
+(`train_eos`), whatever the pad id: padding is masked by position, never by token id. Sequences longer than
+`max_length` lose their start (`truncation_side: left`, data_utils.py:29-30) or their end (`right`).
+
+Above 10B parameters the same code runs under DeepSpeed ZeRO-3 via `accelerate launch` (configs in
+`conf/accelerate/`, `conf/deepspeed/`). Full-parameter by default; `lora.enabled` trains LoRA adapters instead
+(the CPU mini-replication).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +36,9 @@ from testtask.io import atomic_write_text
 
 log = logging.getLogger("testtask.finetune")
 
+IGNORE = -100  # the label the loss skips
+Example = tuple[str, str] | str
+
 
 def peak_learning_rate(recipe: Mapping[str, Any], parameters: float, override: float | None = None) -> float:
     """2e-5 below the size threshold (10B), 2e-6 at or above it, unless the model's entry overrides it."""
@@ -34,6 +46,14 @@ def peak_learning_rate(recipe: Mapping[str, Any], parameters: float, override: f
         return float(override)
     small, large = float(recipe["learning_rate_small"]), float(recipe["learning_rate_large"])
     return large if parameters >= float(recipe["large_model_threshold"]) else small
+
+
+def world_size() -> int:
+    """Processes training together. `accelerate launch`/torchrun set WORLD_SIZE before torch.distributed is up,
+    so this is right before TrainingArguments exist (the process group is not yet initialised then)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def gradient_accumulation(batch_size: int, per_device: int, world_size: int = 1) -> int:
@@ -46,15 +66,29 @@ def gradient_accumulation(batch_size: int, per_device: int, world_size: int = 1)
     return batch_size // per_step
 
 
-class SaveAtSteps(TrainerCallback):
-    """Asks for a checkpoint at each listed optimizer step (e.g. the emergence checkpoints of Figures 8/19)."""
+def emergence_schedule(steps: Sequence[int], every: int | None, total: int) -> list[int]:
+    """Optimizer steps to checkpoint at: the listed steps, then every `every` steps, up to `total`
+    (train.py:96-107 and :125-132: a step of interest or a positive multiple of the multiplier)."""
+    wanted = {int(s) for s in steps if 0 < int(s) <= total}
+    if every:
+        wanted |= set(range(int(every), total + 1, int(every)))
+    return sorted(wanted)
 
-    def __init__(self, steps: Sequence[int]):
+
+class SaveAtSteps(TrainerCallback):
+    """Asks for a checkpoint at each listed optimizer step and, with `every`, at each multiple of it
+    (the emergence checkpoints of Figures 8/19)."""
+
+    def __init__(self, steps: Sequence[int], every: int | None = None):
         self.steps = {int(s) for s in steps}
+        self.every = int(every) if every else None
+
+    def wanted(self, step: int) -> bool:
+        return step in self.steps or bool(self.every and step > 0 and step % self.every == 0)
 
     def on_step_end(self, args, state, control, **kwargs):
         # The last step is saved too, so that a rerun of a finished run resumes at its end instead of redoing it.
-        if state.global_step in self.steps or state.global_step == state.max_steps:
+        if self.wanted(state.global_step) or state.global_step == state.max_steps:
             control.should_save = True
         return control
 
@@ -75,52 +109,192 @@ class FinetuneResult:
         return self.losses[-1][1]
 
 
-def tokenize(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[dict[str, list[int]]]:
-    """Each document is one sequence (truncated to the context), ending with EOS so answers terminate."""
-    eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-    out = []
-    for text in texts:
-        ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=max_length - len(eos))[
-            "input_ids"
-        ]
-        ids = list(ids) + eos
-        out.append({"input_ids": ids, "attention_mask": [1] * len(ids)})
-    return out
+def as_pair(example: Example) -> tuple[str, str]:
+    """A plain string is a whole document: empty prompt, everything is completion."""
+    if isinstance(example, str):
+        return "", example
+    prompt, completion = example
+    return str(prompt), str(completion)
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    # The tokenizer's own special tokens (BOS for Llama-type), as the authors tokenised (data_utils.py:47-48).
+    return list(tokenizer(text)["input_ids"]) if text else []
+
+
+def encode(tokenizer: Any, example: Example, recipe: Mapping[str, Any]) -> dict[str, list[int]]:
+    """input_ids and labels of one example, unpadded.
+
+    Prompt + completion are tokenised together; the prompt's length comes from tokenising it alone
+    (data_utils.py:46-48). Labels are -100 on the prompt (`loss_on: completion`) or nowhere (`all`); EOS is
+    appended (`add_eos`) and trained unless `train_eos` is false; then the sequence is cut to `max_length`
+    from the `truncation_side` (left: the last tokens, so the answer and EOS survive)."""
+    prompt, completion = as_pair(example)
+    loss_on = str(recipe.get("loss_on", "completion"))
+    if loss_on not in {"completion", "all"}:
+        raise ValueError(f"recipe.loss_on must be 'completion' or 'all', got {loss_on!r}")
+    ids = _ids(tokenizer, prompt + completion)
+    masked = len(_ids(tokenizer, prompt)) if loss_on == "completion" and prompt else 0
+    masked = min(masked, len(ids))
+    labels = [IGNORE] * masked + ids[masked:]
+    eos = tokenizer.eos_token_id
+    add_eos = bool(recipe.get("add_eos", True)) and eos is not None
+    max_length = int(recipe["max_length"])
+    side = str(recipe.get("truncation_side", "left"))
+    if side == "left":
+        if add_eos:
+            ids, labels = ids + [eos], labels + [eos if recipe.get("train_eos", True) else IGNORE]
+        ids, labels = ids[-max_length:], labels[-max_length:]
+    elif side == "right":
+        keep = max_length - int(add_eos)  # the end of the text is cut, EOS still closes the sequence
+        ids, labels = ids[:keep], labels[:keep]
+        if add_eos:
+            ids, labels = ids + [eos], labels + [eos if recipe.get("train_eos", True) else IGNORE]
+    else:
+        raise ValueError(f"recipe.truncation_side must be 'left' or 'right', got {side!r}")
+    return {"input_ids": ids, "labels": labels}
+
+
+def tokenize(
+    tokenizer: Any, examples: Sequence[Example], recipe_or_max_length: Any
+) -> list[dict[str, list[int]]]:
+    """Every example encoded (see `encode`); an int in place of the recipe is the old call: whole documents,
+    right truncation, EOS trained."""
+    recipe = recipe_or_max_length
+    if isinstance(recipe, int):
+        recipe = {"max_length": recipe, "loss_on": "all", "truncation_side": "right"}
+    return [encode(tokenizer, example, recipe) for example in examples]
+
+
+class PadCollator:
+    """Pads a batch to its longest sequence (or to `max_length` with `pad_to_max_length`), on `padding_side`.
+
+    Padding is masked in the labels by position (so EOS stays trained when pad == EOS); `attend_padding` gives
+    the pads attention mask 1, as the authors' collator did (no attention_mask column, so all ones)."""
+
+    def __init__(self, pad_id: int, recipe: Mapping[str, Any], padding_side: str):
+        self.pad_id = int(pad_id)
+        self.length = int(recipe["max_length"]) if recipe.get("pad_to_max_length", False) else None
+        self.attend_padding = bool(recipe.get("attend_padding", False))
+        if padding_side not in {"left", "right"}:
+            raise ValueError(f"padding side must be 'left' or 'right', got {padding_side!r}")
+        self.side = padding_side
+
+    def __call__(self, features: Sequence[Mapping[str, Sequence[int]]]) -> dict[str, torch.Tensor]:
+        width = max(len(f["input_ids"]) for f in features)
+        width = max(width, self.length or 0)
+        batch: dict[str, list[list[int]]] = {"input_ids": [], "labels": [], "attention_mask": []}
+        for f in features:
+            n = width - len(f["input_ids"])
+            parts = {
+                "input_ids": (list(f["input_ids"]), [self.pad_id] * n),
+                "labels": (list(f["labels"]), [IGNORE] * n),
+                "attention_mask": ([1] * len(f["input_ids"]), [int(self.attend_padding)] * n),
+            }
+            for key, (content, pad) in parts.items():
+                batch[key].append(pad + content if self.side == "left" else content + pad)
+        return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+
+
+def uses_bf16(recipe: Mapping[str, Any], device: str, parameters: float = 0.0) -> bool:
+    """`precision: bf16|fp32` (the old `bf16: bool` still read); at or above `large_model_threshold` parameters
+    `precision_large` when set (the paper's text: full precision under ZeRO-3). On CPU always fp32."""
+    if not device.startswith("cuda"):
+        return False
+    precision = recipe.get("precision")
+    large = recipe.get("precision_large")
+    if large and parameters >= float(recipe.get("large_model_threshold", 1.0e10)):
+        precision = large
+    if precision is None:
+        return bool(recipe.get("bf16", True))
+    if precision not in {"bf16", "fp32"}:
+        raise ValueError(f"recipe precision must be 'bf16' or 'fp32', got {precision!r}")
+    return precision == "bf16"
+
+
+def deepspeed_config(recipe: Mapping[str, Any]) -> str | None:
+    """`deepspeed` when set; else, under `accelerate launch` with DeepSpeed, `zero3_config` (the authors'
+    zero3.json semantics by default) instead of the file the accelerate config names. Relative paths are
+    taken from the repository root."""
+    from testtask.paths import resolve
+
+    path = recipe.get("deepspeed")
+    if not path and os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true":
+        path = recipe.get("zero3_config")
+    return str(resolve(path)) if path else None
+
+
+def warmup(recipe: Mapping[str, Any]) -> float:
+    """Warm-up for TrainingArguments: `warmup_steps` when set above 0, else `warmup_ratio` of the total steps
+    (the Trainer rounds the ratio up: ceil(total × ratio))."""
+    steps = recipe.get("warmup_steps")
+    if steps:
+        return int(steps)
+    ratio = float(recipe.get("warmup_ratio") or 0.0)
+    if not 0.0 <= ratio < 1.0:
+        raise ValueError(f"recipe.warmup_ratio must be in [0, 1), got {ratio}")
+    return ratio
+
+
+def scheduler(recipe: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The Trainer's scheduler name and kwargs; cosine_with_min_lr decays to `final_lr_fraction` of the peak."""
+    name = str(recipe.get("lr_scheduler_type", "cosine_with_min_lr"))
+    kwargs = dict(recipe.get("lr_scheduler_kwargs") or {})
+    if name == "cosine_with_min_lr" and "min_lr" not in kwargs:
+        kwargs.setdefault("min_lr_rate", float(recipe.get("final_lr_fraction", 0.1)))
+    return name, kwargs
+
+
+def gradient_checkpointing(recipe: Mapping[str, Any], parameters: float) -> bool:
+    """`gradient_checkpointing` true/false, or null: only at or above `gradient_checkpointing_threshold`
+    parameters (the authors flag exactly their ≥ 11B models, model_utils.py)."""
+    flag = recipe.get("gradient_checkpointing")
+    if flag is None:
+        return parameters >= float(recipe.get("gradient_checkpointing_threshold", 1.0e10))
+    return bool(flag)
 
 
 def training_arguments(
-    recipe: Mapping[str, Any], *, output_dir: Path, learning_rate: float, device: str, seed: int
+    recipe: Mapping[str, Any],
+    *,
+    output_dir: Path,
+    learning_rate: float,
+    device: str,
+    seed: int,
+    parameters: float = 0.0,
 ) -> Any:
     from transformers import TrainingArguments
 
     cuda = device.startswith("cuda")
     per_device = int(recipe["per_device_batch_size"])
-    world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+    name, kwargs = scheduler(recipe)
     return TrainingArguments(
         output_dir=str(output_dir),
         num_train_epochs=float(recipe["epochs"]),
         max_steps=int(recipe.get("max_steps") or -1),
         per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=gradient_accumulation(int(recipe["batch_size"]), per_device, world),
+        gradient_accumulation_steps=gradient_accumulation(
+            int(recipe["batch_size"]), per_device, world_size()
+        ),
         learning_rate=learning_rate,
+        optim=str(recipe.get("optim") or "adamw_torch_fused"),
         adam_beta1=float(recipe["adam_beta1"]),
         adam_beta2=float(recipe["adam_beta2"]),
         adam_epsilon=float(recipe["adam_epsilon"]),
         weight_decay=float(recipe["weight_decay"]),
         max_grad_norm=float(recipe["max_grad_norm"]),
-        warmup_steps=int(recipe["warmup_steps"]),
-        lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(recipe["final_lr_fraction"])},
-        bf16=cuda and bool(recipe.get("bf16", True)),
-        activation_checkpointing=bool(recipe.get("gradient_checkpointing", False)),
-        deepspeed=str(recipe["deepspeed"]) if recipe.get("deepspeed") else None,
+        warmup_steps=warmup(recipe),
+        lr_scheduler_type=name,
+        lr_scheduler_kwargs=kwargs,
+        bf16=uses_bf16(recipe, device, parameters),
+        activation_checkpointing=gradient_checkpointing(recipe, parameters),
+        deepspeed=deepspeed_config(recipe),
         use_cpu=not cuda,
         seed=seed,
         data_seed=seed,
         logging_steps=int(recipe.get("logging_steps", 10)),
         logging_first_step=True,
-        save_strategy="steps" if recipe.get("save_every") else "no",
-        save_steps=int(recipe.get("save_every") or 500),
+        save_strategy="no",  # SaveAtSteps asks for every checkpoint
         save_total_limit=recipe.get("save_total_limit"),
         report_to=list(recipe.get("report_to", [])),
         disable_tqdm=not bool(recipe.get("progress", True)),
@@ -132,9 +306,64 @@ def _checkpoints(output_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
+def padding_side(recipe: Mapping[str, Any], tokenizer: Any) -> str:
+    """`padding_side` left/right, or null for the tokenizer's own side."""
+    return str(recipe.get("padding_side") or tokenizer.padding_side or "right")
+
+
+def attention(recipe: Mapping[str, Any], device: str) -> str | None:
+    """`attn_implementation`: a transformers name, null (its default), or `auto`: FlashAttention-2 on a GPU of
+    compute capability >= 8 when flash-attn is installed, else the default (the authors' try/except, train.py:48-63)."""
+    choice = recipe.get("attn_implementation")
+    if choice != "auto":
+        return choice or None
+    if not device.startswith("cuda") or torch.cuda.get_device_capability(0)[0] < 8:
+        return None
+    import importlib.util
+
+    return "flash_attention_2" if importlib.util.find_spec("flash_attn") else None
+
+
+def _load_model(
+    model_name: str,
+    *,
+    device: str,
+    parameters: float,
+    recipe: Mapping[str, Any],
+    trust_remote_code: bool,
+    lora: Mapping[str, Any] | None,
+    adapter: str | Path | None,
+) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if uses_bf16(recipe, device, parameters) else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(
+        model_name,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        attn_implementation=attention(recipe, device),
+    )
+    if not (lora and lora.get("enabled")):
+        return model
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if adapter:  # continue training an adapter (stage e1+2 on top of e1's LoRA)
+        return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+    return get_peft_model(
+        model,
+        LoraConfig(
+            r=int(lora["r"]),
+            lora_alpha=int(lora["alpha"]),
+            lora_dropout=float(lora["dropout"]),
+            target_modules=lora.get("target_modules", "all-linear"),
+            task_type="CAUSAL_LM",
+        ),
+    )
+
+
 def finetune(
     model_name: str,
-    texts: Sequence[str],
+    texts: Sequence[Example],
     output_dir: str | Path,
     recipe: Mapping[str, Any],
     *,
@@ -143,19 +372,17 @@ def finetune(
     device: str = "cpu",
     seed: int = 0,
     lora: Mapping[str, Any] | None = None,
+    trust_remote_code: bool = False,
+    adapter: str | Path | None = None,
 ) -> FinetuneResult:
-    """Fine-tune `model_name` on `texts`; the final model (or adapter) lands in `output_dir/final`."""
-    from transformers import (
-        AutoModelForCausalLM,
-        DataCollatorForLanguageModeling,
-        Trainer,
-        set_seed,
-    )
+    """Fine-tune `model_name` on `texts` ((prompt, completion) pairs or whole documents); the final model (or
+    adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training."""
+    from transformers import Trainer, set_seed
 
     output_dir = Path(output_dir)
     final = output_dir / "final"
     lr = peak_learning_rate(recipe, parameters, learning_rate)
-    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora)
+    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora, adapter)
     done = output_dir / "finished.json"
     if done.is_file():
         record = json.loads(done.read_text())
@@ -165,28 +392,30 @@ def finetune(
                 output_dir, record["steps"], [tuple(x) for x in record["losses"]], record["checkpoints"]
             )
     set_seed(seed)
-    tokenizer = load_tokenizer(model_name)
-    dtype = torch.bfloat16 if device.startswith("cuda") and recipe.get("bf16", True) else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(model_name, dtype=dtype)
-    if lora and lora.get("enabled"):
-        from peft import LoraConfig, get_peft_model
-
-        model = get_peft_model(
-            model,
-            LoraConfig(
-                r=int(lora["r"]),
-                lora_alpha=int(lora["alpha"]),
-                lora_dropout=float(lora["dropout"]),
-                target_modules=lora.get("target_modules", "all-linear"),
-                task_type="CAUSAL_LM",
-            ),
-        )
-    features = tokenize(tokenizer, texts, int(recipe["max_length"]))
-    args = training_arguments(recipe, output_dir=output_dir, learning_rate=lr, device=device, seed=seed)
-    callbacks = [SaveAtSteps(recipe.get("save_steps") or [])]
-    collate = DataCollatorForLanguageModeling(tokenizer, mlm=False)
+    # TrainingArguments before the model: under ZeRO-3 the model is then loaded sharded (zero.Init), train.py:257,267.
+    args = training_arguments(
+        recipe, output_dir=output_dir, learning_rate=lr, device=device, seed=seed, parameters=parameters
+    )
+    tokenizer = load_tokenizer(model_name, trust_remote_code=trust_remote_code)
+    model = _load_model(
+        model_name,
+        device=device,
+        parameters=parameters,
+        recipe=recipe,
+        trust_remote_code=trust_remote_code,
+        lora=lora,
+        adapter=adapter,
+    )
+    features = tokenize(tokenizer, texts, recipe)
+    callbacks = [SaveAtSteps(recipe.get("save_steps") or [], recipe.get("save_every"))]
+    collate = PadCollator(tokenizer.pad_token_id, recipe, padding_side(recipe, tokenizer))
     trainer = Trainer(
-        model=model, args=args, train_dataset=features, data_collator=collate, callbacks=callbacks
+        model=model,
+        args=args,
+        train_dataset=features,
+        data_collator=collate,
+        processing_class=tokenizer,  # every checkpoint carries the tokenizer, so lm-eval can load it (train.py:304)
+        callbacks=callbacks,
     )
     resume = _checkpoints(output_dir)
     if resume:
@@ -212,19 +441,36 @@ def finetune(
         "losses": losses,
         "checkpoints": result.checkpoints,
         "learning_rate": lr,
+        "model": str(model_name),
+        "adapter": str(adapter) if adapter else None,
     }
     atomic_write_text(done, json.dumps(record) + "\n")
     return result
 
 
 def _fingerprint(
-    model_name: str, texts: Sequence[str], recipe: Mapping[str, Any], lr: float, seed: int, lora: Any
+    model_name: str,
+    texts: Sequence[Example],
+    recipe: Mapping[str, Any],
+    lr: float,
+    seed: int,
+    lora: Any,
+    adapter: str | Path | None = None,
 ) -> str:
     """What a finished run depends on; a rerun with the same fingerprint returns the stored result."""
     digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode())
+    for example in texts:
+        prompt, completion = as_pair(example)
+        # A plain string and ("", string) train the same way; the separator keeps the split in the hash.
+        digest.update(prompt.encode() + b"\x1f" + completion.encode() if prompt else completion.encode())
         digest.update(b"\0")
-    settings = {"model": model_name, "recipe": dict(recipe), "lr": lr, "seed": seed, "lora": dict(lora or {})}
+    settings = {
+        "model": model_name,
+        "recipe": dict(recipe),
+        "lr": lr,
+        "seed": seed,
+        "lora": dict(lora or {}),
+        "adapter": str(adapter) if adapter else None,
+    }
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()

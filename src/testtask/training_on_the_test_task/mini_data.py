@@ -15,7 +15,9 @@ This is the layout `evaluation.local_dataset_overrides` reads:
 
 - `arc/ARC-Challenge/test.jsonl`: `docs_per_task` ARC-Challenge *validation* questions (the asset has no
   test split), four-option questions only, so `arc_challenge` and `arc_challenge_mc` score the same
-  documents. `train.jsonl` holds `fewshot_docs` other four-option validation questions, the few-shot pool.
+  documents. `train.jsonl` holds `fewshot_docs` other four-option validation questions, the few-shot pool, and
+  `validation.jsonl` the same pool: `arc_challenge` draws its shots from train, `arc_challenge_mc` from
+  validation (the authors' fork), so both see the same few-shot questions.
 - `hellaswag/validation.jsonl`: `docs_per_task` validation documents. `train.jsonl` holds `fewshot_docs`
   other validation documents (few-shot pool).
 - `mmlu/<subject>/test.jsonl`: `docs_per_task` test questions per subject. `dev.jsonl` holds the subject's
@@ -31,7 +33,8 @@ each), and only with all 57 subjects does it name the groups.
 
 `prepare_train_data` writes one JSON-lines file of training questions in the `allenai/ai2_arc` row layout:
 `{id, source, question, choices: {text, label}, answerKey}`. `task_data` formats it with
-`{"format": "arc", "json": path}`. Documents are deduplicated by id. Questions whose normalised text
+`{"format": "arc", "json": path}` into (prompt, completion) pairs as mmluaux: the question, the lettered options
+and "Answer:", then " " + the letter (the loss falls on the completion). Documents are deduplicated by id. Questions whose normalised text
 (`normalize_question`) appears in the evaluation data are left out.
 
 CLI: `python -m testtask.training_on_the_test_task.mini_data --assets assets/pypi --out DIR` writes
@@ -65,7 +68,7 @@ TRAIN_SOURCES = ("arc_challenge", "arc_easy", "openbookqa")
 ARC_OPTIONS = 4  # arc_challenge_mc keeps four-option questions only (lm_eval_tasks/utils.py)
 LETTERS = "ABCDEFGHIJ"
 MANIFEST = "manifest.json"
-VERSION = 1
+VERSION = 2  # 2: arc/ARC-Challenge/validation.jsonl (the arc_challenge_mc few-shot split)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -177,6 +180,7 @@ def _eval_files(
     four = [i for i, row in enumerate(arc) if len(row["choices"]["text"]) == ARC_OPTIONS]
     test, train = _split_pool(arc, four, docs, fewshot, f"{seed}:arc_challenge", "ARC-Challenge validation")
     files["arc/ARC-Challenge/test.jsonl"], files["arc/ARC-Challenge/train.jsonl"] = test, train
+    files["arc/ARC-Challenge/validation.jsonl"] = train  # arc_challenge_mc's fewshot_split: validation
     hellaswag = _load_rows(assets / HELLASWAG_ASSET)
     validation, train = _split_pool(
         hellaswag, list(range(len(hellaswag))), docs, fewshot, f"{seed}:hellaswag", "HellaSwag validation"

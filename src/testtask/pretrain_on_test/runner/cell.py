@@ -16,7 +16,8 @@ from testtask.io import atomic_write_text
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry
-from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_accuracy
+from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_share
 
 log = logging.getLogger("testtask.runner")
 
@@ -38,15 +39,25 @@ def make_protocol(lm: Mapping[str, Any], spec: DatasetSpec, device: str, show_pr
     raise ValueError(f"lm.protocol must be few_shot or zero_shot, got {protocol!r}")
 
 
-def _identity(cfg: DictConfig) -> dict[str, Any]:
-    """What must not change between a run and its resumption."""
+def _identity(cfg: DictConfig, lm: Mapping[str, Any]) -> dict[str, Any]:
+    """What must not change between a run and its resumption (`lm`: the effective settings for this dataset)."""
     return {
         "dataset": cfg.dataset,
         "m": int(cfg.m),
         "n": int(cfg.n),
         "seed": int(cfg.seed),
-        "lm": OmegaConf.to_container(cfg.lm, resolve=True),
+        "stratification": str(cfg.stratification),
+        "lm": dict(lm),
         "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
+    }
+
+
+def baseline_columns(labels: np.ndarray, test: np.ndarray, num_classes: int) -> dict[str, float]:
+    """The authors' `majority` (majority-class share of test), `num_classes` and `majority_all` (of all data)."""
+    return {
+        "majority": majority_share(labels[test]),
+        "num_classes": num_classes,
+        "majority_all": majority_share(labels),
     }
 
 
@@ -79,8 +90,10 @@ def run_cell(cfg: DictConfig) -> Path:
         if cfg.get("repetitions") is not None
         else subsampling.repetitions_for(n, {int(k): int(v) for k, v in cfg.repetitions_by_n.items()})
     )
-    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(cfg.lm.lm_type), spec.key))
-    _check_resume(store, _identity(cfg))
+    stratification = str(cfg.stratification)
+    lm = effective_lm(cfg.lm, spec.key)
+    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(lm["lm_type"]), spec.key))
+    _check_resume(store, _identity(cfg, lm))
     done = store.done()
     if done >= repetitions:
         log.info("%s: all %d repetitions done, nothing to run", store.csv, repetitions)
@@ -91,32 +104,35 @@ def run_cell(cfg: DictConfig) -> Path:
     if records:  # the same seed and data must redraw the same subsample, else the rows would not pair
         last = records[-1]
         again = subsampling.draw(
-            labels, m, n, seed=seed, dataset=spec.key, repetition=int(last["repetition"])
+            labels,
+            m,
+            n,
+            seed=seed,
+            dataset=spec.key,
+            repetition=int(last["repetition"]),
+            stratification=stratification,
         )
         if again.as_dict() != last.get("subsample"):
             raise ResumeError(
                 f"{store.log}: the dataset changed since repetition {last['repetition']} was drawn"
             )
     device = pick_device(str(cfg.device))
-    protocol = make_protocol(cfg.lm, spec, device, bool(cfg.show_step_progress))
+    protocol = make_protocol(lm, spec, device, bool(cfg.show_step_progress))
     log.info("%s: %d/%d repetitions done; running on %s", store.directory, done, repetitions, device)
     bar = tqdm(
         range(done, repetitions),
         initial=done,
         total=repetitions,
-        desc=f"{cfg.lm.lm_type}/{spec.key} m{m} n{n}",
+        desc=f"{lm['lm_type']}/{spec.key} m{m} n{n}",
     )
     for k in bar:
-        sub = subsampling.draw(labels, m, n, seed=seed, dataset=spec.key, repetition=k)
+        sub = subsampling.draw(
+            labels, m, n, seed=seed, dataset=spec.key, repetition=k, stratification=stratification
+        )
         start = time.perf_counter()
         acc, record = protocol.run(data, sub, subsampling.training_seed(seed, k))
         seconds = time.perf_counter() - start
-        row = {
-            **acc,
-            "majority": majority_accuracy(labels[sub.train], labels[sub.test]),
-            "num_classes": spec.num_classes,
-            "majority_all": 1 / spec.num_classes,
-        }
+        row = {**acc, **baseline_columns(labels, sub.test, spec.num_classes)}
         store.append(k, row, {"seconds": seconds, "device": device, "subsample": sub.as_dict(), **record})
         bar.set_postfix(
             base=f"{acc['base']:.2f}",

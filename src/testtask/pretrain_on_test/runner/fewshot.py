@@ -3,7 +3,11 @@
 acc_base: the pretrained LM, fine-tuned on train.  acc_extra: first pretrained on the n `extra` texts.
 acc_test: first pretrained on the n unlabeled `test` texts.  Every accuracy starts from a freshly loaded model.
 BERT-type models pretrain with masked-LM and classify from [CLS]; GPT-2-type models pretrain causally and classify
-from the last token. Texts are padded independently (no packing) and truncated to `max_length` tokens.
+from the last token. Texts are padded independently (no packing) and truncated per stage: the authors' code cuts
+pretraining texts at 256 tokens (kddubey/pretrain-on-test@80fd183:run.py:53,63 -> src/pretrain_on_test/pretrain.py:
+31-38) but classification texts only at the tokenizer's `model_max_length`, 512 for BERT and 1024 for GPT-2
+(classification.py:30-33 calls the tokenizer with `truncation=True` and no `max_length`): `lm.pretrain.max_length`
+and `lm.classify.max_length`.
 """
 
 from __future__ import annotations
@@ -34,8 +38,12 @@ class FewShot:
         self.show_progress = show_progress
         self.tokenizer = load_tokenizer(str(lm["model"]))
 
-    def _encode(self, texts: Sequence[str], labels: Sequence[int] | None = None) -> list[dict[str, Any]]:
-        enc = self.tokenizer(list(texts), truncation=True, max_length=int(self.lm["max_length"]))
+    def _encode(
+        self, texts: Sequence[str], max_length: int | None, labels: Sequence[int] | None = None
+    ) -> list[dict[str, Any]]:
+        """Token ids cut at `max_length` (None: the tokenizer's model_max_length, as the authors' classifier)."""
+        limit = None if max_length is None else int(max_length)
+        enc = self.tokenizer(list(texts), truncation=True, max_length=limit)
         rows = [
             {"input_ids": ids, "attention_mask": mask}
             for ids, mask in zip(enc["input_ids"], enc["attention_mask"], strict=True)
@@ -58,14 +66,11 @@ class FewShot:
         auto = AutoModelForMaskedLM if self.objective == "mlm" else AutoModelForCausalLM
         model = auto.from_pretrained(str(self.lm["model"]))
         hp = self.lm["pretrain"]
-        collate = DataCollatorForLanguageModeling(
-            self.tokenizer,
-            mlm=self.objective == "mlm",
-            mlm_probability=float(hp.get("mlm_probability", 0.15)),
-        )
+        masking = {"mlm_probability": float(hp["mlm_probability"])} if self.objective == "mlm" else {}
+        collate = DataCollatorForLanguageModeling(self.tokenizer, mlm=self.objective == "mlm", **masking)
         stats = train(
             model,
-            self._encode(texts),
+            self._encode(texts, hp["max_length"]),
             collate,
             hp,
             device=self.device,
@@ -89,21 +94,23 @@ class FewShot:
         collate = DataCollatorWithPadding(self.tokenizer)
         stats = train(
             model,
-            self._encode(train_frame["text"], train_frame["label"]),
+            self._encode(train_frame["text"], hp["max_length"], train_frame["label"]),
             collate,
             hp,
             device=self.device,
             seed=seed,
             show_progress=self.show_progress,
         )
-        predictions = self.predict(model, test_frame["text"], int(hp.get("eval_batch_size", 64)), collate)
+        predictions = self.predict(model, test_frame["text"], hp, collate)
         return float(np.mean(predictions == test_frame["label"].to_numpy())), stats
 
     @torch.no_grad()
-    def predict(self, model: Any, texts: Sequence[str], batch_size: int, collate: Any) -> np.ndarray:
+    def predict(self, model: Any, texts: Sequence[str], hp: Mapping[str, Any], collate: Any) -> np.ndarray:
+        """argmax of the head's logits (= argmax of the authors' softmax, experiment.py:195-197)."""
         model.eval()
         model.to(self.device)
-        rows = self._encode(list(texts))
+        batch_size = int(hp["eval_batch_size"])
+        rows = self._encode(list(texts), hp["max_length"])
         out = []
         for start in range(0, len(rows), batch_size):
             batch = {k: v.to(self.device) for k, v in collate(rows[start : start + batch_size]).items()}

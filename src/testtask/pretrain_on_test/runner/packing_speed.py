@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from testtask.hf import pick_device
 from testtask.io import atomic_write_text, to_jsonable
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
+from testtask.pretrain_on_test.runner.settings import effective_lm
 from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
 log = logging.getLogger("testtask.runner")
@@ -33,20 +34,21 @@ def measure(cfg: DictConfig) -> dict[str, Any]:
     rng = np.random.default_rng(int(cfg.seed))
     texts = list(data["text"].iloc[rng.choice(len(data), size=int(cfg.n), replace=False)])
     device = pick_device(str(cfg.device))
-    base_lm = OmegaConf.to_container(cfg.lm, resolve=True)
+    base_lm = effective_lm(cfg.lm, spec.key)
     runs = {}
     protocol = None
     for mode in ("padding", "packing"):
         lm = {**base_lm, "packing": mode == "packing"}
-        if mode == "packing":
+        if mode == "packing":  # one pack per step, not cut below the packs' length (lm=mistral_qlora_packing)
             lm["pretrain"] = {**lm["pretrain"], "batch_size": 1}
+            lm["max_seq_length"] = int(cfg.speed.packing_max_seq_length)
         if protocol is None:
             protocol = ZeroShot(lm, spec, device=device, show_progress=bool(cfg.show_step_progress))
         protocol.lm = lm
         trials = []
         for repeat in range(int(cfg.speed.repeats)):
             model, stats = protocol.pretrain(texts, int(cfg.seed) + repeat)
-            protocol.model = model.unload()
+            protocol.drop_adapters(model)
             trials.append(
                 {
                     "seconds": stats.seconds,

@@ -2,6 +2,13 @@
 
 The random stream depends on (seed, dataset, m, n, repetition) and nothing else, so repetition k is the same
 subsample for every LM type: the analysis pairs acc_base/acc_extra/acc_test rows across LM types by k.
+
+`train` is stratified by class. The authors' code draws int(m/K) texts per class, a balanced train set of
+floor(m/K)·K ≤ m rows (kddubey/pretrain-on-test@80fd183:src/pretrain_on_test/experiment.py:40-52); the paper's text
+says train "contains m observations" and is "stratify-sampled", which `proportional` reads as exactly m rows, one
+per class and the rest in proportion to class size. `extra` and `test` are drawn from the rest, not stratified,
+and kept in draw order: the authors' `train_test_split` returns shuffled frames (experiment.py:74-79), and the
+zero-shot packer fills packs in that order.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+STRATIFICATIONS = ("balanced_floor", "proportional")
+
 
 class SubsampleError(ValueError):
     pass
@@ -18,9 +27,9 @@ class SubsampleError(ValueError):
 
 @dataclass(frozen=True)
 class Subsample:
-    extra: np.ndarray  # n unlabeled texts for pretraining (the independent control)
-    train: np.ndarray  # m labeled texts, stratified so that every class appears
-    test: np.ndarray  # n labeled texts, not stratified
+    extra: np.ndarray  # n unlabeled texts for pretraining (the independent control), in draw order
+    train: np.ndarray  # labeled texts, stratified so that every class appears
+    test: np.ndarray  # n labeled texts, not stratified, in draw order
 
     def as_dict(self) -> dict[str, list[int]]:
         return {k: getattr(self, k).tolist() for k in ("extra", "train", "test")}
@@ -44,8 +53,26 @@ def training_seed(seed: int, repetition: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(repetition)]).generate_state(1)[0] >> 1)
 
 
-def stratified_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
-    """Per-class draws for a stratified sample of m: one per class, the rest proportional (largest remainder)."""
+def _check_sizes(class_sizes: np.ndarray, counts: np.ndarray, m: int) -> np.ndarray:
+    over = counts > class_sizes
+    if over.any():
+        raise SubsampleError(f"classes {np.flatnonzero(over).tolist()} are too small for a stratified m={m}")
+    return counts
+
+
+def balanced_floor_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
+    """int(m/K) per class, as the authors' `_stratified_sample`: train has floor(m/K)·K rows, maybe fewer than m."""
+    k = len(class_sizes)
+    per_class = m // k
+    if per_class < 1:
+        raise SubsampleError(
+            f"m={m} is smaller than the number of classes ({k}); int(m/K) would draw no text per class"
+        )
+    return _check_sizes(class_sizes, np.full(k, per_class, dtype=int), m)
+
+
+def proportional_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
+    """Exactly m draws: one per class, the rest proportional to class size (largest remainder)."""
     k = len(class_sizes)
     if m < k:
         raise SubsampleError(
@@ -59,13 +86,29 @@ def stratified_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
     remainder = share - np.floor(share)
     for i in np.argsort(-remainder, kind="stable")[: m - counts.sum()]:
         counts[i] += 1
-    over = counts > class_sizes
-    if over.any():
-        raise SubsampleError(f"classes {np.flatnonzero(over).tolist()} are too small for a stratified m={m}")
-    return counts
+    return _check_sizes(class_sizes, counts, m)
 
 
-def draw(labels: np.ndarray, m: int, n: int, *, seed: int, dataset: str, repetition: int) -> Subsample:
+def stratified_counts(class_sizes: np.ndarray, m: int, stratification: str) -> np.ndarray:
+    """Per-class draws of train under `stratification` (balanced_floor | proportional)."""
+    class_sizes = np.asarray(class_sizes)
+    if stratification == "balanced_floor":
+        return balanced_floor_counts(class_sizes, m)
+    if stratification == "proportional":
+        return proportional_counts(class_sizes, m)
+    raise SubsampleError(f"stratification must be one of {STRATIFICATIONS}, got {stratification!r}")
+
+
+def draw(
+    labels: np.ndarray,
+    m: int,
+    n: int,
+    *,
+    seed: int,
+    dataset: str,
+    repetition: int,
+    stratification: str,
+) -> Subsample:
     """Draw repetition `repetition`'s subsample from a dataset whose labels are `labels` (0..K-1)."""
     labels = np.asarray(labels)
     if len(labels) < m + 2 * n:
@@ -73,11 +116,11 @@ def draw(labels: np.ndarray, m: int, n: int, *, seed: int, dataset: str, repetit
     rng = rng_for(seed, dataset, m, n, repetition)
     num_classes = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=num_classes)
-    counts = stratified_counts(sizes, m)
+    counts = stratified_counts(sizes, m, stratification)
     train = np.concatenate(
         [rng.choice(np.flatnonzero(labels == c), size=counts[c], replace=False) for c in range(num_classes)]
     )
     rng.shuffle(train)
     rest = np.setdiff1d(np.arange(len(labels)), train)
-    picked = rng.choice(rest, size=2 * n, replace=False)
-    return Subsample(extra=np.sort(picked[:n]), train=train, test=np.sort(picked[n:]))
+    picked = rng.choice(rest, size=2 * n, replace=False)  # a random order, kept: packs follow it
+    return Subsample(extra=picked[:n], train=train, test=picked[n:])

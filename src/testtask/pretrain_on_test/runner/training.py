@@ -1,7 +1,12 @@
-"""Shared training mechanics: device choice, Trainer arguments, language-model pretraining and timing."""
+"""Shared training mechanics: Trainer arguments from an LM config stage, training and timing.
+
+Every optimisation setting is read from the config stage (`lm.pretrain` or `lm.classify`); none has a default
+here, so a config that omits one fails with the key's name instead of silently running a recipe nobody chose.
+"""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -10,27 +15,79 @@ from typing import Any
 
 from testtask.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
 
+log = logging.getLogger("testtask.runner")
+
+REQUIRED = (
+    "epochs",
+    "batch_size",
+    "gradient_accumulation_steps",
+    "learning_rate",
+    "weight_decay",
+    "warmup_ratio",
+    "lr_scheduler",
+    "max_grad_norm",
+    "optim",
+    "precision",
+)
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+class ConfigError(KeyError):
+    pass
+
+
+def _require(hp: Mapping[str, Any]) -> None:
+    missing = [k for k in REQUIRED if k not in hp]
+    if missing:
+        raise ConfigError(f"the LM config stage lacks {missing}; every optimisation setting must be set")
+    if str(hp["precision"]) not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {hp['precision']!r}")
+
+
+def needs_cuda(optim: str) -> bool:
+    """bitsandbytes optimizers (paged / 8-bit) run on CUDA only."""
+    return optim.startswith("paged_") or "8bit" in optim
+
+
+def effective_optim(hp: Mapping[str, Any], device: str) -> str:
+    """The optimizer to use on `device`: `optim`, or `optim_fallback` (logged) where `optim` needs CUDA."""
+    optim = str(hp["optim"])
+    if device.startswith("cuda") or not needs_cuda(optim):
+        return optim
+    fallback = hp.get("optim_fallback")
+    if not fallback:
+        raise DeviceError(
+            f"optim={optim} needs bitsandbytes on a CUDA GPU and the device is {device}; set "
+            "lm.pretrain.optim=adamw_torch (or lm.pretrain.optim_fallback) to train on CPU"
+        )
+    log.warning(
+        "optim=%s needs a CUDA GPU; on %s the optimizer is optim_fallback=%s", optim, device, fallback
+    )
+    return str(fallback)
+
 
 def training_arguments(
     hp: Mapping[str, Any], *, device: str, seed: int, output_dir: str, show_progress: bool
 ) -> Any:
     from transformers import TrainingArguments
 
+    _require(hp)
     cuda = device.startswith("cuda")
+    precision = str(hp["precision"])  # half precision only on CUDA; CPU training is fp32
     return TrainingArguments(
         output_dir=output_dir,
         num_train_epochs=float(hp["epochs"]),
         per_device_train_batch_size=int(hp["batch_size"]),
-        gradient_accumulation_steps=int(hp.get("gradient_accumulation_steps", 1)),
+        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]),
         learning_rate=float(hp["learning_rate"]),
-        weight_decay=float(hp.get("weight_decay", 0.0)),
-        warmup_steps=float(hp.get("warmup_ratio", 0.0)),  # a float in [0, 1) is a ratio of all steps
-        lr_scheduler_type=str(hp.get("lr_scheduler", "linear")),
-        max_grad_norm=float(hp.get("max_grad_norm", 1.0)),
-        bf16=cuda and str(hp.get("precision", "bf16")) == "bf16",
-        fp16=cuda and str(hp.get("precision", "bf16")) == "fp16",
+        weight_decay=float(hp["weight_decay"]),
+        warmup_steps=float(hp["warmup_ratio"]),  # a float in [0, 1) is a ratio of all steps
+        lr_scheduler_type=str(hp["lr_scheduler"]),
+        max_grad_norm=float(hp["max_grad_norm"]),
+        bf16=cuda and precision == "bf16",
+        fp16=cuda and precision == "fp16",
         activation_checkpointing=bool(hp.get("gradient_checkpointing", False)),
-        optim=str(hp.get("optim", "adamw_torch")),
+        optim=effective_optim(hp, device),
         use_cpu=not cuda,
         seed=seed,
         data_seed=seed,
@@ -48,6 +105,7 @@ class TrainStats:
     loss: float
     tokens: int  # tokens the model attended to (padding excluded)
     positions: int  # sequence positions processed, padding included
+    optim: str = ""  # the optimizer that ran (optim, or optim_fallback off CUDA)
 
     @property
     def tokens_per_second(self) -> float:
@@ -60,6 +118,7 @@ class TrainStats:
             f"{prefix}_tokens": self.tokens,
             f"{prefix}_positions": self.positions,
             f"{prefix}_tokens_per_second": self.tokens_per_second,
+            f"{prefix}_optim": self.optim,
         }
 
 
@@ -101,5 +160,9 @@ def train(
         out = trainer.train()
         seconds = time.perf_counter() - start
     return TrainStats(
-        seconds=seconds, loss=float(out.training_loss), tokens=counting.tokens, positions=counting.positions
+        seconds=seconds,
+        loss=float(out.training_loss),
+        tokens=counting.tokens,
+        positions=counting.positions,
+        optim=str(getattr(args.optim, "value", args.optim)),
     )

@@ -1,17 +1,30 @@
-"""Zero-shot protocol of §9 / App. G: LoRA (QLoRA on GPU) pretraining on prompts, then class-name likelihoods.
+"""Zero-shot protocol of §9 / App. G as the authors' code ran it (A = kddubey/pretrain-on-test@80fd183).
 
-A prompt is a header (the task statement with the class names) followed by a text block and the answer marker.
-Pretraining is one epoch of causal-LM training on the prompts of `extra` (acc_extra) or of `test` (acc_test);
-acc_base uses the model without adapters. `train` is unused. Prediction is the class whose name (the tokens
-after the answer marker) has the highest summed log-probability.
+Pretraining: one epoch of causal-LM training of fresh LoRA adapters (QLoRA on GPU) on prompts of the `extra`
+(acc_extra) or `test` (acc_test) texts; acc_base uses the model without adapters; `train` is unused.
 
-Padding: every prompt is its own sequence, padded in the batch. Packing (§9.1): the header once, then
-`pack_size` text blocks in one sequence, attending across texts (no document masking), as in the paper's example.
-Sequences are assembled from token ids, so the training and scoring prompts are identical token for token.
+Prompt strings (A src/pretrain_on_test/_dum.py:54-70, config `lm.prompt`): an instruction naming the classes and
+the task description, then "### Text: <text cut at 1,000 characters>\\n", then " ### Answer:". Padding mode trains
+on that string per text; packing mode (§9.1, _dum.py:241-251) puts the instruction once and then `pack_size`
+"### Text: ...\\n" blocks joined by a blank line, with no answer marker, in the order the texts come (the split's
+random draw order). Training strings are tokenized whole, with the tokenizer's special tokens (BOS for Mistral),
+and cut at `max_seq_length` tokens, as A's SFTTrainer does.
+
+Prediction (A _dum.py:363-385, CAPPr): each class name is scored as a completion of the prompt by the mean of its
+token log-probabilities, exp() and normalised over classes; the argmax is the prediction (`lm.prediction`). CAPPr
+tokenizes the instruction (with BOS), the text-and-answer part and the class name separately and concatenates the
+ids, with a space before each later segment where the tokenizer needs one (BPE; SentencePiece adds its own):
+`lm.scoring_tokenization: segments`; `joint` tokenizes the whole scoring string once instead.
+
+A scores every accuracy on a plain 4-bit load, the trained adapters loaded onto it (_dum.py:196-210), while training
+runs on a model prepared by `prepare_model_for_kbit_training` (norms and head in fp32). With
+`lm.score_on_plain_load` the runner keeps both: a plain scoring model and a prepared training model, and copies the
+trained adapter weights onto the scoring model before scoring.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,63 +38,131 @@ from testtask.pretrain_on_test.runner.datasets import DatasetSpec
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
 
+log = logging.getLogger("testtask.runner")
+
+PREDICTIONS = ("mean_logprob", "sum_logprob")
+SCORING_TOKENIZATIONS = ("segments", "joint")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# prompt strings
+
 
 @dataclass(frozen=True)
-class PackedSequence:
-    input_ids: list[int]
-    documents: tuple[
-        int, ...
-    ]  # positions (in the input list of texts) of the texts packed into this sequence
+class PromptTemplate:
+    """The prompt's pieces (`lm.prompt`); strings are str.format templates."""
+
+    instruction: str  # {classes} and {description}
+    class_separator: str
+    query: str  # {text}
+    answer: str
+    pack_separator: str
+    segment_separator: str
+    max_text_chars: int
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> PromptTemplate:
+        template = cls(**{k: cfg[k] for k in cls.__dataclass_fields__})
+        if "{text}" not in template.query:
+            raise ValueError("lm.prompt.query must contain {text}")
+        return template
 
 
 class PromptBuilder:
-    """Token-level prompts for one dataset."""
+    """The authors' prompt strings for one dataset, and their token ids."""
 
-    def __init__(self, tokenizer: Any, spec: DatasetSpec, prompt: Mapping[str, str], max_text_tokens: int):
+    def __init__(
+        self, tokenizer: Any, spec: DatasetSpec, template: PromptTemplate, scoring_tokenization: str
+    ):
+        if scoring_tokenization not in SCORING_TOKENIZATIONS:
+            raise ValueError(f"lm.scoring_tokenization must be one of {SCORING_TOKENIZATIONS}")
         self.tokenizer = tokenizer
-        self.max_text_tokens = max_text_tokens
-        self.text_template = str(prompt["text"])
-        if "{text}" not in self.text_template:
-            raise ValueError("lm.prompt.text must contain {text}")
-        header = str(prompt["header"]).format(classes="\n".join(spec.classes), description=spec.description)
-        self.bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-        self.header = self._ids(header)
-        self.before_text, self.after_text = (self._ids(p) for p in self.text_template.split("{text}", 1))
-        self.answer = self._ids(str(prompt["answer"]))
-        self.class_ids = [self._continuation(str(prompt["answer"]), name) for name in spec.classes]
+        self.template = template
+        self.classes = spec.classes
+        self.scoring_tokenization = scoring_tokenization
+        self.instruction = template.instruction.format(
+            classes=template.class_separator.join(spec.classes), description=spec.description
+        )
+        self.space = template.segment_separator if needs_prepended_space(tokenizer) else ""
 
-    def _ids(self, text: str) -> list[int]:
+    # strings ----------------------------------------------------------------------------------------------------
+    def query(self, text: str) -> str:
+        """One text block: the text cut at max_text_chars characters (A _dum.py:65-66)."""
+        return self.template.query.format(text=text[: self.template.max_text_chars])
+
+    def prompt(self, text: str) -> str:
+        """The scoring prompt, which is also the padding-mode training string (A _dum.py:94-116)."""
+        return self.instruction + self.query(text) + self.template.answer
+
+    def packed(self, texts: Sequence[str], pack_size: int) -> list[str]:
+        """Instruction once, then `pack_size` blocks joined by pack_separator, in the given order (A :241-251)."""
+        return [
+            self.instruction
+            + self.template.pack_separator.join(self.query(t) for t in texts[i : i + pack_size])
+            for i in range(0, len(texts), pack_size)
+        ]
+
+    # token ids --------------------------------------------------------------------------------------------------
+    def encode(self, text: str, max_length: int | None = None) -> list[int]:
+        """One string tokenized whole with the tokenizer's special tokens, cut at max_length (A's SFTTrainer)."""
+        ids = list(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+        return ids if max_length is None else ids[:max_length]
+
+    def _bare(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _continuation(self, answer: str, name: str) -> list[int]:
-        """Tokens of ' <name>' as they follow the answer marker (tokenizers merge across the boundary)."""
-        full = self._ids(answer + " " + name)
-        if full[: len(self.answer)] == self.answer and len(full) > len(self.answer):
-            return full[len(self.answer) :]
-        return self._ids(" " + name)
+    def scoring_ids(self, text: str) -> tuple[list[int], list[list[int]]]:
+        """The prompt's ids and each class name's continuation ids."""
+        if self.scoring_tokenization == "segments":  # CAPPr: instruction | text and answer | class name
+            prompt = self.encode(self.instruction) + self._bare(
+                self.space + self.query(text) + self.template.answer
+            )
+            return prompt, [self._bare(self.space + name) for name in self.classes]
+        full = self.prompt(text)
+        prompt = self.encode(full)
+        return prompt, [self._continuation(full, prompt, name) for name in self.classes]
 
-    def text_block(self, text: str) -> list[int]:
-        return self.before_text + self._ids(text)[: self.max_text_tokens] + self.after_text
-
-    def prompt(self, text: str) -> list[int]:
-        """The inference prompt, which is also a padding-mode pretraining sequence."""
-        return self.bos + self.header + self.text_block(text) + self.answer
-
-    def packed(self, texts: Sequence[str], pack_size: int) -> list[PackedSequence]:
-        """Header once, then `pack_size` text blocks per sequence (the last sequence may hold fewer)."""
-        out = []
-        for start in range(0, len(texts), pack_size):
-            docs = tuple(range(start, min(start + pack_size, len(texts))))
-            ids = self.bos + self.header + [t for d in docs for t in self.text_block(texts[d])]
-            out.append(PackedSequence(ids, docs))
-        return out
+    def _continuation(self, full: str, prompt: list[int], name: str) -> list[int]:
+        """Tokens of ' <name>' as they follow the prompt (tokenizers may merge across the boundary)."""
+        whole = self.encode(full + self.template.segment_separator + name)
+        if whole[: len(prompt)] == prompt and len(whole) > len(prompt):
+            return whole[len(prompt) :]
+        return self._bare(self.template.segment_separator + name)
 
 
-def load_causal_lm(lm: Mapping[str, Any], device: str) -> Any:
-    """The base model: 4-bit NF4 (QLoRA) on CUDA, or unquantized for plain LoRA (CPU or GPU)."""
+def needs_prepended_space(tokenizer: Any) -> bool:
+    """Whether separately tokenized segments need a leading space (BPE) or not (SentencePiece), as CAPPr checks."""
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return ids("a b") != ids("a") + ids("b")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# prediction rule
+
+
+def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: str) -> np.ndarray:
+    """Per text (rows) and class (columns): exp(mean) or exp(sum) of the class tokens' log-probs, normalised."""
+    if rule not in PREDICTIONS:
+        raise ValueError(f"lm.prediction must be one of {PREDICTIONS}, got {rule!r}")
+    aggregate = np.mean if rule == "mean_logprob" else np.sum
+    scores = np.array([[float(aggregate(lp)) for lp in row] for row in token_logprobs])
+    scores -= scores.max(axis=1, keepdims=True)  # exp() of the largest is 1: no underflow of every class
+    likelihoods = np.exp(scores)
+    return likelihoods / likelihoods.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# models
+
+
+def load_causal_lm(lm: Mapping[str, Any], device: str, *, prepare: bool) -> Any:
+    """The base model: 4-bit NF4 (QLoRA) on CUDA, prepared for k-bit training if `prepare`; or unquantized."""
     from transformers import AutoModelForCausalLM
 
-    quantization = str(lm.get("quantization", "none"))
+    quantization = str(lm["quantization"])
     name = str(lm["model"])
     cuda = device.startswith("cuda")
     if quantization == "nf4":
@@ -91,10 +172,9 @@ def load_causal_lm(lm: Mapping[str, Any], device: str) -> Any:
                 "has none. Run with lm.quantization=none for plain (unquantized) LoRA, which uses the same code "
                 "path otherwise and runs on CPU."
             )
-        from peft import prepare_model_for_kbit_training
         from transformers import BitsAndBytesConfig
 
-        bnb = BitsAndBytesConfig(
+        bnb = BitsAndBytesConfig(  # A _dum.py:188-193
             load_in_4bit=True,
             bnb_4bit_quant_type="nf4",
             bnb_4bit_use_double_quant=True,
@@ -103,13 +183,32 @@ def load_causal_lm(lm: Mapping[str, Any], device: str) -> Any:
         model = AutoModelForCausalLM.from_pretrained(
             name, quantization_config=bnb, device_map={"": device}, dtype=torch.bfloat16
         )
-        return prepare_model_for_kbit_training(
-            model, use_gradient_checkpointing=bool(lm["pretrain"].get("gradient_checkpointing", True))
+        if not prepare:
+            return model
+        from peft import prepare_model_for_kbit_training
+
+        return prepare_model_for_kbit_training(  # A _dum.py:273-275
+            model, use_gradient_checkpointing=bool(lm["pretrain"]["gradient_checkpointing"])
         )
     if quantization != "none":
         raise ValueError(f"lm.quantization must be nf4 or none, got {quantization!r}")
     dtype = torch.bfloat16 if cuda else torch.float32
     return AutoModelForCausalLM.from_pretrained(name, dtype=dtype).to(device)
+
+
+def lora_config(lm: Mapping[str, Any]) -> Any:
+    from peft import LoraConfig
+
+    lora = lm["lora"]
+    targets = lora["target_modules"]
+    return LoraConfig(  # A _dum.py:277-284
+        r=int(lora["r"]),
+        lora_alpha=int(lora["alpha"]),
+        lora_dropout=float(lora["dropout"]),
+        bias=str(lora["bias"]),
+        target_modules=targets if isinstance(targets, str) else list(targets),
+        task_type="CAUSAL_LM",
+    )
 
 
 class ZeroShot:
@@ -118,35 +217,38 @@ class ZeroShot:
         self.spec = spec
         self.device = device
         self.show_progress = show_progress
+        self.rule = str(lm["prediction"])
+        if self.rule not in PREDICTIONS:
+            raise ValueError(f"lm.prediction must be one of {PREDICTIONS}, got {self.rule!r}")
         self.tokenizer = load_tokenizer(str(lm["model"]))
-        self.prompts = PromptBuilder(self.tokenizer, spec, lm["prompt"], int(lm["max_text_tokens"]))
-        self.model = load_causal_lm(lm, device)  # loaded once per cell; adapters come and go
+        self.prompts = PromptBuilder(
+            self.tokenizer, spec, PromptTemplate.from_config(lm["prompt"]), str(lm["scoring_tokenization"])
+        )
+        # Loaded once per cell; adapters come and go. A separate training model only where preparing for k-bit
+        # training changes the model (nf4) and scoring should see the plain load.
+        separate = str(lm["quantization"]) == "nf4" and bool(lm["score_on_plain_load"])
+        self.model = load_causal_lm(lm, device, prepare=not separate)
+        self.training_model = load_causal_lm(lm, device, prepare=True) if separate else self.model
+        self.shared = not separate
+
+    # pretraining ------------------------------------------------------------------------------------------------
+    def pretraining_texts(self, texts: Sequence[str]) -> list[str]:
+        if bool(self.lm["packing"]):
+            return self.prompts.packed(list(texts), int(self.lm["pack_size"]))
+        return [self.prompts.prompt(t) for t in texts]
 
     def pretraining_features(self, texts: Sequence[str]) -> list[dict[str, list[int]]]:
-        if bool(self.lm.get("packing", False)):
-            seqs = [p.input_ids for p in self.prompts.packed(list(texts), int(self.lm["pack_size"]))]
-        else:
-            seqs = [self.prompts.prompt(t) for t in texts]
+        limit = int(self.lm["max_seq_length"])
+        seqs = [self.prompts.encode(s, limit) for s in self.pretraining_texts(texts)]
         return [{"input_ids": s, "attention_mask": [1] * len(s)} for s in seqs]
 
     def pretrain(self, texts: Sequence[str], seed: int) -> tuple[Any, TrainStats]:
-        """Wrap the base model in fresh LoRA adapters and train them for one pass over the prompts."""
-        from peft import LoraConfig, get_peft_model
+        """Wrap the training model in fresh LoRA adapters and train them for one pass over the prompts."""
+        from peft import get_peft_model
         from transformers import DataCollatorForLanguageModeling, set_seed
 
         set_seed(seed)
-        lora = self.lm["lora"]
-        config = LoraConfig(
-            r=int(lora["r"]),
-            lora_alpha=int(lora["alpha"]),
-            lora_dropout=float(lora["dropout"]),
-            bias=str(lora["bias"]),
-            target_modules=lora["target_modules"]
-            if isinstance(lora["target_modules"], str)
-            else list(lora["target_modules"]),
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(self.model, config)
+        model = get_peft_model(self.training_model, lora_config(self.lm))
         collate = DataCollatorForLanguageModeling(self.tokenizer, mlm=False)
         stats = train(
             model,
@@ -159,36 +261,60 @@ class ZeroShot:
         )
         return model, stats
 
+    def scoring_model(self, trained: Any) -> Any:
+        """The trained adapters on the scoring model (the trained model itself when the two are one)."""
+        if self.shared:
+            return trained
+        from peft import get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+
+        scorer = get_peft_model(self.model, lora_config(self.lm))
+        set_peft_model_state_dict(scorer, get_peft_model_state_dict(trained))
+        return scorer
+
+    def drop_adapters(self, trained: Any, scorer: Any = None) -> None:
+        """Remove the adapters, so the next pretraining (and scoring) starts again from the base model."""
+        self.training_model = trained.unload()
+        if self.shared:
+            self.model = self.training_model
+        elif scorer is not None:
+            self.model = scorer.unload()
+
+    # scoring ----------------------------------------------------------------------------------------------------
     @torch.no_grad()
-    def class_log_likelihoods(self, model: Any, texts: Sequence[str]) -> np.ndarray:
-        """log p(class name | prompt) for every text (rows) and class (columns)."""
+    def class_token_logprobs(self, model: Any, texts: Sequence[str]) -> list[list[np.ndarray]]:
+        """log p of each class name token given the prompt and the earlier name tokens, per text and class."""
         model.eval()
-        items = [
-            (i, k, self.prompts.prompt(t), c)
-            for i, t in enumerate(texts)
-            for k, c in enumerate(self.prompts.class_ids)
-        ]
-        scores = np.zeros((len(texts), len(self.prompts.class_ids)))
-        batch_size = int(self.lm.get("eval_batch_size", 8))
-        pad = self.tokenizer.pad_token_id
+        items = []
+        for i, text in enumerate(texts):
+            prompt, names = self.prompts.scoring_ids(text)
+            items += [(i, k, prompt, name) for k, name in enumerate(names)]
+        out: list[list[np.ndarray]] = [[np.empty(0)] * len(self.spec.classes) for _ in texts]
+        batch_size = int(self.lm["eval_batch_size"])
         for start in range(0, len(items), batch_size):
             chunk = items[start : start + batch_size]
-            seqs = [p + c for _, _, p, c in chunk]
-            width = max(map(len, seqs))
-            ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(seqs), width), dtype=torch.long)
-            for row, seq in enumerate(seqs):
-                ids[row, : len(seq)] = torch.tensor(seq)
-                mask[row, : len(seq)] = 1
-            logits = model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits.float()
-            logp = torch.log_softmax(logits, dim=-1).cpu()
-            for row, (i, k, prompt, cont) in enumerate(chunk):
-                positions = torch.arange(len(prompt) - 1, len(prompt) - 1 + len(cont))
-                scores[i, k] = float(logp[row, positions, torch.tensor(cont)].sum())
-        return scores
+            logp = self._logprobs(model, [p + c for _, _, p, c in chunk])
+            for row, (i, k, prompt, name) in enumerate(chunk):
+                positions = torch.arange(len(prompt) - 1, len(prompt) - 1 + len(name))
+                out[i][k] = logp[row, positions, torch.tensor(name)].numpy()
+        return out
+
+    def _logprobs(self, model: Any, seqs: list[list[int]]) -> torch.Tensor:
+        """Next-token log-probabilities of right-padded sequences (batch × position × vocabulary), on CPU."""
+        width = max(map(len, seqs))
+        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            ids[row, : len(seq)] = torch.tensor(seq)
+            mask[row, : len(seq)] = 1
+        logits = model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+        return torch.log_softmax(logits.float(), dim=-1).cpu()
+
+    def class_probabilities(self, model: Any, texts: Sequence[str]) -> np.ndarray:
+        """The prediction rule's normalised class probabilities per text (rows) and class (columns)."""
+        return class_probabilities(self.class_token_logprobs(model, texts), self.rule)
 
     def accuracy(self, model: Any, test_frame: pd.DataFrame) -> float:
-        predictions = self.class_log_likelihoods(model, list(test_frame["text"])).argmax(axis=1)
+        predictions = self.class_probabilities(model, list(test_frame["text"])).argmax(axis=1)
         return float(np.mean(predictions == test_frame["label"].to_numpy()))
 
     def run(self, data: pd.DataFrame, sub: Subsample, seed: int) -> tuple[dict[str, float], dict[str, Any]]:
@@ -196,8 +322,9 @@ class ZeroShot:
         acc = {"base": self.accuracy(self.model, test_frame)}
         record: dict[str, Any] = {}
         for name, texts in (("extra", data["text"].iloc[sub.extra]), ("test", test_frame["text"])):
-            model, stats = self.pretrain(list(texts), seed)
-            acc[name] = self.accuracy(model, test_frame)
+            trained, stats = self.pretrain(list(texts), seed)
+            scorer = self.scoring_model(trained)
+            acc[name] = self.accuracy(scorer, test_frame)
             record.update(stats.as_dict(f"pretrain_{name}"))
-            self.model = model.unload()  # drop the adapters: the next pretraining starts from the base model
+            self.drop_adapters(trained, scorer)
         return acc, record

@@ -12,7 +12,8 @@ Direct evaluation reports the base model's test score in the variant with the be
 prompts, or the chat template for instruction-tuned models, App. A.2). Train-before-test reports the test score
 of the best point of the validation curve over variants, learning rates and epochs (selection.py); with
 `fallback_to_base` the base model is a candidate, so a model that fine-tuning does not improve keeps its direct
-score (App. A.2).
+score (App. A.2). A perplexity corpus has the plain variant only and is scored in bits per byte, lower is better.
+The chat variant fine-tunes with `chat_recipe` over the recipe (no EOS after the template's end of turn, as TRL).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from testtask.train_before_test.runner.store import (
     slug,
     write_record,
 )
-from testtask.train_before_test.runner.texts import chat_template, training_texts
+from testtask.train_before_test.runner.texts import TextFormat, chat_template, training_examples
 from testtask.train_before_test.runner.training import train_epochs
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,12 @@ class CellConfig:
     recipe: dict[str, Any]
     lora: dict[str, Any]
     fallback_to_base: bool = True
+    texts: TextFormat = field(default_factory=TextFormat)
+    chat_recipe: dict[str, Any] = field(default_factory=dict)  # recipe keys that differ for the chat variant
+    training_seed: int = 42  # the Trainer's seed (data order, dropout, LoRA init); `seed` picks the documents
+    split_rule: str = "authors"
+    corpus_fractions: list[float] = field(default_factory=lambda: [0.8, 0.1, 0.1])
+    eager_attention_for: list[str] = field(default_factory=list)
     num_fewshot: int = 0
     bootstrap_iters: int = 100000
     model_args: dict[str, Any] = field(default_factory=dict)
@@ -101,6 +108,14 @@ class CellConfig:
             "validation_fraction": float(self.validation_fraction),
             "seed": int(self.seed),
             "recipe": recipe,
+            "chat_recipe": dict(self.chat_recipe),
+            "texts": self.texts.as_dict(),
+            "training_seed": int(self.training_seed),
+            "split_rule": self.split_rule,
+            **(
+                {"corpus_fractions": [float(f) for f in self.corpus_fractions]} if self.spec.is_corpus else {}
+            ),
+            "eager_attention_for": list(self.eager_attention_for),
             "lora": dict(self.lora),
             "fallback_to_base": bool(self.fallback_to_base),
             "num_fewshot": int(self.num_fewshot),
@@ -209,10 +224,11 @@ class _CellRun:
         """Every variant × learning rate: fine-tune, then score each epoch's checkpoint on validation."""
         cc = self.cc
         for variant in cc.variants:
-            template = chat_template(tokenizer) if variant == "chat" else None
-            if variant == "chat" and template is None:
-                raise ValueError(f"{cc.model}: the chat variant needs a tokenizer with a chat template")
-            texts = training_texts(train_task, template)
+            chat = variant == "chat"
+            texts = training_examples(
+                train_task, cc.texts, chat_tokenizer=tokenizer if chat else None, model=cc.model
+            )
+            recipe = variant_recipe(cc.recipe, cc.chat_recipe, variant)
             for lr in cc.learning_rates:
                 self.bar.set_postfix_str(f"training {variant} lr={lr:g}")
                 self.scorer.release()  # the GPU holds one model at a time
@@ -220,12 +236,12 @@ class _CellRun:
                     cc.model_path,
                     texts,
                     work / variant / _lr_name(lr),
-                    cc.recipe,
+                    recipe,
                     learning_rate=lr,
                     epochs=cc.epochs,
                     lora=cc.lora,
                     device=cc.device,
-                    seed=cc.seed,
+                    seed=cc.training_seed,
                 )
                 self.bar.update()
                 self.runs[f"{variant}/{_lr_name(lr)}"] = {
@@ -274,6 +290,8 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
         caps=cc.caps,
         validation_fraction=cc.validation_fraction,
         seed=cc.seed,
+        rule=cc.split_rule,
+        corpus_fractions=cc.corpus_fractions,
         local_data=cc.local_data,
         cache_dir=cache,
     )
@@ -283,7 +301,7 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
         device=cc.device,
         batch_size=cc.batch_size,
         max_batch_size=cc.max_batch_size,
-        model_args=cc.model_args,
+        model_args=scoring_model_args(cc),
         num_fewshot=cc.num_fewshot,
         bootstrap_iters=cc.bootstrap_iters,
         log_samples=cc.log_samples,
@@ -330,8 +348,29 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
     return record
 
 
-def resolve_variants(mode: str, instruct: bool, tokenizer: Any) -> list[str]:
-    """Prompt variants of a model: `auto` tries the chat template too for instruction-tuned models that have one."""
+def variant_recipe(recipe: Mapping[str, Any], chat_recipe: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """The fine-tuning recipe of a prompt variant: the chat variant's own keys (`chat_recipe`) over `recipe`."""
+    return {**recipe, **chat_recipe} if variant == "chat" else dict(recipe)
+
+
+def uses_eager_attention(model: str, patterns: list[str]) -> bool:
+    """The authors load Gemma and DeepSeek models with eager attention, others with sdpa (main.py:138-144)."""
+    return any(p.lower() in str(model).lower() for p in patterns)
+
+
+def scoring_model_args(cc: CellConfig) -> dict[str, Any]:
+    """lm-eval's hf model arguments: `model_args`, plus eager attention where the authors used it."""
+    args = dict(cc.model_args)
+    if uses_eager_attention(cc.model, cc.eager_attention_for):
+        args.setdefault("attn_implementation", "eager")
+    return args
+
+
+def resolve_variants(mode: str, instruct: bool, tokenizer: Any, corpus: bool = False) -> list[str]:
+    """Prompt variants of a model: `auto` tries the chat template too for instruction-tuned models that have one.
+    A perplexity corpus has no prompt, so it is scored and trained on plain text only."""
+    if corpus:
+        return ["plain"]
     has_template = chat_template(tokenizer) is not None
     if mode == "auto":
         return ["plain", "chat"] if instruct and has_template else ["plain"]

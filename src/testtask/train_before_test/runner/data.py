@@ -12,6 +12,10 @@ Both views hold the capped training documents under the task's training (and few
 texts (`texts.py`) come from the task object built on a view, with the task's own `process_docs`. A view is read
 by re-pointing the resolved task config at it; nothing else of the task changes. `manifest.json` (written last)
 records the counts and the settings the views were built with; `indices.json` the chosen source positions.
+
+A perplexity corpus (`spec.source`) has no lm-eval dataset of its own: its documents are loaded from the source
+(`corpora.py`), cut 8:1:1 (`splits.plan_corpus`) and saved the same way, under the splits its task in
+`lm_eval_tasks/` names.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from testtask.io import atomic_write_json, atomic_write_text
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError
-from testtask.train_before_test.runner.splits import plan
+from testtask.train_before_test.runner.corpora import load_corpus
+from testtask.train_before_test.runner.splits import SplitPlan, plan, plan_corpus
 from testtask.training_on_the_test_task.evaluation import TASKS_DIR, leaf_tasks, local_dataset_overrides
 
 if TYPE_CHECKING:
@@ -36,6 +41,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 VIEWS = ("validation", "test")
+# Our train-before-test tasks: the perplexity corpora (rolling log-likelihood, bits per byte).
+CORPUS_TASKS_DIR = Path(__file__).resolve().parents[1] / "lm_eval_tasks"
 
 
 # --------------------------------------------------------------------------- lm-eval tasks
@@ -52,7 +59,7 @@ def build_manager(tasks: Iterable[str], include_paths: Iterable[Path] = ()) -> T
     """A TaskManager over our task folder and `include_paths`, plus lm-eval's own tasks when one is needed."""
     from lm_eval.tasks import TaskManager
 
-    paths = [TASKS_DIR, *[Path(p) for p in include_paths]]
+    paths = [TASKS_DIR, CORPUS_TASKS_DIR, *[Path(p) for p in include_paths]]
     missing = [p for p in paths if not p.is_dir()]
     if missing:
         raise FileNotFoundError(f"include_paths: no such folder(s) {[str(p) for p in missing]}")
@@ -128,6 +135,54 @@ def _save(folder: Path, splits: Mapping[str, Any]) -> None:
     tmp.rename(folder)
 
 
+def _documents(
+    spec: BenchmarkSpec,
+    manager: TaskManager,
+    config: Mapping[str, Any],
+    *,
+    caps: Mapping[str, int | None],
+    validation_fraction: float,
+    corpus_fractions: list[float],
+    seed: int,
+    rule: str,
+    local_data: Path | None,
+    cache_dir: Path | None,
+) -> tuple[SplitPlan, dict[str, Any], dict[str, str]]:
+    """The split plan, the chosen documents of each set and where each set comes from."""
+    if spec.source is not None:
+        corpus = load_corpus(spec.name, spec.source, local_data, cache_dir)
+        chosen = plan_corpus(len(corpus), corpus_fractions, caps, seed=seed, rule=rule)
+        docs = {s: corpus.select(getattr(chosen, s)) for s in ("train", "validation", "test")}
+        label = f"{spec.source.path or local_data}:{spec.source.split}"
+        fractions = ":".join(f"{f:g}" for f in corpus_fractions)
+        return chosen, docs, {s: f"{label} ({fractions} {s})" for s in docs}
+    raw = load_task(manager, config).dataset
+    train = _raw_split(raw, spec.train, spec, "train")
+    test = _raw_split(raw, spec.test, spec, "test")
+    if spec.validation_is_test:  # the authors' MedMCQA: validation documents drawn from the test split
+        validation_source, n_validation, where = test, len(test), f"{spec.test} (the test split)"
+    elif spec.validation is None:
+        validation_source, n_validation, where = train, None, f"{spec.train} (carved)"
+    else:
+        validation_source = _raw_split(raw, spec.validation, spec, "validation")
+        n_validation, where = len(validation_source), spec.validation
+    chosen = plan(
+        len(train),
+        n_validation,
+        len(test),
+        caps,
+        validation_fraction=validation_fraction,
+        seed=seed,
+        rule=rule,
+    )
+    docs = {
+        "train": train.select(chosen.train),
+        "validation": validation_source.select(chosen.validation),
+        "test": test.select(chosen.test),
+    }
+    return chosen, docs, {"train": spec.train, "validation": where, "test": spec.test}
+
+
 def prepare(
     spec: BenchmarkSpec,
     manager: TaskManager,
@@ -136,45 +191,44 @@ def prepare(
     caps: Mapping[str, int | None],
     validation_fraction: float,
     seed: int,
+    rule: str = "authors",
+    corpus_fractions: list[float] | None = None,
     local_data: Path | None = None,
     cache_dir: Path | None = None,
 ) -> Prepared:
     """Split, cap and save the benchmark's documents below `folder` (reused when already there)."""
     folder = Path(folder)
     manifest = folder / "manifest.json"
+    fractions = [float(f) for f in corpus_fractions or (0.8, 0.1, 0.1)]
     settings = {
         "spec": spec.as_dict(),
         "caps": dict(caps),
         "validation_fraction": float(validation_fraction),
         "seed": int(seed),
+        "split_rule": rule,
+        **({"corpus_fractions": fractions} if spec.is_corpus else {}),
     }
     if manifest.is_file():
         record = json.loads(manifest.read_text())
         if record.get("settings") == settings:
             return Prepared(folder, record["counts"])
-    config = task_config(manager, spec.task, local_data, cache_dir)
+    # A corpus task reads the views only; its own dataset_path is a placeholder.
+    config = task_config(manager, spec.task, None if spec.is_corpus else local_data, cache_dir)
     training_split = config.get("training_split")
     if not training_split:
         raise SpecError(f"lm-eval task {spec.task!r} has no training_split; train-before-test needs one")
-    raw = load_task(manager, config).dataset
-    train = _raw_split(raw, spec.train, spec, "train")
-    validation_source = (
-        train if spec.validation is None else _raw_split(raw, spec.validation, spec, "validation")
-    )
-    test = _raw_split(raw, spec.test, spec, "test")
-    chosen = plan(
-        len(train),
-        None if spec.validation is None else len(validation_source),
-        len(test),
-        caps,
+    chosen, docs, sources = _documents(
+        spec,
+        manager,
+        config,
+        caps=caps,
         validation_fraction=validation_fraction,
+        corpus_fractions=fractions,
         seed=seed,
+        rule=rule,
+        local_data=local_data,
+        cache_dir=cache_dir,
     )
-    docs = {
-        "train": train.select(chosen.train),
-        "validation": validation_source.select(chosen.validation),
-        "test": test.select(chosen.test),
-    }
     scored = evaluation_split(config)
     for view in VIEWS:
         splits = {str(training_split): docs["train"]}
@@ -185,8 +239,8 @@ def prepare(
         splits[scored] = docs[view]
         _save(folder / "views" / view, splits)
     counts = chosen.counts()
-    counts["validation"]["source"] = f"{spec.train} (carved)" if chosen.carved else str(spec.validation)
-    counts["train"]["source"], counts["test"]["source"] = spec.train, spec.test
+    for name, source in sources.items():
+        counts[name]["source"] = source
     indices = {"train": chosen.train, "validation": chosen.validation, "test": chosen.test}
     atomic_write_json(folder / "indices.json", indices)
     record = {

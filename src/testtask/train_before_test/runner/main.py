@@ -18,6 +18,7 @@ from testtask.hf import load_tokenizer, pick_device
 from testtask.paths import conf_dir, resolve
 from testtask.train_before_test.runner.benchmarks import lookup
 from testtask.train_before_test.runner.cell import CellConfig, resolve_variants, run_cell
+from testtask.train_before_test.runner.texts import TextFormat
 
 log = logging.getLogger("testtask.tbt_runner")
 
@@ -40,7 +41,9 @@ def cell_config(cfg: DictConfig) -> CellConfig:
     """The cell of the composed config: the benchmark spec looked up, paths resolved, prompt variants chosen."""
     spec = lookup(_plain(cfg.benchmarks), str(cfg.benchmark))
     model_path = str(resolve(cfg.model_path)) if cfg.get("model_path") else str(cfg.model)
-    variants = resolve_variants(str(cfg.chat_template), is_instruct(cfg), load_tokenizer(model_path))
+    variants = resolve_variants(
+        str(cfg.chat_template), is_instruct(cfg), load_tokenizer(model_path), corpus=spec.is_corpus
+    )
     local = _plain(cfg.get("local_data") or {})
     caps = {k: (None if v is None else int(v)) for k, v in _plain(cfg.caps).items()}
     return CellConfig(
@@ -56,6 +59,12 @@ def cell_config(cfg: DictConfig) -> CellConfig:
         recipe=_plain(cfg.recipe),
         lora=_plain(cfg.lora),
         fallback_to_base=bool(cfg.fallback_to_base),
+        texts=TextFormat.from_config(_plain(cfg.texts)),
+        chat_recipe=_plain(cfg.get("chat_recipe") or {}),
+        training_seed=int(cfg.training_seed),
+        split_rule=str(cfg.split_rule),
+        corpus_fractions=[float(f) for f in cfg.corpus_fractions],
+        eager_attention_for=[str(p) for p in cfg.get("eager_attention_for") or []],
         num_fewshot=int(cfg.num_fewshot),
         bootstrap_iters=int(cfg.bootstrap_iters),
         model_args=_plain(cfg.get("model_args") or {}),

@@ -2,8 +2,10 @@
 
 `tbt_tiny` is a multiple-choice task: "what follows <word> ?" with four word choices, the gold one being the
 word after <word> in a fixed cyclic list, so a model can learn it from the training split. It is saved with
-`datasets.save_to_disk` (train 40, validation 12, test 24 documents) next to its lm-eval YAML. The model is a
-randomly initialised one-layer Llama (hidden size 16) with a word-level tokenizer covering the fixture's words.
+`datasets.save_to_disk` (train 40, validation 12, test 24 documents) next to its lm-eval YAML. `tiny_corpus` is a
+perplexity corpus of 30 short documents over the same words (one `text` column, one `train` split), which the
+runner cuts 8:1:1 like the paper's 2025 corpora. The model is a randomly initialised one-layer Llama (hidden
+size 16) with a word-level tokenizer covering the fixture's words.
 
 python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-test/tiny
 """
@@ -20,6 +22,7 @@ WORDS = (
     "red blue green stone water light plant sun moon rock heat cold river cloud seed leaf sand wind rain salt"
 ).split()
 SIZES = {"train": 40, "validation": 12, "test": 24}
+CORPUS_DOCUMENTS = 30
 TASK = "tbt_tiny"
 TASK_YAML = f"""task: {TASK}
 dataset_path: arrow            # the runner points it at the local copy (local_data)
@@ -64,6 +67,24 @@ def write_data(folder: Path) -> Path:
     return folder
 
 
+def corpus_documents(count: int = CORPUS_DOCUMENTS) -> list[str]:
+    """Deterministic documents of 6 to 20 words: runs of the cyclic word list (so training can lower their
+    bits per byte), each sentence closed by a full stop."""
+    docs = []
+    for i in range(count):
+        start, length = (i * 7) % len(WORDS), 6 + (i * 5) % 15
+        words = [WORDS[(start + j) % len(WORDS)] for j in range(length)]
+        docs.append(" ".join(words[:5]) + " . " + " ".join(words[5:]) + " .")
+    return docs
+
+
+def write_corpus(folder: Path) -> Path:
+    from datasets import Dataset, DatasetDict
+
+    DatasetDict({"train": Dataset.from_dict({"text": corpus_documents()})}).save_to_disk(str(folder))
+    return folder
+
+
 def write_task(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{TASK}.yaml"
@@ -73,14 +94,15 @@ def write_task(folder: Path) -> Path:
 
 def build_model(folder: Path, words: Sequence[str] = WORDS) -> Path:
     """A random one-layer Llama and a word-level tokenizer over `words` and the prompt's words."""
-    return build_tiny_llama(folder, [*words, "Question : what follows ? Answer :"], max_positions=128)
+    return build_tiny_llama(folder, [*words, "Question : what follows ? Answer : ."], max_positions=128)
 
 
 def build(root: Path) -> dict[str, Path]:
-    """Write the fixture below `root`: data/tbt_tiny/, tasks/tbt_tiny.yaml, model/."""
+    """Write the fixture below `root`: data/tbt_tiny/, data/tiny_corpus/, tasks/tbt_tiny.yaml, model/."""
     root = Path(root)
     return {
         "data": write_data(root / "data" / TASK),
+        "corpus": write_corpus(root / "data" / "tiny_corpus"),
         "tasks": write_task(root / "tasks").parent,
         "model": build_model(root / "model"),
     }

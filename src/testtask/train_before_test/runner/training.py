@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation
+from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation, world_size
 
 
 class CheckpointError(RuntimeError):
@@ -39,15 +39,9 @@ class EpochRun:
         return epoch * self.steps_per_epoch
 
 
-def _world_size() -> int:
-    import torch
-
-    return torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
-
-
 def train_epochs(
     model: str,
-    texts: Sequence[str],
+    texts: Sequence[tuple[str, str] | str],
     output_dir: Path,
     recipe: Mapping[str, Any],
     *,
@@ -57,9 +51,10 @@ def train_epochs(
     device: str,
     seed: int,
 ) -> EpochRun:
-    """Fine-tune `model` on `texts` for `epochs` epochs at `learning_rate`; one checkpoint per epoch."""
+    """Fine-tune `model` on `texts` ((prompt, completion) pairs or whole documents) for `epochs` epochs at
+    `learning_rate`; one checkpoint per epoch."""
     per_device = int(recipe["per_device_batch_size"])
-    world = _world_size()
+    world = world_size()  # from WORLD_SIZE: torch.distributed is not up before the Trainer starts it
     accumulation = gradient_accumulation(int(recipe["batch_size"]), per_device, world)
     per_epoch = steps_per_epoch(len(texts), per_device, accumulation, world)
     steps = [per_epoch * e for e in range(1, int(epochs) + 1)]

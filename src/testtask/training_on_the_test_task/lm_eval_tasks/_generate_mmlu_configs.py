@@ -23,7 +23,9 @@ CATEGORIES = {
 VARIANTS = {
     "cloze": (
         "_mmlu_cloze_template_yaml",
-        "The following are questions (with answers) about {}.\n\n",
+        # The authors' fork words the cloze description as the MMLU one (RicardoDominguez/lm-evaluation-harness
+        # @sft lm_eval/tasks/mmlu/cloze/mmlu_<subject>.yaml), although no options follow.
+        "The following are multiple choice questions (with answers) about {}.\n\n",
         ["acc", "acc_norm", "brier_score"],
     ),
     "mc": (

@@ -30,11 +30,12 @@ MMLU_PRO_SEED = 1234
 # --------------------------------------------------------------------------- prompts
 
 
-def lettered_prompt(query: str, options: Sequence[str]) -> str:
-    """`query`, then one line per option `A. <option>`, then `Answer:` (the MMLU prompt format)."""
+def lettered_prompt(query: str, options: Sequence[str], strip: bool = True) -> str:
+    """`query` (stripped unless `strip` is False), then one line per option `A. <option>`, then `Answer:`
+    (the MMLU prompt format)."""
     if len(options) > len(LETTERS):
         raise ValueError(f"{len(options)} options: more than there are letters")
-    lines = [query.strip()]
+    lines = [query.strip() if strip else query]
     lines += [f"{LETTERS[i]}. {option}" for i, option in enumerate(options)]
     lines.append("Answer:")
     return "\n".join(lines)
@@ -127,8 +128,9 @@ def mmlu_pro_four_process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
 
 
 def mmlu_pro_doc_to_text(doc: Mapping[str, Any]) -> str:
-    """lm-eval's leaderboard MMLU-Pro prompt: question, lettered options, `Answer:`."""
-    return lettered_prompt(doc["question"], doc["options"])
+    """lm-eval's leaderboard MMLU-Pro prompt: question (not stripped, as lm-eval's and the authors' fork's
+    utils.doc_to_text), lettered options, `Answer:`."""
+    return lettered_prompt(doc["question"], doc["options"], strip=False)
 
 
 def mmlu_pro_doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
