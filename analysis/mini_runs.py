@@ -1,59 +1,145 @@
 """Print the numbers the README quotes for the committed CPU mini-replications, from their raw results.
 
-python analysis/mini_runs.py            (after `make figure-mini PAPER=training-on-the-test-task SOURCE=results`
-                                         for the second table, which reads figures/.../figure-mini.json)
+python analysis/mini_runs.py                 the committed results (the training-on-the-test-task table is
+                                             computed from the JSONs, as `make figure-mini ... SOURCE=results`)
+python analysis/mini_runs.py --before REV    the same numbers for the results committed at REV, and the change
+                                             (e.g. REV = 5ed6098, the last commit before the protocols of issue 12)
 """
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
+import subprocess
+import tarfile
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from testtask.cli import compose, make_context
 from testtask.paths import repo_root
+from testtask.training_on_the_test_task.mini_figure import before_after
+
+POT = Path("results/pretrain-on-test/cpu-mini")
+TOTT = Path("results/training-on-the-test-task/cpu-mini")
 
 
-def pretrain_on_test(root: Path) -> None:
-    print("pretrain-on-test cpu-mini (per dataset; seconds per repetition from run_log.jsonl)")
-    seconds = []
+def pretrain_on_test(root: Path) -> dict[str, dict[str, float]]:
+    """Per dataset: mean accuracies, boost and bias (points), seconds per repetition."""
+    out = {}
     for csv in sorted(root.rglob("accuracies.csv")):
         acc = pd.read_csv(csv)
-        reps = [
-            json.loads(line)["seconds"] for line in (csv.parent / "run_log.jsonl").read_text().splitlines()
+        log = csv.parent / "run_log.jsonl"
+        reps = [json.loads(line)["seconds"] for line in log.read_text().splitlines()] if log.is_file() else []
+        out[csv.parent.name] = {
+            "repetitions": len(acc),
+            "base": acc.base.mean(),
+            "extra": acc.extra.mean(),
+            "test": acc.test.mean(),
+            "majority": acc.majority.mean(),
+            "boost": 100 * (acc.extra - acc.base).mean(),
+            "bias": 100 * (acc.test - acc.extra).mean(),
+            "seconds": float(np.median(reps)) if reps else float("nan"),
+            "seconds_min": min(reps, default=float("nan")),
+            "seconds_max": max(reps, default=float("nan")),
+            "seconds_total": float(sum(reps)),
+        }
+    return out
+
+
+def training_on_the_test_task(results: Path, scratch: Path) -> dict[str, Any]:
+    """The figure-mini panels (before/after per benchmark) and lm-eval's total seconds, from `results`."""
+    evaluations = results / TOTT / "evaluations"
+    files = sorted(evaluations.rglob("*.json"))
+    seconds = sum(float(json.loads(f.read_text()).get("total_evaluation_time_seconds", 0)) for f in files)
+    cfg = compose(
+        [
+            "paper=training-on-the-test-task",
+            "source=results",
+            f"results_dir={results / 'results'}",
+            f"figures_dir={scratch}",
         ]
-        seconds += reps
-        print(
-            f"  {csv.parent.name:26s} base {acc.base.mean():.3f} extra {acc.extra.mean():.3f} test {acc.test.mean():.3f} "
-            f"majority {acc.majority.mean():.3f} boost {100 * (acc.extra - acc.base).mean():+.1f} "
-            f"bias {100 * (acc.test - acc.extra).mean():+.1f} pts; s/rep median {np.median(reps):.0f} "
-            f"(min {min(reps):.0f}, max {max(reps):.0f})"
-        )
-    print(f"  {len(seconds)} repetitions, {sum(seconds):.0f} s of repetition time")
-
-
-def training_on_the_test_task(root: Path, figure: Path) -> None:
-    files = sorted(root.rglob("*.json"))
-    evaluation = sum(float(json.loads(f.read_text()).get("total_evaluation_time_seconds", 0)) for f in files)
-    print(
-        f"training-on-the-test-task cpu-mini: {len(files)} result files, {evaluation:.0f} s of lm-eval time"
     )
-    if not figure.is_file():
-        print(f"  ({figure} missing: run make figure-mini PAPER=training-on-the-test-task SOURCE=results)")
-        return
-    for p in json.loads(figure.read_text())["panels"]:
-        before, after = p["before"], p["after"]
-        print(
-            f"  {p['benchmark']:18s} {p['metric']:18s} {before['value']:.3f} ± {before['stderr']:.3f} -> "
-            f"{after['value']:.3f} ± {after['stderr']:.3f} ({p['difference']:+.3f})"
+    numbers = before_after(make_context(cfg, "training-on-the-test-task"))
+    return {"files": len(files), "seconds": seconds, "panels": numbers["panels"]}
+
+
+def _checkout_results(rev: str, dest: Path) -> Path:
+    """The committed results folders at `rev`, extracted under `dest` (the working tree is not touched)."""
+    archive = subprocess.run(
+        ["git", "archive", rev, str(POT), str(TOTT)], cwd=repo_root(), capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def _print_pot(now: dict, before: dict | None) -> None:
+    print("pretrain-on-test cpu-mini (per dataset; seconds per repetition from run_log.jsonl)")
+    for name, r in now.items():
+        line = (
+            f"  {name:26s} n_rep {r['repetitions']} base {r['base']:.3f} extra {r['extra']:.3f} "
+            f"test {r['test']:.3f} majority {r['majority']:.3f} boost {r['boost']:+.1f} bias {r['bias']:+.1f} pts; "
+            f"s/rep median {r['seconds']:.0f} (min {r['seconds_min']:.0f}, max {r['seconds_max']:.0f})"
         )
+        print(line)
+        if before and name in before:
+            b = before[name]
+            print(
+                f"  {'':26s} before: base {b['base']:.3f} extra {b['extra']:.3f} test {b['test']:.3f} "
+                f"boost {b['boost']:+.1f} bias {b['bias']:+.1f} pts -> change: base {r['base'] - b['base']:+.3f}, "
+                f"boost {r['boost'] - b['boost']:+.1f}, bias {r['bias'] - b['bias']:+.1f} pts"
+            )
+    total = sum(r["seconds_total"] for r in now.values())
+    print(f"  {sum(r['repetitions'] for r in now.values())} repetitions, {total:.0f} s of repetition time")
+
+
+def _key(panel: dict) -> tuple[str, str]:
+    return panel["benchmark"], panel["metric"]
+
+
+def _print_tott(now: dict, before: dict | None) -> None:
+    print(
+        f"training-on-the-test-task cpu-mini: {now['files']} result files, {now['seconds']:.0f} s of lm-eval time"
+    )
+    old = {_key(p): p for p in before["panels"]} if before else {}
+    for p in now["panels"]:
+        b, a = p["before"], p["after"]
+        line = (
+            f"  {p['benchmark']:18s} {p['metric']:18s} {b['value']:.3f} ± {b['stderr']:.3f} -> "
+            f"{a['value']:.3f} ± {a['stderr']:.3f} ({p['difference']:+.3f})"
+        )
+        if _key(p) in old:
+            o = old[_key(p)]
+            line += (
+                f" | before issue: {o['before']['value']:.3f} -> {o['after']['value']:.3f} ({o['difference']:+.3f});"
+                f" change of the difference {p['difference'] - o['difference']:+.3f}"
+            )
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--before", metavar="REV", help="also read the results committed at this git revision"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        old_pot = old_tott = None
+        if args.before:
+            old = _checkout_results(args.before, tmp / "before")
+            old_pot = pretrain_on_test(old / POT)
+            old_tott = training_on_the_test_task(old, tmp / "figures-before")
+        _print_pot(pretrain_on_test(repo_root() / POT), old_pot)
+        _print_tott(training_on_the_test_task(repo_root(), tmp / "figures-now"), old_tott)
 
 
 if __name__ == "__main__":
-    repo = repo_root()
-    pretrain_on_test(repo / "results" / "pretrain-on-test" / "cpu-mini")
-    training_on_the_test_task(
-        repo / "results" / "training-on-the-test-task" / "cpu-mini" / "evaluations",
-        repo / "figures" / "training-on-the-test-task" / "figure-mini.json",
-    )
+    main()
