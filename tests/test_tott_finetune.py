@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+import torch
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.pot_fixtures import build_model
 from testtask.paths import conf_dir
+from testtask.training_on_the_test_task import finetune as ft
 from testtask.training_on_the_test_task import task_data
 from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation, peak_learning_rate
 
@@ -60,6 +64,7 @@ def test_recipe_matches_the_authors_code():
         "adamw_torch_fused",
         "bf16",
     )
+    assert cfg.precision_large == "bf16-mixed"  # --bf16 under ZeRO-3: DeepSpeed's fp32 master weights
     assert (cfg.loss_on, cfg.train_eos, cfg.truncation_side) == ("completion", True, "left")
     assert peak_learning_rate(cfg, 7e9) == 2e-5 and peak_learning_rate(cfg, 13e9) == 2e-6
     assert peak_learning_rate(cfg, 13e9, override=1e-5) == 1e-5
@@ -79,8 +84,6 @@ def test_finetune_learns_saves_checkpoints_and_resumes(tmp_path, tiny_llama, rec
     assert last < 0.9 * first, f"loss did not go down: {first:.3f} -> {last:.3f}"
     assert (out / "final" / "config.json").is_file() and (out / "final" / "tokenizer_config.json").is_file()
     # Cosine decay to 10% of the peak after 2 warm-up steps.
-    import json
-
     history = json.loads((out / "checkpoint-12" / "trainer_state.json").read_text())["log_history"]
     rates = [e["learning_rate"] for e in history if "learning_rate" in e]
     assert max(rates) == pytest.approx(5e-3, rel=0.05)
@@ -111,6 +114,121 @@ def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):
     )
     assert (tmp_path / "lora" / "final" / "adapter_config.json").is_file()
     assert result.last_loss < result.first_loss
+
+
+def _composed_recipe(*overrides: str) -> dict:
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+        cfg = compose("training_on_the_test_task_run", overrides=list(overrides))
+    return OmegaConf.to_container(cfg.recipe, resolve=True)
+
+
+def test_precision_defaults_follow_app_b2_by_model_size():
+    """< 10B: pure bf16 (App. B.2 "BF16", the authors' bf16-loaded weights under --bf16); >= 10B: bf16 compute on
+    fp32 master weights (what their --bf16 under ZeRO-3 ran); the paper_text preset: fp32 ("full precision")
+    there. CPU: fp32 unless asked explicitly; an explicit choice wins everywhere."""
+    code, text = _composed_recipe(), _composed_recipe("protocol=training_on_the_test_task/paper_text")
+    assert ft.PRECISIONS == ("bf16", "bf16-mixed", "fp32")
+    assert [ft.resolve_precision(code, "cuda", n) for n in (1e9, 9.9e9, 1e10, 70e9)] == [
+        "bf16",
+        "bf16",
+        "bf16-mixed",
+        "bf16-mixed",
+    ]
+    assert [ft.resolve_precision(text, "cuda", n) for n in (7e9, 13e9)] == ["bf16", "fp32"]
+    assert ft.resolve_precision(code, "cpu", 1e9) == ft.resolve_precision(code, "cpu", 13e9) == "fp32"
+    assert ft.resolve_precision(code, "cpu", 1e9, explicit="bf16") == "bf16"
+    assert ft.resolve_precision(code, "cuda", 13e9, explicit="fp32") == "fp32"
+    assert ft.resolve_precision({"precision": None, "bf16": False}, "cuda") == "fp32"  # the old bool key
+    assert ft.weights_dtype("bf16") == torch.bfloat16
+    assert ft.weights_dtype("bf16-mixed") == ft.weights_dtype("fp32") == torch.float32
+    with pytest.raises(ValueError, match="bf16-mixed"):
+        ft.resolve_precision({"precision": "fp16"}, "cuda")
+    with pytest.raises(ValueError, match="one of"):
+        ft.resolve_precision(code, "cpu", explicit="half")
+
+
+def _weights(folder) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return {k: v for f in sorted(folder.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
+
+
+@pytest.mark.parametrize(
+    ("explicit", "dtype", "autocast"),
+    [(None, torch.float32, False), ("bf16", torch.bfloat16, True), ("bf16-mixed", torch.float32, True)],
+)
+def test_precision_is_a_recipe_choice_recorded_in_the_metadata(
+    tmp_path, tiny_llama, recipe, monkeypatch, explicit, dtype, autocast
+):
+    """On the CPU a run is fp32 unless `precision=` asks; bf16 trains (and saves) bf16 weights, bf16-mixed fp32
+    master weights under bf16 autocast. finished.json and the result record the choice and the batch arithmetic;
+    a rerun returns them; the explicit choice is part of the fingerprint."""
+    model, texts = tiny_llama
+    seen = {}
+    make_args = ft.training_arguments
+
+    def spy(*a, **kw):
+        seen["args"] = make_args(*a, **kw)
+        return seen["args"]
+
+    monkeypatch.setattr(ft, "training_arguments", spy)
+    small = {**recipe, "max_steps": 2, "save_steps": []}
+    out = tmp_path / str(explicit)
+    result = finetune(model, texts, out, small, parameters=1e6, learning_rate=1e-3, precision=explicit)
+    name = explicit or "fp32"
+    assert seen["args"].bf16 is autocast and seen["args"].use_cpu
+    weights = _weights(out / "final")
+    assert {w.dtype for w in weights.values()} == {dtype}
+    assert result.precision == name and result.steps == 2
+    assert result.batch == {"per_device": 2, "accumulation": 2, "world_size": 1, "effective": 4}
+    record = json.loads((out / "finished.json").read_text())
+    assert record["precision"] == name and record["weights_dtype"] == str(dtype).removeprefix("torch.")
+    assert record["batch"]["effective"] == small["batch_size"] and record["precision_meaning"]
+    assert all(math.isfinite(loss) for _, loss in result.losses)
+    again = finetune(model, texts, out, small, parameters=1e6, learning_rate=1e-3, precision=explicit)
+    assert (again.precision, again.batch, again.losses) == (name, result.batch, result.losses)
+    if explicit:  # the same recipe without the explicit choice is another run (fp32 on the CPU)
+        assert ft._fingerprint(model, texts, small, 1e-3, 0, None, None, explicit) != ft._fingerprint(
+            model, texts, small, 1e-3, 0, None
+        )
+
+
+def test_training_arguments_exist_when_the_model_is_built(tmp_path, tiny_llama, recipe, monkeypatch):
+    """ZeRO-3's documented order (the authors' train.py:257,267): TrainingArguments(deepspeed=...) first, which
+    registers the DeepSpeed config so that `from_pretrained` builds the model inside zero.Init, partitioned; the
+    other order loads the whole model on every rank. Spies on the two transformers calls themselves (deepspeed is
+    not needed): when from_pretrained runs, TrainingArguments must already exist, and they are the Trainer's."""
+    import transformers
+
+    events: list[str] = []
+    built: list[object] = []
+    post_init = transformers.TrainingArguments.__post_init__
+    load = transformers.AutoModelForCausalLM.from_pretrained.__func__
+
+    def spy_post_init(self, *a, **kw):
+        post_init(self, *a, **kw)
+        events.append("TrainingArguments")
+        built.append(self)
+
+    def spy_load(cls, *a, **kw):
+        events.append("from_pretrained")
+        return load(cls, *a, **kw)
+
+    class Stop(Exception):
+        pass
+
+    def spy_trainer(*a, **kw):
+        events.append("Trainer")
+        assert kw["args"] is built[-1]
+        raise Stop
+
+    monkeypatch.setattr(transformers.TrainingArguments, "__post_init__", spy_post_init)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(spy_load))
+    monkeypatch.setattr(transformers, "Trainer", spy_trainer)
+    model, texts = tiny_llama
+    with pytest.raises(Stop):
+        finetune(model, texts, tmp_path / "order", recipe, parameters=1e6, learning_rate=1e-3)
+    assert events == ["TrainingArguments", "from_pretrained", "Trainer"], events
 
 
 def test_task_data_formats():

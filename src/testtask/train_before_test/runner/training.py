@@ -3,7 +3,9 @@
 a finished run is found by its fingerprint).
 
 `finetune` checkpoints at listed optimizer steps, so the epoch boundaries are computed the way the Trainer counts
-steps (`steps_per_epoch`) and checked against the checkpoints it wrote.
+steps (`steps_per_epoch`) and checked against the checkpoints it wrote. Under torchrun the processes split each
+epoch's batches (accelerate's sharding) and the accumulation divides the batch by WORLD_SIZE, read before the
+Trainer starts torch.distributed; tests/test_distributed.py runs it on two processes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class EpochRun:
     checkpoints: dict[int, Path]  # epoch -> checkpoint folder (a LoRA adapter)
     steps_per_epoch: int
     losses: list[tuple[int, float]]
+    precision: str | None = None  # what finetune trained in (finished.json records it too)
 
     def step(self, epoch: int) -> int:
         return epoch * self.steps_per_epoch
@@ -86,4 +89,4 @@ def train_epochs(
             f"{output_dir}: expected a checkpoint at the end of each epoch (steps {steps}, {per_epoch} per epoch "
             f"for {len(texts)} texts), the Trainer ran {result.steps} steps and saved {result.checkpoints}"
         )
-    return EpochRun(folders, per_epoch, [tuple(x) for x in result.losses])
+    return EpochRun(folders, per_epoch, [tuple(x) for x in result.losses], result.precision)

@@ -1,0 +1,3 @@
+from testtask.preflight.cli import main
+
+raise SystemExit(main())

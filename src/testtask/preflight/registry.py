@@ -1,0 +1,74 @@
+"""The preflight's checks: a name, what it needs (a CUDA GPU, two of them) and the function that runs it.
+
+A check is a function of the run's `Context` that returns its key numbers (a flat dict: tokens/s, losses,
+accuracies, ...) and raises to fail or `Skip` to be skipped. Checks register themselves with `@check(...)` in the
+modules of `testtask.preflight.checks`, in the order they run; `checks()` imports those modules and returns the
+registry, which tests may extend (`REGISTRY[name] = Check(...)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+NEEDS = {
+    "cuda": "needs a CUDA GPU",
+    "2gpu": "needs 2 GPUs",
+}
+
+
+class Skip(Exception):  # noqa: N818 -- raised to skip, not an error
+    """Raised by a check that cannot run here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    run: Callable[[Any], dict[str, Any] | None]
+    description: str
+    needs: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.needs) - set(NEEDS)
+        if unknown:
+            raise ValueError(f"check {self.name!r}: unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def register(item: Check) -> Check:
+    if item.name in REGISTRY and REGISTRY[item.name].run is not item.run:
+        raise ValueError(f"a check named {item.name!r} is registered already")
+    REGISTRY[item.name] = item
+    return item
+
+
+def check(name: str, description: str, needs: Iterable[str] = ()) -> Callable:
+    """Decorator: register the function as the check `name`."""
+
+    def wrap(fn: Callable[[Any], dict[str, Any] | None]) -> Callable[[Any], dict[str, Any] | None]:
+        register(Check(name=name, run=fn, description=description, needs=frozenset(needs)))
+        return fn
+
+    return wrap
+
+
+def checks() -> dict[str, Check]:
+    """Every registered check, in running order (importing the check modules registers them)."""
+    import testtask.preflight.checks  # noqa: F401
+
+    return REGISTRY
+
+
+def select(only: Iterable[str] | None) -> list[Check]:
+    """The checks named in `only` (in registry order), or all of them; an unknown name is a KeyError."""
+    registry = checks()
+    if not only:
+        return list(registry.values())
+    wanted = list(dict.fromkeys(only))
+    unknown = [name for name in wanted if name not in registry]
+    if unknown:
+        raise KeyError(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(registry)}")
+    return [registry[name] for name in registry if name in wanted]

@@ -1,0 +1,163 @@
+"""The preflight's record: versions, the GPU, the git commit, every check's outcome; written atomically.
+
+`results/gpu-preflight/<gpu-name-slug>.json` (`cpu.json` for the CPU subset). The file is rewritten after every
+check with `complete: false`, so a run that dies (a segfault in a CUDA extension, a killed job) still leaves what
+it found; the last write has `complete: true`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from testtask.io import atomic_write_json
+from testtask.paths import repo_root
+from testtask.preflight.runner import Context, Outcome, counts
+
+SCHEMA = 1
+DEFAULT_OUT = "results/gpu-preflight"
+PACKAGES = (
+    "torch",
+    "transformers",
+    "peft",
+    "bitsandbytes",
+    "lm_eval",
+    "deepspeed",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "flash_attn",
+)
+
+
+def version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    return {"python": platform.python_version(), **{p: version(p) for p in PACKAGES}}
+
+
+def slug(text: str) -> str:
+    """`NVIDIA H100 80GB HBM3` -> `nvidia-h100-80gb-hbm3`."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown-gpu"
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+def gpu_info() -> dict[str, Any] | None:
+    """Name, memory and compute capability of each visible GPU, CUDA and cuDNN versions; None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    devices = []
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        devices.append(
+            {
+                "name": props.name,
+                "memory_gib": round(props.total_memory / 2**30, 2),
+                "capability": f"{props.major}.{props.minor}",
+            }
+        )
+    return {
+        "name": devices[0]["name"],
+        "memory_gib": devices[0]["memory_gib"],
+        "count": len(devices),
+        "devices": devices,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "driver": _driver(),
+        "bf16_supported": bool(torch.cuda.is_bf16_supported()),
+    }
+
+
+def file_name(gpu: dict[str, Any] | None, device: str) -> str:
+    """`<gpu-name-slug>.json` (`-x<count>` with several GPUs), `cpu.json` for a CPU run."""
+    if device == "cpu" or gpu is None:
+        return "cpu.json"
+    suffix = f"-x{gpu['count']}" if gpu["count"] > 1 else ""
+    return f"{slug(gpu['name'])}{suffix}.json"
+
+
+def git_commit(root: Path | None = None) -> dict[str, Any]:
+    root = root or repo_root()
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def record(
+    outcomes: Sequence[Outcome],
+    *,
+    ctx: Context,
+    gpu: dict[str, Any] | None,
+    environment: dict[str, Any],
+    selected: Sequence[str],
+    all_names: Sequence[str],
+    total_seconds: float,
+    complete: bool,
+) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "complete": complete,
+        "device": ctx.device,
+        "gpu": gpu,
+        "cuda": gpu["cuda"] if gpu else None,
+        "versions": environment["versions"],
+        "git": environment["git"],
+        "platform": environment["platform"],
+        "command": environment["command"],
+        "selected": list(selected),
+        "all_checks": len(selected) == len(all_names),
+        "total_seconds": round(total_seconds, 2),
+        "summary": counts(outcomes),
+        "checks": [o.as_dict() for o in outcomes],
+    }
+
+
+def environment(argv: Sequence[str]) -> dict[str, Any]:
+    return {
+        "versions": versions(),
+        "git": git_commit(),
+        "platform": platform.platform(),
+        "command": " ".join([Path(sys.executable).name, "-m", "testtask.preflight", *argv]),
+    }
+
+
+def write(path: Path, data: dict[str, Any]) -> Path:
+    return atomic_write_json(path, data)

@@ -1,0 +1,324 @@
+"""`make plan-training-on-the-test-task`: the paper sweep's jobs before any GPU hour is spent on them.
+
+One line per (model, stage[, finetune data]) of the sweeps in `plan.experiments` (the paper sweep split by App.
+B.2's size classes, conf/experiment/training_on_the_test_task/paper*.yaml), each composed exactly as the runner
+composes it: parameters, the GPUs and nodes its SLURM launcher asks for, precision, per-device batch x gradient
+accumulation x ranks = effective batch (the accumulation from finetune's own `gradient_accumulation`), peak
+learning rate, remote code, and an estimate of its GPU-hours. Hydra overrides work as on the runner
+(`make plan-training-on-the-test-task ARGS='recipe.per_device_batch_size=8 plan.train_tflops=400'`).
+
+The estimate is arithmetic, not a measurement: training FLOPs = 6 x N x tokens, with tokens = optimizer steps x 64
+x tokens per example (`recipe.max_length` when every example is padded to it, as the authors' collator does, else
+`plan.tokens_per_example`) and the example counts of `plan.finetune_examples`; evaluation FLOPs = 2 x N x the
+tokens lm-eval forwards (`plan.eval_tokens` per benchmark, also for each emergence checkpoint the stage
+evaluates); both divided by an assumed achieved throughput per GPU (`plan.train_tflops`, `plan.eval_tflops`).
+Activation checkpointing (>= 10B) adds about a third to the training FLOPs and is not counted.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+ENTRY = "training_on_the_test_task_run"
+
+
+@dataclass(frozen=True)
+class Job:
+    experiment: str
+    launcher: str  # the SLURM job name (hydra.launcher.name)
+    model: str
+    stage: str
+    finetune: str | None  # None for base (evaluation only; shared by both finetune datasets)
+    params_b: float
+    gpus: int  # GPUs the job holds (gpus_per_node x nodes)
+    nodes: int
+    ranks: int  # training processes (1 unless the job trains under accelerate)
+    zero3: bool
+    precision: str | None
+    per_device: int | None
+    accumulation: int | None
+    learning_rate: float | None
+    remote_code: bool
+    revision: str | None
+    train_tokens: float
+    train_gpu_hours: float
+    eval_tokens: float
+    eval_gpu_hours: float
+    timeout_min: int | None
+
+    @property
+    def effective_batch(self) -> int | None:
+        if self.per_device is None or self.accumulation is None:
+            return None
+        return self.per_device * self.accumulation * self.ranks
+
+    @property
+    def wall_hours(self) -> float:
+        """Estimated job length: training spread over its ranks, then evaluation in one process."""
+        return self.train_gpu_hours / self.ranks + self.eval_gpu_hours
+
+    @property
+    def held_gpu_hours(self) -> float:
+        """GPU-hours the job reserves: its wall time times the GPUs it holds."""
+        return self.wall_hours * self.gpus
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """The runner's config with `overrides`, hydra node included (launcher, sweeper params)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from testtask.paths import conf_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+        cfg = hydra_compose(ENTRY, overrides=list(overrides), return_hydra_config=True)
+    OmegaConf.set_struct(cfg, False)
+    return cfg
+
+
+def sweep_values(cfg: DictConfig, key: str) -> list[str]:
+    """The values the experiment sweeps `key` over (hydra.sweeper.params), else the config's single value."""
+    params = cfg.hydra.get("sweeper", {}).get("params") or {}
+    if key in params:
+        return [v.strip() for v in str(params[key]).split(",") if v.strip()]
+    value = cfg.finetune_data.name if key == "finetune_data" else cfg.get(key)
+    return [str(value)]
+
+
+def _precision(recipe: dict[str, Any], parameters: float) -> str:
+    """What finetune trains in on a GPU (its own rule: resolve_precision, else uses_bf16)."""
+    from testtask.training_on_the_test_task import finetune as ft
+
+    resolve = getattr(ft, "resolve_precision", None)
+    if resolve is not None:
+        return str(resolve(recipe, "cuda", parameters))
+    return "bf16" if ft.uses_bf16(recipe, "cuda", parameters) else "fp32"
+
+
+def _tokens_per_example(cfg: DictConfig, recipe: dict[str, Any], finetune: str) -> float:
+    table = cfg.plan.get("tokens_per_example")
+    if table is not None:
+        return float(table[finetune] if isinstance(table, DictConfig) else table)
+    if recipe.get("pad_to_max_length", True):
+        return float(recipe["max_length"])
+    raise ValueError(
+        "recipe.pad_to_max_length is false: give plan.tokens_per_example (mean tokens per example, per dataset)"
+    )
+
+
+def _eval_tokens(cfg: DictConfig, benchmarks: Sequence[str]) -> float:
+    table = {str(k): float(v) for k, v in (cfg.plan.get("eval_tokens") or {}).items()}
+    missing = [b for b in benchmarks if b not in table]
+    if missing:
+        raise ValueError(f"plan.eval_tokens has no estimate for benchmark(s) {missing}")
+    return sum(table[b] for b in benchmarks)
+
+
+def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str | None) -> Job:
+    """The plan line of one job, computed with the runner's and finetune's own functions."""
+    from testtask.training_on_the_test_task import finetune as ft
+    from testtask.training_on_the_test_task import runner
+
+    cfg = cfg.copy()
+    cfg.model, cfg.stage = model, stage
+    launcher = cfg.hydra.launcher
+    nodes = int(launcher.get("nodes") or 1)
+    gpus = int(launcher.get("gpus_per_node") or 0) * nodes
+    path, parameters = runner.model_source(cfg)
+    n = parameters
+    eval_tflops = float(cfg.plan.eval_tflops) * 1e12
+    evaluations = _eval_tokens(cfg, [str(b) for b in cfg.benchmarks])
+    common = {
+        "experiment": experiment,
+        "launcher": str(launcher.get("name") or ""),
+        "model": model,
+        "stage": stage,
+        "params_b": n / 1e9,
+        "gpus": gpus,
+        "nodes": nodes,
+        "remote_code": runner.trust_remote_code(cfg, path),
+        "revision": runner.load_kwargs(cfg).get("revision"),
+        "timeout_min": int(launcher.timeout_min) if launcher.get("timeout_min") else None,
+    }
+    if stage == "base":
+        eval_hours = 2 * n * evaluations / eval_tflops / 3600
+        return Job(
+            **common,
+            finetune=None,
+            ranks=1,
+            zero3=False,
+            precision=None,
+            per_device=None,
+            accumulation=None,
+            learning_rate=None,
+            train_tokens=0.0,
+            train_gpu_hours=0.0,
+            eval_tokens=evaluations,
+            eval_gpu_hours=eval_hours,
+        )
+    recipe, spec = runner.stage_recipe(cfg, stage)
+    dist = cfg.get("distributed") or {}
+    distributed = bool(dist.get("accelerate_config"))
+    ranks = int(dist.get("num_processes") or 1) if distributed else 1
+    if ranks > max(gpus, 1):
+        raise ValueError(f"{experiment}: {ranks} training processes but the launcher holds {gpus} GPUs")
+    per_device = int(recipe["per_device_batch_size"])
+    batch = int(recipe["batch_size"])
+    accumulation = ft.gradient_accumulation(batch, per_device, ranks)
+    zero3 = bool(recipe.get("deepspeed")) or (
+        distributed and "zero3" in str(dist.get("accelerate_config")) and bool(recipe.get("zero3_config"))
+    )
+    examples = float(cfg.plan.finetune_examples[finetune])
+    steps = math.ceil(examples / batch) * int(recipe["epochs"])
+    if recipe.get("max_steps"):
+        steps = min(steps, int(recipe["max_steps"]))
+    tokens = steps * batch * _tokens_per_example(cfg, recipe, finetune)
+    train_hours = 6 * n * tokens / (float(cfg.plan.train_tflops) * 1e12) / 3600
+    checkpoints = 0
+    if spec:  # the emergence checkpoints this stage saves and evaluates
+        saved = ft.emergence_schedule(spec.get("steps", []), spec.get("every"), steps)
+        checkpoints = len(saved)
+        evaluations += checkpoints * _eval_tokens(cfg, [str(b) for b in spec.get("benchmarks", [])])
+    return Job(
+        **common,
+        finetune=finetune,
+        ranks=ranks,
+        zero3=zero3,
+        precision=_precision(recipe, n),
+        per_device=per_device,
+        accumulation=accumulation,
+        learning_rate=ft.peak_learning_rate(recipe, n, runner.learning_rate(cfg)),
+        train_tokens=tokens,
+        train_gpu_hours=train_hours,
+        eval_tokens=evaluations,
+        eval_gpu_hours=2 * n * evaluations / eval_tflops / 3600,
+    )
+
+
+def plan(overrides: Sequence[str] = ()) -> tuple[list[Job], DictConfig]:
+    """Every job of the `plan.experiments` sweeps (base once per model), and the plan settings."""
+    from testtask.training_on_the_test_task.models import ModelRegistry
+    from testtask.training_on_the_test_task.runner import fixed_registry
+
+    settings = compose(overrides)
+    wanted = set(settings.plan.models) if settings.plan.get("models") else None
+    jobs: list[Job] = []
+    with fixed_registry(ModelRegistry.from_config(settings.models)):
+        for experiment in settings.plan.experiments:
+            cfg = compose([f"experiment={experiment}", *overrides])
+            for finetune in sweep_values(cfg, "finetune_data"):
+                data = cfg
+                if finetune != cfg.finetune_data.name:
+                    data = compose([f"experiment={experiment}", f"finetune_data={finetune}", *overrides])
+                for model in sweep_values(cfg, "model"):
+                    if wanted is not None and model not in wanted:
+                        continue
+                    for stage in sweep_values(cfg, "stage"):
+                        if stage == "base" and any(j.model == model and j.stage == "base" for j in jobs):
+                            continue  # launched once per finetune dataset; the second run finds the files
+                        ft = None if stage == "base" else finetune
+                        jobs.append(job(data, str(experiment), model, stage, ft))
+    return jobs, settings
+
+
+def _row(job: Job) -> list[str]:
+    batch = (
+        "—"
+        if job.effective_batch is None
+        else f"{job.per_device}x{job.accumulation}x{job.ranks}={job.effective_batch}"
+    )
+    wall = f"{job.wall_hours:.1f}"
+    if job.timeout_min and job.wall_hours * 60 > job.timeout_min:
+        wall += "!"
+    return [
+        job.model,
+        job.stage,
+        job.finetune or "—",
+        f"{job.params_b:g}",
+        f"{job.gpus}x{job.nodes}",
+        "ZeRO-3" if job.zero3 else "—",
+        job.precision or "—",
+        batch,
+        "—" if job.learning_rate is None else f"{job.learning_rate:.0e}",
+        "yes" if job.remote_code else "no",
+        f"{job.train_gpu_hours:.1f}",
+        f"{job.eval_gpu_hours:.1f}",
+        wall,
+        job.launcher,
+    ]
+
+
+HEADER = [
+    "model",
+    "stage",
+    "data",
+    "N (B)",
+    "GPUs x nodes",
+    "sharding",
+    "precision",
+    "batch: per-device x accum x ranks",
+    "peak lr",
+    "remote code",
+    "train GPU-h",
+    "eval GPU-h",
+    "wall h",
+    "SLURM job",
+]
+
+
+def report(jobs: Sequence[Job], settings: DictConfig) -> str:
+    """The plan as text: the assumptions, one line per job, and the totals beside the paper's."""
+    rows = [HEADER, *(_row(j) for j in jobs)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = [
+        "Training on the test task: the paper sweep by App. B.2 size class (estimates, not measurements)",
+        f"  sweeps: {', '.join(str(e) for e in settings.plan.experiments)}",
+        f"  assumed throughput per GPU: training {settings.plan.train_tflops:g} TFLOP/s (6·N·tokens), "
+        f"lm-eval {settings.plan.eval_tflops:g} TFLOP/s (2·N·tokens)",
+        "  training tokens = steps x 64 x tokens per example (recipe.max_length when padded to it); examples: "
+        + ", ".join(f"{k} {float(v):,.0f}" for k, v in settings.plan.finetune_examples.items()),
+        "",
+    ]
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[k]) for k, cell in enumerate(row)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    train = sum(j.train_gpu_hours for j in jobs)
+    evaluation = sum(j.eval_gpu_hours for j in jobs)
+    held = sum(j.held_gpu_hours for j in jobs)
+    trained = [j for j in jobs if j.effective_batch is not None]
+    batches = sorted({j.effective_batch for j in trained})
+    paper = settings.plan.paper_gpu_hours
+    over = [j for j in jobs if j.timeout_min and j.wall_hours * 60 > j.timeout_min]
+    lines += [
+        "",
+        f"{len(jobs)} jobs ({len(trained)} fine-tuning, {len(jobs) - len(trained)} base evaluations; the sweeps "
+        "launch base once per finetune dataset, the second run finds the result files); "
+        f"effective batch {', '.join(str(b) for b in batches)}",
+        f"estimated GPU-hours: fine-tuning {train:,.0f}, evaluation {evaluation:,.0f} (compute at the assumed "
+        f"throughput); held by the jobs (wall time x GPUs held) {held:,.0f}",
+        f"the paper (all of its experiments: e1/e2/e3, learning-rate sweep, checkpoints): about "
+        f"{float(paper.finetune):,.0f} H100 hours of fine-tuning and {float(paper.evaluation):,.0f} of evaluation",
+    ]
+    if over:
+        lines.append(
+            f"{len(over)} job(s) marked ! run longer than their launcher's timeout_min; they are requeued "
+            "(max_num_timeout) and resume from their last checkpoint"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    overrides = list(sys.argv[1:] if argv is None else argv)
+    jobs, settings = plan(overrides)
+    print(report(jobs, settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""`make plan-training-on-the-test-task`: every job of the paper sweep with its resources and batch arithmetic,
+computed with the runner's and finetune's own functions, and a GPU-hour estimate beside the paper's."""
+
+from __future__ import annotations
+
+import pytest
+
+from testtask.training_on_the_test_task import plan
+from testtask.training_on_the_test_task.models import ModelRegistry
+
+# The nine the issue counts (Baichuan x4, InternLM x4, Skywork-13B); the registry also flags the StableLM-Alpha-v2
+# models (remote modeling code) and the Yi-6B and MAP-Neo-7B tokenizers.
+NINE = {
+    "baichuan-7b",
+    "baichuan-13b",
+    "baichuan2-7b",
+    "baichuan2-13b",
+    "internlm-7b",
+    "internlm-20b",
+    "internlm2-base-7b",
+    "internlm2-base-20b",
+    "skywork-13b",
+}
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return plan.plan()
+
+
+def test_every_sweep_model_is_planned_with_an_effective_batch_of_64(sweep):
+    jobs, _ = sweep
+    registry = ModelRegistry.load()
+    assert {j.model for j in jobs} == {n for n in registry.names("base") if registry.get(n).hf_repo}
+    assert len({j.model for j in jobs}) == 52
+    trained = [j for j in jobs if j.stage != "base"]
+    assert len(trained) == 52 * 2 and {j.finetune for j in trained} == {"mmluaux", "gsm8kaux"}
+    assert all(j.effective_batch == 64 for j in trained)
+    assert all(j.train_gpu_hours > 0 and j.eval_gpu_hours > 0 for j in trained)
+
+
+def test_models_of_10b_and_more_train_under_zero3_on_8_or_16_gpus(sweep):
+    jobs, _ = sweep
+    for j in jobs:
+        if j.params_b < 10:
+            assert (j.gpus, j.nodes, j.ranks, j.zero3) == (1, 1, 1, False), j
+        elif j.stage != "base":
+            assert j.zero3 and j.ranks == j.gpus and (j.gpus, j.nodes) in {(8, 1), (16, 2)}, j
+            assert (j.gpus == 16) == (j.params_b > 30)
+            assert j.precision in {"bf16-mixed", "bf16", "fp32"} and j.learning_rate == 2e-6
+    assert len({j.launcher for j in jobs}) == 3
+
+
+def test_the_remote_code_models_say_so(sweep):
+    jobs, _ = sweep
+    remote = {j.model for j in jobs if j.remote_code}
+    assert NINE <= remote
+    assert not {"falcon-7b", "falcon-11b", "pythia-70m", "llama-2-70b", "qwen2-7b"} & remote
+
+
+def test_the_report_has_a_line_per_job_and_the_papers_totals(sweep):
+    jobs, settings = sweep
+    text = plan.report(jobs, settings)
+    lines = text.splitlines()
+    for j in jobs:
+        assert any(line.split()[:3] == [j.model, j.stage, j.finetune or "—"] for line in lines), j
+    assert "4x16x1=64" in text and "4x2x8=64" in text and "4x1x16=64" in text
+    assert "10,000 H100 hours of fine-tuning and 400 of evaluation" in text
+    assert "effective batch 64" in text
+
+
+def test_overrides_change_the_arithmetic_not_the_effective_batch(capsys):
+    args = ["plan.models=[pythia-70m,llama-2-70b]", "recipe.per_device_batch_size=2", "plan.train_tflops=600"]
+    jobs, _ = plan.plan(args)
+    trained = {j.model: j for j in jobs if j.stage == "e3" and j.finetune == "mmluaux"}
+    assert (trained["pythia-70m"].per_device, trained["pythia-70m"].accumulation) == (2, 32)
+    assert (trained["llama-2-70b"].accumulation, trained["llama-2-70b"].ranks) == (2, 16)
+    assert all(j.effective_batch == 64 for j in jobs if j.stage != "base")
+    default = {j.model: j for j in plan.plan(args[:2])[0] if j.stage == "e3" and j.finetune == "mmluaux"}
+    assert trained["pythia-70m"].train_gpu_hours == pytest.approx(default["pythia-70m"].train_gpu_hours / 2)
+    # 6·N·tokens: 3 epochs of ceil(99,842 / 64) steps of 64 examples of 600 tokens (padded) at 600 TFLOP/s
+    tokens = 3 * 1561 * 64 * 600
+    assert trained["pythia-70m"].train_tokens == tokens
+    assert trained["pythia-70m"].train_gpu_hours == pytest.approx(6 * 0.07e9 * tokens / 600e12 / 3600)
+    plan.main(args)
+    out = capsys.readouterr().out
+    assert "pythia-70m" in out and "llama-2-70b" in out and "qwen2-7b" not in out
