@@ -231,6 +231,50 @@ def test_training_arguments_exist_when_the_model_is_built(tmp_path, tiny_llama, 
     assert events == ["TrainingArguments", "from_pretrained", "Trainer"], events
 
 
+def test_model_kwargs_reach_the_model_and_tokenizer_loads(tmp_path, tiny_llama, recipe, monkeypatch):
+    """A pinned revision and the registry's model arguments are passed to from_pretrained (the tokenizer at the
+    same revision), and they are part of the run's fingerprint (different weights: no reuse of a finished run)."""
+    import transformers
+
+    from testtask.training_on_the_test_task import finetune as ft
+
+    calls: dict[str, dict] = {}
+    load_model = transformers.AutoModelForCausalLM.from_pretrained.__func__
+    load_tok = transformers.AutoTokenizer.from_pretrained.__func__
+
+    def spy_model(cls, *a, **kw):
+        calls["model"] = dict(kw)
+        kw.pop("revision", None)  # the tiny local model has no Hub history
+        kw.pop("low_cpu_mem_usage", None)
+        return load_model(cls, *a, **kw)
+
+    def spy_tok(cls, *a, **kw):
+        calls["tokenizer"] = dict(kw)
+        kw.pop("revision", None)
+        return load_tok(cls, *a, **kw)
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **kw):
+        raise Stop
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(spy_model))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", classmethod(spy_tok))
+    monkeypatch.setattr(transformers, "Trainer", stop)
+    model, texts = tiny_llama
+    kwargs = {"revision": "0123abc", "low_cpu_mem_usage": True}
+    with pytest.raises(Stop):
+        finetune(
+            model, texts, tmp_path / "pinned", recipe, parameters=1e6, learning_rate=1e-3, model_kwargs=kwargs
+        )
+    assert calls["model"]["revision"] == "0123abc" and calls["model"]["low_cpu_mem_usage"] is True
+    assert calls["tokenizer"]["revision"] == "0123abc"
+    plain = ft._fingerprint(model, texts, recipe, 1e-3, 0, None)
+    assert ft._fingerprint(model, texts, recipe, 1e-3, 0, None, model_kwargs=kwargs) != plain
+    assert ft._fingerprint(model, texts, recipe, 1e-3, 0, None, model_kwargs={}) == plain
+
+
 def test_task_data_formats():
     prompt, completion = task_data.arc(ARC_ROWS[0])
     assert prompt.splitlines() == [

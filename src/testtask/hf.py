@@ -22,13 +22,13 @@ def pick_device(requested: str = "auto") -> str:
     return requested
 
 
-def load_tokenizer(name: str, *, trust_remote_code: bool = False) -> Any:
+def load_tokenizer(name: str, *, trust_remote_code: bool = False, revision: str | None = None) -> Any:
     """The model's tokenizer, with EOS as the pad token where it has none (GPT-2, Llama): batches need padding
     (as the authors' training-on-the-test-task train.py:71-73 does). `trust_remote_code` for models whose
-    tokenizer is code on the Hub (Baichuan, InternLM, Skywork)."""
+    tokenizer is code on the Hub (Baichuan, InternLM, Skywork); `revision` pins the Hub commit (None: the default branch)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, revision=revision)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -373,6 +373,7 @@ def _load_model(
     lora: Mapping[str, Any] | None,
     adapter: str | Path | None,
     precision: str | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
 ) -> Any:
     from transformers import AutoModelForCausalLM
 
@@ -382,6 +383,7 @@ def _load_model(
         dtype=weights_dtype(chosen),
         trust_remote_code=trust_remote_code,
         attn_implementation=attention(recipe, device, chosen),
+        **dict(model_kwargs or {}),
     )
     if not (lora and lora.get("enabled")):
         return model
@@ -415,6 +417,7 @@ def finetune(
     trust_remote_code: bool = False,
     adapter: str | Path | None = None,
     precision: str | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
 ) -> FinetuneResult:
     """Fine-tune `model_name` on `texts` ((prompt, completion) pairs or whole documents); the final model (or
     adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training. `precision`:
@@ -427,7 +430,7 @@ def finetune(
     output_dir = Path(output_dir)
     final = output_dir / "final"
     lr = peak_learning_rate(recipe, parameters, learning_rate)
-    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora, adapter, precision)
+    fingerprint = _fingerprint(model_name, texts, recipe, lr, seed, lora, adapter, precision, model_kwargs)
     done = output_dir / "finished.json"
     if done.is_file():
         record = json.loads(done.read_text())
@@ -465,7 +468,10 @@ def finetune(
             f"effective batch {batch['per_device']} × {batch['accumulation']} × {batch['world_size']} processes = "
             f"{batch['effective']}, the recipe's batch_size is {recipe['batch_size']}"
         )
-    tokenizer = load_tokenizer(model_name, trust_remote_code=trust_remote_code)
+    # `model_kwargs`: more from_pretrained arguments (a pinned `revision`, the registry's `model_args`); the
+    # tokenizer is read at the same revision.
+    revision = (model_kwargs or {}).get("revision")
+    tokenizer = load_tokenizer(model_name, trust_remote_code=trust_remote_code, revision=revision)
     model = _load_model(
         model_name,
         device=device,
@@ -475,6 +481,7 @@ def finetune(
         lora=lora,
         adapter=adapter,
         precision=chosen,
+        model_kwargs=model_kwargs,
     )
     features = tokenize(tokenizer, texts, recipe)
     callbacks = [SaveAtSteps(recipe.get("save_steps") or [], recipe.get("save_every"))]
@@ -547,6 +554,7 @@ def _fingerprint(
     lora: Any,
     adapter: str | Path | None = None,
     precision: str | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     """What a finished run depends on; a rerun with the same fingerprint returns the stored result."""
     digest = hashlib.sha256()
@@ -565,5 +573,7 @@ def _fingerprint(
     }
     if precision is not None:  # an explicit precision (absent otherwise, so earlier fingerprints still match)
         settings["precision"] = precision
+    if model_kwargs:  # a revision or model arguments load different weights
+        settings["model_kwargs"] = dict(model_kwargs)
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()
