@@ -14,33 +14,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CLASSES = ("sports", "food", "music")
-DESCRIPTION = "Each text is a short note. Name its topic."
-# Words that only texts of one class use, and words shared by all classes.
-CLASS_WORDS = {
-    0: ["ball", "goal", "team", "match", "score", "coach", "run", "win"],
-    1: ["bread", "soup", "salt", "cook", "taste", "meal", "rice", "cake"],
-    2: ["song", "drum", "tune", "band", "sing", "piano", "beat", "choir"],
-}
-COMMON_WORDS = ["the", "a", "very", "today", "we", "like", "this", "and", "it", "was"]
-# The words of the zero-shot prompt (conf/lm/mistral_qlora.yaml, the authors' template), so that prompts tokenize
-# without [UNK].
-PROMPT_TEXT = (
-    "Your task is to classify a given text as one of these categories:\n\n### Text: \n ### Answer: "
-    + " ".join(CLASSES)
-    + " "
-    + DESCRIPTION
+# One synthetic task for the runner tests and the GPU preflight: its classes, words, prompt vocabulary and
+# (unbalanced, 150-row) class sizes live in the library (testtask.preflight), the tests build their own tiny models.
+from testtask.preflight.data import (
+    CLASS_WORDS,
+    CLASSES,
+    COMMON_WORDS,
+    DESCRIPTION,
+    PROMPT_TEXT,
+    ROWS_PER_CLASS,
 )
-SPECIAL = {
-    "pad": "[PAD]",
-    "unk": "[UNK]",
-    "cls": "[CLS]",
-    "sep": "[SEP]",
-    "mask": "[MASK]",
-    "bos": "<s>",
-    "eos": "</s>",
-}
-ROWS_PER_CLASS = (60, 50, 40)  # unbalanced, 150 rows in all
+from testtask.preflight.models import SPECIAL
 
 
 def fixture_frame(seed: int = 0) -> pd.DataFrame:
