@@ -42,6 +42,24 @@ def real_mirror() -> Path:
     return path
 
 
+def stamp_release(folder: Path) -> Path:
+    """Mark a synthetic release folder (`<data.dest>/<paper>`) as a finished fetch, as `make data` would, so the
+    CLI's release check accepts it. The source is `test:`, so its hashes are not compared with the committed
+    manifest (synthetic files reuse the real paths with other contents)."""
+    import yaml
+
+    from testtask.data.fetch import STAMP_NAME, file_digest
+    from testtask.io import atomic_write_json
+
+    folder = Path(folder)
+    sources = yaml.safe_load((REPO / "conf" / "data" / "sources.yaml").read_text())["sources"]
+    drop = (sources.get(folder.name) or {}).get("json_drop_keys") or []
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != STAMP_NAME)
+    hashes = {p.relative_to(folder).as_posix(): file_digest(p, drop) for p in files}
+    stamp = {"paper": folder.name, "source": "test:synthetic", "files": len(hashes), "hashes": hashes}
+    return atomic_write_json(folder / STAMP_NAME, stamp)
+
+
 @pytest.fixture
 def fast_sampler() -> dict:
     return dict(FAST_SAMPLER)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.conftest import write_accuracies
-from testtask.cli import UsageError, compose, run
+from testtask.cli import NothingBuilt, UsageError, compose, run
 
 FAST = ["sampler.draws=300", "sampler.tune=300", "sampler.chains=2", "sampler.progressbar=false", "seed=5"]
 
@@ -41,8 +41,11 @@ def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):
     monkeypatch.setenv("TESTTASK_DATA_MIRROR", str(mirror))
     report = run(_config(tmp_path, "action=data"))
     assert report["pretrain-on-test"]["files"] == 4
-    assert run(_config(tmp_path, "action=figure", "figure=3")) == []  # few-shot absent: skipped, not an error
-    assert run(_config(tmp_path, "action=table", "table=1")) == []
+    # Few-shot absent: figure 3 and table 1, asked for by number, cannot be built; that is an error (exit 1).
+    with pytest.raises(NothingBuilt, match="figure 3 of pretrain-on-test"):
+        run(_config(tmp_path, "action=figure", "figure=3"))
+    with pytest.raises(NothingBuilt, match="table 1 of pretrain-on-test"):
+        run(_config(tmp_path, "action=table", "table=1"))
     built = run(_config(tmp_path, "action=figure", "figure=6"))
     assert [b["figure"] for b in built] == [6]
     numbers = json.loads((tmp_path / "figures" / "pretrain-on-test" / "figure-6.json").read_text())
@@ -233,3 +236,12 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
     env = yaml.safe_load((repo_root() / "environment-gpu.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-c constraints.txt" in pip and any(p.startswith("-e .[") and "gpu" in p for p in pip)
+
+
+def test_a_bad_override_is_refused_before_anything_is_written(tmp_path):
+    """Issue 14 finding 6 through the CLI: `sampler.draws=-10` raised OverflowError inside the sampler."""
+    from testtask.config_checks import ConfigError
+
+    with pytest.raises(ConfigError, match="sampler.draws = -10"):
+        run(_config(tmp_path, "action=figure", "figure=3", "sampler.draws=-10"))
+    assert not (tmp_path / "figures").exists() and not (tmp_path / "cache").exists()

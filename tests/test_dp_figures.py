@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from testtask.cli import build, compose
+from testtask.cli import NothingBuilt, build, compose
 from testtask.downstream_predictability.analysis import correlation_results, family_tasks
 from testtask.downstream_predictability.family import load_family
 from testtask.downstream_predictability.simulate import build_simulated, simulate_family
@@ -32,7 +32,8 @@ def _mean_spearman(tmp_path, rho):
 
 def test_published_source_builds_nothing():
     cfg = compose([f"paper={PAPER}", "source=published"])
-    assert build(cfg, "figure", None) == []
+    with pytest.raises(NothingBuilt, match="nothing was built"):
+        build(cfg, "figure", None)
 
 
 def test_chain_degrades_when_incorrect_mass_covaries(tmp_path):

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from testtask.cli import compose, run
+from tests.conftest import stamp_release
+from testtask.cli import NothingBuilt, compose, run
 
 PAPER = "train-before-test"
 CORPORA = ["arxiv_2025", "wiki_2025", "stackexchange_2025"]
@@ -74,6 +75,7 @@ def synthetic(tmp_path: Path) -> Path:
     path = tmp_path / "published" / PAPER / "all_results.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(synthetic_results(benchmarks)))
+    stamp_release(path.parent)
     return tmp_path
 
 
@@ -155,13 +157,15 @@ def test_source_results_reads_our_runs_layout(tmp_path: Path):
 
 def test_absent_results_skip_the_figure(tmp_path: Path):
     cfg = _config(tmp_path)
-    assert run(OmegaConf.merge(cfg, {"action": "figure", "figure": 2})) == []
+    with pytest.raises(NothingBuilt, match="figure 2 of train-before-test"):
+        run(OmegaConf.merge(cfg, {"action": "figure", "figure": 2}))
 
 
 def test_figure_2_on_the_published_release(tmp_path: Path, real_mirror: Path):
     dest = tmp_path / "published" / PAPER
     dest.mkdir(parents=True)
     shutil.copy(real_mirror / "train_before_test" / "all_results.json", dest / "all_results.json")
+    stamp_release(dest)
     cfg = compose(
         [f"paper={PAPER}", f"data.dest={tmp_path / 'published'}", f"figures_dir={tmp_path / 'figs'}"]
     )

@@ -96,7 +96,7 @@ def run(tiny_model, local, cache_dir, tmp_path_factory) -> dict:
         local_data=local,
         dataset_cache_dir=cache_dir,
     )
-    return {"results": results, "paths": paths, "model": tiny_model.name}
+    return {"results": results, "paths": paths, "model": tiny_model.name, "tiny_model": str(tiny_model)}
 
 
 def _samples(run: dict, benchmark: str, task: str | None = None) -> list[dict]:
@@ -364,7 +364,7 @@ def test_output_json_is_lm_evals_and_loads_with_the_analysis_loader(run):
 
 
 def test_existing_results_are_skipped(run, local, monkeypatch):
-    """A second call finds every file and returns without loading a model or evaluating."""
+    """A second call with the same model and settings finds every file and returns without loading a model."""
     import lm_eval
 
     before = {b: p.stat().st_mtime_ns for b, p in run["paths"].items()}
@@ -374,15 +374,46 @@ def test_existing_results_are_skipped(run, local, monkeypatch):
 
     monkeypatch.setattr(lm_eval, "simple_evaluate", fail)
     monkeypatch.setattr("lm_eval.api.registry.get_model", fail)
-    again = ev.evaluate("unused/tiny-llama", list(local), run["results"], model_name=run["model"])
+    same = {"model_name": run["model"], "num_fewshot": FEWSHOT, "local_data": local}
+    again = ev.evaluate(run["tiny_model"], list(local), run["results"], **same)
     assert again == run["paths"]
-    assert {b: p.stat().st_mtime_ns for b, p in again.items()} == before
-    args = ["run", "--model", "unused/x", "--model-name", run["model"], "--results", str(run["results"])]
-    assert ev.main([*args, "--tasks", *local]) == 0
     assert {b: p.stat().st_mtime_ns for b, p in again.items()} == before
     with pytest.raises(AssertionError, match="evaluated although"):
         ev.evaluate(
             "x/tiny-llama", ["arc_challenge_mc"], run["results"], model_name=run["model"], overwrite=True
+        )
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model": "other/tiny-llama"}, "model_args"),  # another model under the same name
+        ({"num_fewshot": 0}, "num_fewshot"),
+        ({"model_fingerprint": "retrained/final"}, "model_fingerprint"),  # a fine-tuned folder trained again
+        ({"model_args": {"add_bos_token": True}}, "model_args"),  # another protocol (BOS)
+        ({"limit": 3}, "limit"),
+    ],
+)
+def test_a_result_made_otherwise_is_refused_not_reused(run, local, monkeypatch, change, field):
+    """Resuming must not reuse a file from another model or protocol (found re-running the CPU mini-replication:
+    results of the previous protocol were skipped as done)."""
+    monkeypatch.setattr("lm_eval.api.registry.get_model", lambda *a, **k: pytest.fail("loaded a model"))
+    kwargs = {"model_name": run["model"], "num_fewshot": FEWSHOT, "local_data": local, **change}
+    model = kwargs.pop("model", run["tiny_model"])
+    with pytest.raises(ev.StaleResultError, match=f"{field}: file .*this run"):
+        ev.evaluate(model, ["arc_challenge_mc"], run["results"], **kwargs)
+
+
+def test_a_result_without_provenance_is_refused(run, tmp_path):
+    path = run["paths"]["arc_challenge_mc"]
+    old = json.loads(path.read_text())
+    old.pop(ev.PROVENANCE_KEY)
+    copy = ev.result_path(tmp_path, "base", run["model"], "arc_challenge_mc")
+    copy.parent.mkdir(parents=True)
+    copy.write_text(json.dumps(old))
+    with pytest.raises(ev.StaleResultError, match="has no field 'testtask_provenance'"):
+        ev.evaluate(
+            run["tiny_model"], ["arc_challenge_mc"], tmp_path, model_name=run["model"], num_fewshot=FEWSHOT
         )
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from testtask.cli import build, compose, output_key
+from testtask.cli import NothingBuilt, build, compose, output_key
 
 BEFORE = {"arc_challenge_mc": 0.26, "hellaswag": 0.31, "mmlu_mc": 0.24}
 AFTER = {"arc_challenge_mc": 0.41, "hellaswag": 0.30, "mmlu_mc": 0.33}
@@ -52,18 +52,21 @@ def test_before_after_panel(tmp_path):
     briers = {p["benchmark"] for p in numbers["panels"] if p["kind"] == "brier"}
     assert briers == {"arc_challenge_mc", "mmlu_mc"}
     assert (tmp_path / "figures" / "training-on-the-test-task" / "figure-mini.png").stat().st_size > 10_000
-    # The paper's own figures and tables need registry models: with only the mini run they are skipped, not errors.
+    # The paper's own figures and tables need registry models: with only the mini run they are skipped; building
+    # none of the tables is an error (exit 1), not a silent success.
     assert [b["figure"] for b in build(cfg, "figure", None)] == ["mini"]
-    assert build(cfg, "table", None) == []
+    with pytest.raises(NothingBuilt, match="nothing was built"):
+        build(cfg, "table", None)
 
 
-def test_mini_panel_skips_without_fine_tuned_runs(tmp_path):
+def test_mini_panel_is_an_error_without_fine_tuned_runs(tmp_path):
     root = tmp_path / "results" / "training-on-the-test-task" / "cpu-mini" / "evaluations"
     _write(root / "base" / "smollm2-135m-mmlu_mc.json", "mmlu_mc", 0.25, "acc")
     cfg = compose(
         ["paper=training-on-the-test-task", "source=results", f"results_dir={tmp_path / 'results'}"]
     )
-    assert build(cfg, "figure", ["mini"]) == []
+    with pytest.raises(NothingBuilt, match="no e1/mcaux results"):
+        build(cfg, "figure", ["mini"])
 
 
 def test_mmlu_subjects_are_pooled(tmp_path):

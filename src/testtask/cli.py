@@ -47,9 +47,24 @@ def selected_papers(cfg: DictConfig) -> list[str]:
     return [cfg.paper]
 
 
+def verify_published(cfg: DictConfig, paper: str) -> None:
+    """Refuse (ReleaseError) a fetched release of `paper`, or of a paper its analyses read, that `make data`
+    did not finish or that changed since; a release not fetched at all is left to the builders
+    (InputsUnavailable)."""
+    from testtask.data.release import verify_release
+
+    sources = cfg.data.get("sources") or {}
+    uses = (cfg.data.get("uses") or {}).get(paper) or []
+    for key in [paper, *uses]:
+        folder = resolve(cfg.data.dest) / key
+        if key in sources and folder.exists():
+            verify_release(folder, key, list(sources[key].get("json_drop_keys") or []))
+
+
 def make_context(cfg: DictConfig, paper: str) -> Context:
     reg = registry(paper)
     if cfg.source == "published":
+        verify_published(cfg, paper)
         data_root = resolve(cfg.data.dest) / paper
     elif cfg.source == "results":
         data_root = resolve(cfg.results_dir) / paper
@@ -83,9 +98,19 @@ def _order(key: Key) -> tuple[int, int, str]:
     return (0, key, "") if isinstance(key, int) else (1, 0, key)
 
 
+class NothingBuilt(SystemExit):
+    """A figure or table asked for could not be built, or `figures`/`tables` built none: exit non-zero."""
+
+
 def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[str, Any]]:
-    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers."""
-    done = []
+    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers.
+
+    Asked for by number for one paper, an output that cannot be built is an error (NothingBuilt, with the
+    reason). Otherwise (all outputs, or a number for paper=all) what can be built is built, a summary line says
+    what was skipped and why, and building none is an error.
+    """
+    done: list[dict[str, Any]] = []
+    skipped: list[str] = []
     papers = selected_papers(cfg)
     known = {n for paper in papers for n in getattr(registry(paper), kind.upper() + "S")}
     if numbers is not None and not set(numbers) & known:
@@ -100,13 +125,19 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 builders[number](ctx)
             except InputsUnavailable as err:
                 log.warning("skipped %s %s of %s: inputs not available (%s)", kind, number, paper, err)
+                skipped.append(f"{kind} {number} of {paper}: {err}")
                 continue
             seconds = time.perf_counter() - start
             log.info("%s %s of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
             done.append({"paper": paper, kind: number, "seconds": seconds})
+    summary = f"{kind}s for paper={cfg.paper} source={cfg.source}: {len(done)} built, {len(skipped)} skipped"
+    log.info("%s%s", summary, "".join(f"\n  skipped {reason}" for reason in skipped))
+    # With one paper, a number names one output; with paper=all it names that number of each paper that has one.
+    if numbers is not None and skipped and len(papers) == 1:
+        raise NothingBuilt(f"not built: {'; '.join(skipped)}")
     if not done:
-        log.warning(
-            "nothing was built for paper=%s source=%s: the inputs are not available", cfg.paper, cfg.source
+        raise NothingBuilt(
+            f"{summary}: nothing was built; the inputs are not available ({'; '.join(skipped)})"
         )
     return done
 
@@ -123,7 +154,19 @@ def configure_logging(level_name: str) -> None:
 
 
 def run(cfg: DictConfig) -> Any:
+    """Carry out `cfg.action`. A release that fails verification stops the run with its message (exit 1)."""
+    from testtask.config_checks import check_analysis_config
+    from testtask.data.fetch import ReleaseError
+
+    check_analysis_config(cfg)  # every override checked before anything is read or written
     configure_logging(str(cfg.log_level))
+    try:
+        return _run(cfg)
+    except ReleaseError as err:
+        raise UsageError(f"refusing to analyse: {err}") from err
+
+
+def _run(cfg: DictConfig) -> Any:
     action = cfg.action
     if action == "data":
         from testtask.data.fetch import fetch_from_config

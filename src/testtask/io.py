@@ -1,4 +1,9 @@
-"""Atomic writes: a crash never leaves a half-written result behind."""
+"""Atomic writes: a crash never leaves a half-written result behind, and the result is readable as the umask says.
+
+`tempfile.mkstemp` creates its file with mode 0600 whatever the umask, so a figure or a result written through it
+would stay private to its owner; colleagues sharing a cluster project folder could not read it. Every write here
+sets the mode an ordinary `open()` would have given (0644 under umask 022) before moving the file into place.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,38 @@ import json
 import math
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+_UMASK_LOCK = threading.Lock()
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; the lock keeps that safe across threads)."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def file_mode(read_only: bool = False) -> int:
+    """The mode `open()` gives a new file under the current umask; without write bits if `read_only`."""
+    mode = 0o666 & ~current_umask()
+    return mode & ~0o222 if read_only else mode
+
+
+def _atomic(path: Path, write: Callable[[Path], None], read_only: bool = False) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, file_mode(read_only))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -31,13 +54,13 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_bytes(data))
+def atomic_write_bytes(path: Path, data: bytes, read_only: bool = False) -> Path:
+    return _atomic(path, lambda tmp: tmp.write_bytes(data), read_only)
 
 
-def atomic_save(path: Path, save: Callable[[Path], None]) -> Path:
+def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = False) -> Path:
     """Let `save(tmp_path)` write a file (a figure, a CSV) and move it into place."""
-    return _atomic(path, save)
+    return _atomic(path, save, read_only)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from testtask.cli import compose, run
+from testtask.cli import NothingBuilt, compose, run
 from testtask.data.fetch import FetchError
 from testtask.paths import resolve
 
@@ -63,10 +63,11 @@ class Walkthrough:
         if self.fast and number not in self.fast_builds[kind]:
             print(f"FAST mode: {kind} {number} skipped (unset TESTTASK_NOTEBOOK_FAST to build it).")
             return False
-        if not run(self.config(f"action={kind}", f"{kind}={number}", *extra, figures=figures)):
+        try:
+            run(self.config(f"action={kind}", f"{kind}={number}", *extra, figures=figures))
+        except NothingBuilt as err:
             print(
-                f"{kind.capitalize()} {number} was not built: "
-                f"its inputs are not under {self.data_root} (see the log)."
+                f"{kind.capitalize()} {number} was not built: its inputs are not under {self.data_root} ({err})."
             )
             return False
         return True

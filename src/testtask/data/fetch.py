@@ -1,9 +1,15 @@
 """Materialise the authors' published raw results under `data/published/<paper-key>/` (`make data`).
 
-Two sources, same result: a local mirror (`TESTTASK_DATA_MIRROR`, copied or hard-linked) or the pinned
+Two sources, same result: a local mirror (`TESTTASK_DATA_MIRROR`, always copied, never linked) or the pinned
 GitHub commit (downloaded as a tarball). Every file is checked against the committed manifest
 `checksums/<paper-key>.sha256`. JSON files are hashed in a canonical serialisation, after dropping the
 configured top-level keys, so a mirror that re-serialised its files and a fresh download hash alike.
+
+Guarantees: the mirror is only read (a copy shares no inode with it, so editing one never changes the other);
+a fetch is built in a staging folder beside the destination and swapped in only once every file has passed,
+so a failed fetch leaves the previous good tree (or none), never a mix; fetched files are written read-only;
+`verify_release` (called by the CLI before any analysis) refuses a tree without a complete stamp, with a file
+the stamp does not list, or with a file whose hash changed since the fetch.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from testtask.io import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
+from testtask.io import atomic_write_bytes, atomic_write_json, atomic_write_text, current_umask
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +47,10 @@ DOWNLOAD_TIMEOUT_S = 60.0
 
 class FetchError(RuntimeError):
     """A source could not be fetched (offline, missing mirror, incomplete archive)."""
+
+
+class ReleaseError(FetchError):
+    """A fetched release on disk cannot be trusted (no stamp, files added, changed or missing)."""
 
 
 class ChecksumError(FetchError):
@@ -206,20 +216,6 @@ def download(url: str, path: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
 # ---------------------------------------------------------------------------------------------------- writing
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
-    """Hard-link `src` to `dest` atomically (no extra disk space), else copy it."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.link")
-    try:
-        tmp.unlink(missing_ok=True)
-        os.link(src, tmp)
-        os.replace(tmp, dest)
-    except OSError:
-        # Different file system, or links not allowed: copy instead.
-        tmp.unlink(missing_ok=True)
-        atomic_save(dest, lambda p: shutil.copy2(src, p))
-
-
 def _paper_dest(dest_root: Path, paper: str) -> Path:
     return Path(dest_root) / paper
 
@@ -241,7 +237,8 @@ def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop
         return False
     for rel, digest in hashes.items():
         path = paper_dest / rel
-        if not path.is_file() or file_digest(path, drop_keys) != digest:
+        # A file with other links may share its inode with a mirror (older fetches hard-linked): refetch it.
+        if not path.is_file() or path.stat().st_nlink > 1 or file_digest(path, drop_keys) != digest:
             return False
     return True
 
@@ -324,44 +321,39 @@ def fetch_paper(
                 return _present_report(paper, paper_dest, previous, manifest, "kept (offline)")
             files = _iter_archive(archive, str(spec.get("subdir", "")), include)
 
-        report = _materialise(
-            paper, files, paper_dest, dest_subdir, drop_keys, manifest, verify, write_checksums
-        )
-
-    report["source"] = source
-    missing = sorted(set(manifest) - set(report["hashes"]))
-    report["missing"] = missing
-    if missing:
-        if mirror is None and verify and not write_checksums:
-            raise FetchError(
-                f"{paper}: {len(missing)} file(s) of the manifest are not in {source}, e.g. {missing[0]}"
+        staging = _new_staging(paper_dest)
+        try:
+            report = _materialise(
+                paper, files, staging, paper_dest, dest_subdir, drop_keys, manifest, verify, write_checksums
             )
-        # Mirrors may hold a subset of the release.
-        log.info("%s: %d manifest file(s) not in the source (e.g. %s)", paper, len(missing), missing[0])
-    if report["unverified"] and not write_checksums:
-        shown = ", ".join(report["unverified"][:3])
-        log.warning(
-            "%s: %d file(s) not in the checksum manifest, unverified (e.g. %s)",
-            paper,
-            len(report["unverified"]),
-            shown,
-        )
-    if write_checksums:
-        write_manifest(paper, report["hashes"], checksums_dir)
-        log.info(
-            "%s: wrote %d checksum(s) to %s",
-            paper,
-            len(report["hashes"]),
-            manifest_path(paper, checksums_dir),
-        )
-    stamp = {
-        "paper": paper,
-        "source": source,
-        "files": report["files"],
-        "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "hashes": report["hashes"],
-    }
-    atomic_write_json(paper_dest / STAMP_NAME, stamp)
+            report["source"] = source
+            _check_complete(
+                paper, report, manifest, source, remote=mirror is None, verify=verify and not write_checksums
+            )
+            if write_checksums:
+                write_manifest(paper, report["hashes"], checksums_dir)
+                log.info(
+                    "%s: wrote %d checksum(s) to %s",
+                    paper,
+                    len(report["hashes"]),
+                    manifest_path(paper, checksums_dir),
+                )
+            if _unchanged(paper_dest, source, report):
+                report["status"] = "up-to-date"
+                log.info("%s: %d file(s) from %s already in place", paper, report["files"], source)
+                return report
+            stamp = {
+                "paper": paper,
+                "source": source,
+                "files": report["files"],
+                "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "hashes": report["hashes"],
+            }
+            atomic_write_json(staging / STAMP_NAME, stamp)
+            _swap_in(staging, paper_dest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
     report["status"] = "fetched"
     log.info(
         "%s: %d file(s) from %s (%d written, %d verified) into %s",
@@ -375,20 +367,105 @@ def fetch_paper(
     return report
 
 
+def _check_complete(
+    paper: str, report: dict[str, Any], manifest: Mapping[str, str], source: str, remote: bool, verify: bool
+) -> None:
+    """Record manifest files the source lacks (an error for a download), and warn about unverified files."""
+    missing = sorted(set(manifest) - set(report["hashes"]))
+    report["missing"] = missing
+    if missing:
+        if remote and verify:
+            raise FetchError(
+                f"{paper}: {len(missing)} file(s) of the manifest are not in {source}, e.g. {missing[0]}"
+            )
+        # Mirrors may hold a subset of the release.
+        log.info("%s: %d manifest file(s) not in the source (e.g. %s)", paper, len(missing), missing[0])
+    if report["unverified"] and verify:
+        shown = ", ".join(report["unverified"][:3])
+        log.warning(
+            "%s: %d file(s) not in the checksum manifest, unverified (e.g. %s)",
+            paper,
+            len(report["unverified"]),
+            shown,
+        )
+
+
+def _new_staging(paper_dest: Path) -> Path:
+    """An empty folder beside `paper_dest` (same file system, so the final move is a rename)."""
+    paper_dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in paper_dest.parent.glob(f".{paper_dest.name}.staging-*"):
+        # Left by a fetch that was killed; its process is gone if its pid is.
+        pid = stale.name.rsplit("-", 1)[-1].split(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{paper_dest.name}.staging-{os.getpid()}.", dir=paper_dest.parent)
+    )
+    staging.chmod(0o777 & ~current_umask())  # mkdtemp makes it 0700; the release folder follows the umask
+    return staging
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unchanged(paper_dest: Path, source: str, report: Mapping[str, Any]) -> bool:
+    """The tree in place holds exactly the fetched files, from the same source, none shared with the source."""
+    stamp = _read_stamp(paper_dest)
+    return (
+        stamp is not None
+        and stamp.get("source") == source
+        and stamp.get("hashes") == report["hashes"]
+        and report["copied"] == 0
+        and not report["relinked"]
+    )
+
+
+def _swap_in(staging: Path, paper_dest: Path) -> None:
+    """Replace `paper_dest` by `staging`: two renames, rolled back if the second fails."""
+    old = None
+    if paper_dest.exists():
+        old = paper_dest.with_name(f".{paper_dest.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(paper_dest, old)
+    try:
+        os.replace(staging, paper_dest)
+    except OSError:
+        if old is not None:
+            os.replace(old, paper_dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def _materialise(
     paper: str,
     files: Iterator[SourceFile],
-    paper_dest: Path,
+    staging: Path,
+    previous: Path,
     dest_subdir: str,
     drop_keys: Sequence[str],
     manifest: Mapping[str, str],
     verify: bool,
     write_checksums: bool,
 ) -> dict[str, Any]:
-    """Check each source file against the manifest, then write it unless the destination already matches."""
+    """Check each source file against the manifest and write it, read-only, under `staging`.
+
+    A file equal to the one already under `previous` is hard-linked from there (our own copy, which the swap then
+    retires) instead of written again; `copied` counts the files that are new or changed. A previous file that
+    shares its inode with another file (older fetches hard-linked the mirror) is written afresh and counted in
+    `relinked`.
+    """
     hashes: dict[str, str] = {}
     unverified: list[str] = []
     updated: list[str] = []
+    relinked: list[str] = []
     copied = verified = 0
     for item in tqdm(files, desc=paper, unit="file", disable=None):
         rel = f"{dest_subdir}/{item.rel}" if dest_subdir else item.rel
@@ -403,30 +480,35 @@ def _materialise(
             updated.append(rel)
             log.warning("%s: checksum of %s changed; updating the manifest", paper, rel)
         elif verify:
-            # Raise before writing, so a corrupt source never lands in the destination.
+            # Raise before swapping anything in, so a corrupt source never lands in the destination.
             raise ChecksumError(f"{rel} (from {item.path})" if item.path else rel, expected, prepared.digest)
         else:
             log.warning("%s: %s does not match the manifest (verification off)", paper, rel)
         hashes[rel] = prepared.digest
 
-        dest = paper_dest / rel
-        if dest.is_file() and file_digest(dest, drop_keys) == prepared.digest:
-            continue
-        if prepared.content is not None:
-            atomic_write_bytes(dest, prepared.content)
-        elif item.path is not None:
-            _link_or_copy(item.path, dest)
+        dest, old = staging / rel, previous / rel
+        if old.is_file() and file_digest(old, drop_keys) == prepared.digest:
+            if old.stat().st_nlink > 1:  # shared with another file (older fetches hard-linked the mirror)
+                relinked.append(rel)
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.link(old, dest)
+                continue
         else:
-            atomic_write_bytes(dest, item.raw)
-        copied += 1
+            copied += 1
+        # Bytes, never a link to the source: the mirror must not change when the copy does.
+        atomic_write_bytes(dest, item.raw if prepared.content is None else prepared.content, read_only=True)
+    if relinked:
+        log.info("%s: %d file(s) were hard links into the mirror; now private copies", paper, len(relinked))
     return {
         "paper": paper,
-        "dest": str(paper_dest),
+        "dest": str(previous),
         "files": len(hashes),
         "copied": copied,
         "verified": verified if verify or write_checksums else 0,
         "unverified": unverified,
         "updated": updated,
+        "relinked": relinked,
         "hashes": hashes,
     }
 

@@ -3,10 +3,17 @@
 Layout (the authors' release and our runners alike):
 `<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/accuracies.csv`, one row per subsample, columns
 `base,extra,test,majority,num_classes,majority_all`. Row k is subsample k for every LM type.
+
+A file must be UTF-8 text ending in a newline (a cut-off last row is refused, not read short), with a header of
+distinct column names without surrounding spaces, every row as long as the header, and every cell of the columns
+above a plain decimal number (no spaces, no NaN) in its range. Anything else is an AccuracyDataError naming the
+file and the field.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 
@@ -17,6 +24,8 @@ COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
 ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
 # Counts are reconstructed as accuracy × n; anything further than this from an integer is not a count.
 COUNT_TOLERANCE = 1e-4
+# A plain decimal number as pandas and Python write one; no spaces, no nan/inf.
+_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 _PATTERN = re.compile(
     r"^(?:(?P<collection>.+)/)?m(?P<m>\d+)/n(?P<n>\d+)/(?P<lm_type>[^/]+)/(?P<dataset>[^/]+)/accuracies\.csv$"
 )
@@ -46,43 +55,104 @@ def discover(root: Path) -> pd.DataFrame:
     return files.sort_values(["collection", "m", "n", "lm_type", "dataset"], ignore_index=True)
 
 
-def read_accuracies(path: Path, n: int) -> pd.DataFrame:
-    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n)."""
-    path = Path(path)
+def _text(path: Path) -> str:
+    """The file as text: UTF-8 (a byte-order mark is dropped), not empty, ending in a newline."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise AccuracyDataError(f"{path}: file is empty")
+    if b"\x00" in raw:  # UTF-16/32 text or a binary file
+        raise AccuracyDataError(f"{path}: not a UTF-8 text CSV (it holds NUL bytes: UTF-16 or binary?)")
     try:
-        frame = pd.read_csv(path)
-    except pd.errors.EmptyDataError as err:
-        raise AccuracyDataError(f"{path}: file is empty") from err
-    except pd.errors.ParserError as err:
-        raise AccuracyDataError(f"{path}: not a CSV file ({err})") from err
-    missing = [c for c in COLUMNS if c not in frame.columns]
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AccuracyDataError(
+            f"{path}: not a UTF-8 text CSV (byte {err.start}: {err.reason}); save it as UTF-8"
+        ) from None
+    if not text.endswith("\n"):
+        # every writer ends the last row with a newline; without one the file may have been cut off mid-row
+        raise AccuracyDataError(f"{path}: does not end with a newline (truncated?)")
+    return text.removeprefix("\ufeff")
+
+
+def _check_header(header: list[str], path: Path) -> None:
+    """Distinct, non-empty column names without surrounding spaces, holding every column of COLUMNS."""
+    spaced = [name for name in header if name != name.strip()]
+    if spaced:
+        raise AccuracyDataError(
+            f"{path}: the header has spaces around column names {spaced}; write "
+            f"{','.join(name.strip() for name in header)!r} (the published format has no spaces)"
+        )
+    if "" in header:
+        raise AccuracyDataError(f"{path}: the header has an empty column name (column {header.index('')})")
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise AccuracyDataError(
+            f"{path}: column(s) {', '.join(repeated)} appear more than once in the header"
+        )
+    missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise AccuracyDataError(
             f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}"
         )
-    if frame.empty:
-        raise AccuracyDataError(f"{path}: no rows")
-    for column in COLUMNS:
-        values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna()
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
+
+
+def _rows(text: str, path: Path) -> tuple[list[str], list[list[str]]]:
+    """(header, data rows) of the CSV text, every row as long as the header."""
+    try:
+        header, *body = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as err:
+        raise AccuracyDataError(f"{path}: not a CSV file ({err})") from err
+    _check_header(header, path)
+    for row, cells in enumerate(body):
+        if len(cells) != len(header):
             raise AccuracyDataError(
-                f"{path}: column '{column}' row {row} is not a number: {frame[column].iloc[row]!r}"
+                f"{path}: row {row} has {len(cells)} field(s), the header {len(header)} ({','.join(header)})"
             )
-        frame[column] = values.astype(float)
+    if not body:
+        raise AccuracyDataError(f"{path}: no rows")
+    return header, body
+
+
+def _numbers(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
+    """Column `column` as floats; every cell a plain, finite decimal number."""
+    for row, cell in enumerate(frame[column]):
+        if not _NUMBER.match(cell) or not np.isfinite(float(cell)):
+            raise AccuracyDataError(f"{path}: column '{column}' row {row} is not a finite number: {cell!r}")
+    return frame[column].astype(float).to_numpy()
+
+
+def _first(bad: np.ndarray) -> int:
+    return int(np.flatnonzero(bad)[0])
+
+
+def read_accuracies(path: Path, n: int) -> pd.DataFrame:
+    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n).
+
+    Columns beyond COLUMNS are kept as text."""
+    path = Path(path)
+    header, body = _rows(_text(path), path)
+    frame = pd.DataFrame(body, columns=header)
+    for column in COLUMNS:
+        frame[column] = _numbers(frame, column, path)
     for column in ACCURACY_COLUMNS:
-        outside = (frame[column] < 0) | (frame[column] > 1)
+        outside = ((frame[column] < 0) | (frame[column] > 1)).to_numpy()
         if outside.any():
-            row = int(np.flatnonzero(outside.to_numpy())[0])
+            row = _first(outside)
             raise AccuracyDataError(
                 f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is outside [0, 1]"
             )
+    classes = frame["num_classes"].to_numpy()
+    not_count = (classes < 2) | (classes != np.round(classes))
+    if not_count.any():
+        row = _first(not_count)
+        raise AccuracyDataError(
+            f"{path}: column 'num_classes' row {row} = {classes[row]} is not a whole number of classes >= 2"
+        )
     for column in ("base", "extra", "test"):
         counts = frame[column].to_numpy() * n
         off = np.abs(counts - np.round(counts)) > COUNT_TOLERANCE
         if off.any():
-            row = int(np.flatnonzero(off)[0])
+            row = _first(off)
             raise AccuracyDataError(
                 f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is not a count out of n={n} "
                 f"({counts[row]:.4f} correct)"

@@ -39,11 +39,32 @@ def _key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
     return h.hexdigest()[:20]
 
 
+def _read_cache(path: Path) -> az.InferenceData | None:
+    """The cached posterior at `path`, or None when there is none or it cannot be read (a truncated or
+    corrupt file, e.g. from a full disk or a copy cut short): that entry is reported by name, removed, and
+    the fit runs again."""
+    if not path.is_file():
+        return None
+    try:
+        idata = az.from_netcdf(path)
+        idata.posterior.load()  # read the draws now, so a damaged file fails here and not in a figure
+    except Exception as err:  # noqa: BLE001 - netCDF/HDF5 raise many types; any unreadable cache is refitted
+        log.warning(
+            "cached posterior %s is unreadable (%s: %s); removing it and fitting again",
+            path,
+            type(err).__name__,
+            err,
+        )
+        path.unlink(missing_ok=True)
+        return None
+    return idata
+
+
 def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_dir: Path | None) -> Fit:
     sampler = dict(plain(sampler))
     path = Path(cache_dir) / f"{_key(data, spec, sampler, seed)}.nc" if cache_dir else None
-    if path is not None and path.is_file():
-        idata = az.from_netcdf(path)
+    idata = _read_cache(path) if path is not None else None
+    if idata is not None:
         seconds = float(idata.attrs.get("fit_seconds", float("nan")))
         log.info("reusing cached posterior %s", path.name)
         resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec

@@ -7,7 +7,10 @@
   (no fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors'
   adjustment).
 
-Every matrix is complete (models lacking a used task are dropped and listed) and oriented higher-is-better.
+Every matrix is complete (models lacking a used task are dropped, listed in `dropped_models` and logged) and
+oriented higher-is-better. Every score is checked: a finite number within its metric's range, else an error naming
+the file and the field. A cell may be missing only where the release has no score for the model (a model absent
+from a train-before-test benchmark; a training-on-the-test-task result its config lists under `absent_results`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.metric_ranges import problem
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,7 @@ class ScoreMatrix:
     source: str  # file or folder read, and regime / stage
     dropped_models: dict[str, list[str]] = field(default_factory=dict)  # model -> tasks it lacked
     notes: list[str] = field(default_factory=list)
+    missing_reasons: list[dict[str, Any]] = field(default_factory=list)  # why a cell is missing, where known
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -44,18 +49,28 @@ class ScoreMatrix:
             "source": self.source,
             "n_models": int(self.scores.shape[0]),
             "tasks": list(self.scores.columns),
+            "n_dropped_models": len(self.dropped_models),
             "dropped_models": self.dropped_models,
+            "missing_reasons": self.missing_reasons,
             "has_stderr": self.stderr is not None,
             "notes": self.notes,
         }
 
 
 def complete(
-    key: str, label: str, scores: pd.DataFrame, stderr: pd.DataFrame | None, source: str, notes: list[str]
+    key: str,
+    label: str,
+    scores: pd.DataFrame,
+    stderr: pd.DataFrame | None,
+    source: str,
+    notes: list[str],
+    missing_reasons: list[dict[str, Any]] | None = None,
 ) -> ScoreMatrix:
-    """Drop models lacking any task (listed in `dropped_models`); sort rows and keep the task order."""
+    """Drop models lacking any task (listed in `dropped_models` and logged); sort rows, keep the task order."""
     lacking = scores.isna()
     dropped = {m: [t for t in scores.columns if lacking.at[m, t]] for m in scores.index[lacking.any(axis=1)]}
+    if dropped:
+        log.warning("%s: %d model(s) lack a task and are dropped: %s", source, len(dropped), dropped)
     keep = scores.index[~lacking.any(axis=1)]
     scores = scores.loc[keep].sort_index()
     # object-dtype labels: pandas' Arrow-backed string indexes make the many small lookups of the
@@ -66,16 +81,28 @@ def complete(
         stderr = stderr.reindex(index=scores.index, columns=scores.columns)
     if len(scores) < 5:
         raise ValueError(f"{source}: only {len(scores)} models have every task of {list(scores.columns)}")
-    return ScoreMatrix(key, label, scores, stderr, source, dropped, notes)
+    return ScoreMatrix(key, label, scores, stderr, source, dropped, notes, list(missing_reasons or []))
 
 
-def _numeric(value: Any, path: Path, field_name: str) -> float:
-    if value is None or (isinstance(value, str) and value.strip().upper() in ("N/A", "NA", "")):
+def _score(value: Any, path: Path, field_name: str, metric: str) -> float:
+    """A score: a finite number within the range of `metric` (none: finite only)."""
+    why = problem(value, metric)
+    if why == "not a number":
+        raise ValueError(f"{path}: field {field_name} is not a number: {value!r}")
+    if why is not None:
+        raise ValueError(f"{path}: field {field_name} is {value!r}, {why}")
+    return float(value)
+
+
+def _stderr_value(value: Any, path: Path, field_name: str) -> float:
+    """A standard error: a finite number >= 0, or missing ("N/A" as lm-eval writes it, or null) -> NaN."""
+    if value is None or value == "N/A":
         return np.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{path}: field {field_name} is not a number: {value!r}") from None
+    if problem(value, "") is not None or value < 0:
+        raise ValueError(
+            f"{path}: field {field_name} is {value!r}; a standard error must be a number >= 0 or 'N/A'"
+        )
+    return float(value)
 
 
 def train_before_test(
@@ -84,7 +111,15 @@ def train_before_test(
     """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json."""
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
-    data = json.loads(path.read_text())
+    from testtask.train_before_test.inputs import benchmark_metrics
+
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a UTF-8 JSON file ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
+    metrics = benchmark_metrics()
     regime = str(entry["regime"])
     for field_name in (regime, f"{regime}_stderr"):
         if not isinstance(data.get(field_name), dict):
@@ -101,9 +136,14 @@ def train_before_test(
         if not isinstance(by_model, dict):
             raise ValueError(f"{path}: field {regime}.{bench} is not a mapping of model -> score")
         sign = -1.0 if bench in ppl else 1.0  # bits per byte: lower is better
-        cols[bench] = {m: sign * _numeric(v, path, f"{regime}.{bench}.{m}") for m, v in by_model.items()}
+        metric = metrics.get(bench, "")
+        cols[bench] = {
+            m: sign * _score(v, path, f"{regime}.{bench}.{m}", metric) for m, v in by_model.items()
+        }
         se = data[f"{regime}_stderr"].get(bench, {})
-        ses[bench] = {m: _numeric(v, path, f"{regime}_stderr.{bench}.{m}") for m, v in se.items()}
+        if not isinstance(se, dict):
+            raise ValueError(f"{path}: field {regime}_stderr.{bench} is not a mapping of model -> stderr")
+        ses[bench] = {m: _stderr_value(v, path, f"{regime}_stderr.{bench}.{m}") for m, v in se.items()}
     notes.append(
         f"perplexity corpora {sorted(ppl)}: "
         + ("excluded" if how == "exclude" else "negated bits per byte (no standard errors)")
@@ -144,7 +184,12 @@ def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
 def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], tott_cfg: Any) -> ScoreMatrix:
     """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted."""
     from testtask.training_on_the_test_task import inputs
-    from testtask.training_on_the_test_task.scores import benchmark_spec, model_table
+    from testtask.training_on_the_test_task.scores import (
+        benchmark_spec,
+        excluded_records,
+        model_table,
+        usable,
+    )
 
     tctx = _tott_context(ctx, tott_cfg)
     results = inputs.results(tctx)  # InputsUnavailable when absent
@@ -154,7 +199,8 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], 
     if stage not in ("base", "adjusted"):
         raise ValueError(f"proxy_tasks.matrices.{key}.stage must be base or adjusted, got {stage!r}")
     adj = tott_cfg["adjustment"]
-    cols, ses = {}, {}
+    absent = inputs.absent(tctx)
+    cols, ses, gaps = {}, {}, []
     for bench in entry["benchmarks"]:
         spec = benchmark_spec(tott_cfg, str(bench))
         table = model_table(
@@ -165,7 +211,13 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], 
             stage=str(adj["stage"]),
             use_max=bool(adj["use_max"]),
             kinds=kinds,
-        ).set_index("model")
+            absent=absent,
+        )
+        # a model without the score is dropped below (complete); here each gap is named, or refused unlisted
+        gaps += usable(
+            table, "before" if stage == "base" else "adjusted", f"proxy-tasks matrix {key} ({bench})"
+        )[1]
+        table = table.set_index("model")
         sign = 1.0 if spec.higher_is_better else -1.0
         before_se = _stderr(results, spec, "base").reindex(table.index)
         if stage == "base":
@@ -186,7 +238,9 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], 
     if stage == "adjusted":
         notes.append(f"adjusted = max(before, after {adj['stage']}) with use_max={bool(adj['use_max'])}")
     root = tctx.data_root / str(tott_cfg["evaluations_dir"])
-    return complete(key, str(entry["label"]), scores, stderr, f"{root} [{stage}]", notes)
+    return complete(
+        key, str(entry["label"]), scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps)
+    )
 
 
 def load_matrix(ctx: Context, key: str) -> ScoreMatrix:

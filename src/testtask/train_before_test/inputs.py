@@ -1,8 +1,11 @@
 """Read and check `all_results.json`: {regime field: {benchmark: {model id: value}}} for scores and standard errors.
 
-The authors' release and our runner write the same layout. Scores must be finite numbers; standard errors are
-numbers or missing (`"N/A"`/null, as for the perplexity corpora of the release), which become NaN. A model absent
-from a benchmark is kept as NaN: each analysis says whether it uses pairwise-complete or common models.
+The authors' release and our runner write the same layout. Scores must be finite numbers within the range of
+the benchmark's metric (the metric each benchmark is run with, conf/train_before_test/benchmarks/*.yaml: accuracy
+in [0, 1], CoLA's MCC in [-1, 1], bits per byte >= 0); standard errors are finite numbers >= 0 or missing (lm-eval's
+`"N/A"`, or null as our runner writes it, as for the perplexity corpora of the release), which become NaN. A model
+absent from a benchmark is kept as NaN: each analysis says whether it uses pairwise-complete or common models, and
+names the models it leaves out.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.metric_ranges import problem
 
-MISSING_STDERR = ("N/A", "NA", "nan", "")
+MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
 
 
 class ResultsFormatError(ValueError):
@@ -56,7 +60,25 @@ def regimes_from_config(cfg: Mapping[str, Any]) -> dict[str, Regime]:
     }
 
 
-def _number(value: Any, where: str, path: Path, allow_missing: bool) -> float:
+def benchmark_metrics() -> dict[str, str]:
+    """Benchmark -> the lm-eval metric it is run with (every preset of conf/train_before_test/benchmarks).
+
+    A benchmark the presets give different metrics is left out (its scores are only checked to be finite)."""
+    from omegaconf import OmegaConf
+
+    from testtask.paths import conf_dir
+
+    found: dict[str, set[str]] = {}
+    for preset in sorted((conf_dir() / "train_before_test" / "benchmarks").glob("*.yaml")):
+        for name, entry in OmegaConf.to_container(OmegaConf.load(preset), resolve=False).items():
+            if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
+                found.setdefault(str(name), set()).add(entry["metric"])
+    return {name: metrics.pop() for name, metrics in found.items() if len(metrics) == 1}
+
+
+def _number(value: Any, where: str, path: Path, allow_missing: bool, metric: str = "") -> float:
+    """A score (`allow_missing` False: a finite number in the range of `metric`) or a standard error (a finite
+    number >= 0, or "N/A"/null -> NaN)."""
     if isinstance(value, bool):  # bool is an int subclass; a true/false score is a writer's bug
         raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
     if value is None or (isinstance(value, str) and value.strip() in MISSING_STDERR):
@@ -67,15 +89,18 @@ def _number(value: Any, where: str, path: Path, allow_missing: bool) -> float:
         raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
-        if allow_missing:
-            return math.nan
         raise ResultsFormatError(f"{path}: '{where}' is not finite ({value!r})")
     if allow_missing and number < 0:
         raise ResultsFormatError(f"{path}: '{where}' is a negative standard error ({value!r})")
+    why = None if allow_missing else problem(number, metric)
+    if why is not None:
+        raise ResultsFormatError(f"{path}: '{where}' is {value!r}, {why} (the metric of this benchmark)")
     return number
 
 
-def _matrix(data: Mapping[str, Any], name: str, path: Path, allow_missing: bool) -> pd.DataFrame:
+def _matrix(
+    data: Mapping[str, Any], name: str, path: Path, allow_missing: bool, metrics: Mapping[str, str]
+) -> pd.DataFrame:
     """One field of the file as a models x benchmarks frame (NaN where a model is absent)."""
     if name not in data:
         raise ResultsFormatError(f"{path}: field '{name}' is missing (top-level fields: {sorted(data)})")
@@ -90,19 +115,25 @@ def _matrix(data: Mapping[str, Any], name: str, path: Path, allow_missing: bool)
             raise ResultsFormatError(
                 f"{path}: field '{name}.{bench}' must map model id -> value, got {type(per_model).__name__}"
             )
+        metric = metrics.get(str(bench), "")
         columns[bench] = {
-            str(model): _number(value, f"{name}.{bench}.{model}", path, allow_missing)
+            str(model): _number(value, f"{name}.{bench}.{model}", path, allow_missing, metric)
             for model, value in per_model.items()
         }
     return pd.DataFrame(columns, dtype=float).sort_index()
 
 
-def parse_results(data: Any, path: Path, regimes: dict[str, Regime]) -> Results:
-    """Check the decoded JSON `data` (read from `path`) and split it into per-regime frames."""
+def parse_results(
+    data: Any, path: Path, regimes: dict[str, Regime], metrics: Mapping[str, str] | None = None
+) -> Results:
+    """Check the decoded JSON `data` (read from `path`) and split it into per-regime frames.
+
+    `metrics`: benchmark -> lm-eval metric, whose range each score must lie in (None: benchmark_metrics())."""
     if not isinstance(data, dict):
         raise ResultsFormatError(f"{path}: the top level must be an object, got {type(data).__name__}")
-    scores = {key: _matrix(data, r.field, path, allow_missing=False) for key, r in regimes.items()}
-    stderr = {key: _matrix(data, r.stderr_field, path, allow_missing=True) for key, r in regimes.items()}
+    metrics = benchmark_metrics() if metrics is None else metrics
+    scores = {key: _matrix(data, r.field, path, False, metrics) for key, r in regimes.items()}
+    stderr = {key: _matrix(data, r.stderr_field, path, True, metrics) for key, r in regimes.items()}
     for key, r in regimes.items():
         extra = sorted(set(scores[key].columns) - set(stderr[key].columns))
         if extra:
@@ -112,16 +143,32 @@ def parse_results(data: Any, path: Path, regimes: dict[str, Regime]) -> Results:
     return Results(path=path, scores=scores, stderr=stderr, regimes=regimes)
 
 
-def load_results(path: Path, regimes: dict[str, Regime]) -> Results:
+def _unique_keys(path: Path):
+    """A json object hook that refuses a key given twice (json would keep the last one silently)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ResultsFormatError(f"{path}: key {key!r} appears twice in one object")
+            seen[key] = value
+        return seen
+
+    return hook
+
+
+def load_results(path: Path, regimes: dict[str, Regime], metrics: Mapping[str, str] | None = None) -> Results:
     """Read `path`; InputsUnavailable when it does not exist, ResultsFormatError when it is malformed."""
     path = Path(path)
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys(path))
+    except UnicodeDecodeError as err:
+        raise ResultsFormatError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from None
     except json.JSONDecodeError as err:
         raise ResultsFormatError(f"{path}: not valid JSON ({err})") from err
-    return parse_results(data, path, regimes)
+    return parse_results(data, path, regimes, metrics)
 
 
 _CACHE: dict[tuple[str, float, str], Results] = {}

@@ -3,6 +3,7 @@ pretraining compute), Figure 8 (explained variance, one family) and Figure 11 (P
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -15,12 +16,28 @@ from testtask.train_before_test.compute import compute_table, correlate
 from testtask.train_before_test.pca import complete_rows, explained_variance, pc1
 from testtask.train_before_test.prepare import Prepared, base_numbers, prepare
 
+log = logging.getLogger(__name__)
+
 REGIME_COLOURS = ("#999999", "#D55E00")
 MODEL_POLICY = "common models: PCA uses the models scored on every analysed benchmark in both regimes"
 
 
+def incomplete_models(prep: Prepared) -> dict[str, list[str]]:
+    """Model -> the `regime:benchmark` cells it lacks, for models PCA leaves out (logged)."""
+    lacking: dict[str, list[str]] = {}
+    for key in prep.regimes:
+        frame = prep.downstream(key)
+        for model, row in frame.isna().iterrows():
+            lacking.setdefault(str(model), []).extend(f"{key}:{b}" for b in frame.columns[row.to_numpy()])
+    lacking = {m: cells for m, cells in sorted(lacking.items()) if cells}
+    if lacking:
+        log.warning("%s: PCA leaves out %d incomplete model(s): %s", prep.results.path, len(lacking), lacking)
+    return lacking
+
+
 def common_matrices(prep: Prepared, prefix: str = "") -> dict[str, pd.DataFrame]:
-    """Per regime, the models x benchmarks matrix over models complete in both regimes (ids starting `prefix`)."""
+    """Per regime, the models x benchmarks matrix over models complete in both regimes (ids starting `prefix`);
+    the others are named by incomplete_models."""
     frames = {key: complete_rows(prep.downstream(key), prep.benchmarks) for key in prep.regimes}
     models = sorted(set.intersection(*(set(f.index) for f in frames.values())))
     models = [m for m in models if str(m).startswith(prefix)]
@@ -31,13 +48,16 @@ def common_matrices(prep: Prepared, prefix: str = "") -> dict[str, pd.DataFrame]
     return {key: frame.loc[models] for key, frame in frames.items()}
 
 
-def _pca_settings(ctx: Context) -> dict[str, Any]:
+def _pca_settings(ctx: Context, prep: Prepared | None = None) -> dict[str, Any]:
     standardize = bool(ctx.cfg["pca"]["standardize"])
-    return {
+    settings = {
         "standardize": standardize,
         "preprocessing": "each benchmark z-scored across models" if standardize else "each benchmark centred",
         "model_policy": MODEL_POLICY,
     }
+    if prep is not None:
+        settings["excluded_models"] = incomplete_models(prep)
+    return settings
 
 
 def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict:
@@ -62,7 +82,7 @@ def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict
     fig.tight_layout()
     numbers = {
         **base_numbers(ctx, prep, "figure", number),
-        **_pca_settings(ctx),
+        **_pca_settings(ctx, prep),
         "model_prefix": prefix or None,
         "models": list(next(iter(matrices.values())).index),
         "n_models": len(next(iter(matrices.values()))),
@@ -128,7 +148,7 @@ def figure_7(ctx: Context) -> dict:
     fig.tight_layout()
     numbers = {
         **base_numbers(ctx, prep, "figure", 7),
-        **_pca_settings(ctx),
+        **_pca_settings(ctx, prep),
         "compute_source": str(ctx.cfg["pretraining_compute"]["source"]),
         "pc1_sign": "oriented so that the PC1 loadings sum to a positive number (higher = better overall)",
         "correlation": "PC1 score vs log10 pretraining FLOPs (Pearson), and rank correlations",
@@ -156,7 +176,7 @@ def figure_11(ctx: Context) -> dict:
     fig.tight_layout()
     numbers = {
         **base_numbers(ctx, prep, "figure", 11),
-        **_pca_settings(ctx),
+        **_pca_settings(ctx, prep),
         "pc1_sign": "oriented so that the PC1 loadings sum to a positive number (higher = better overall)",
         "pc1_share": {k: c[2] for k, c in components.items()},
         "scores": {k: c[0].to_dict() for k, c in components.items()},

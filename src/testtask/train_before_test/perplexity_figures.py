@@ -3,6 +3,7 @@ before fine-tuning vs downstream after it, base and instruction-tuned models apa
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -14,6 +15,8 @@ from testtask.train_before_test.layout import present_corpora
 from testtask.train_before_test.perplexity import agreement, keep_models, oriented, split_by_tuning
 from testtask.train_before_test.plotting import heatmap, shared_range
 from testtask.train_before_test.prepare import Prepared, base_numbers, prepare
+
+log = logging.getLogger(__name__)
 
 MODEL_POLICY = (
     "pairwise-complete over the models not excluded from perplexity: each (corpus, benchmark) pair uses every "
@@ -31,6 +34,29 @@ def _frames(ctx: Context, prep: Prepared, regime: str) -> tuple[pd.DataFrame, pd
     return ppl, down
 
 
+def models_without_perplexity(ctx: Context, prep: Prepared) -> dict[str, Any]:
+    """Models of the file with no value on any present corpus (left out of every perplexity tau), per regime,
+    logged; on the release these are the Gemma models, which `exclude_model_prefixes` drops anyway."""
+    corpora = present_corpora(prep.results, prep.layout)
+    exclude = list(ctx.cfg["perplexity"]["exclude_model_prefixes"])
+    out: dict[str, Any] = {}
+    for key in prep.regimes:
+        frame = prep.results.scores[key][corpora]
+        lacking = sorted(str(m) for m in frame.index[frame.isna().all(axis=1)])
+        unexpected = [m for m in lacking if not any(m.startswith(p) for p in exclude)]
+        out[key] = {"count": len(lacking), "models": lacking, "not_excluded_by_prefix": unexpected}
+        if lacking:
+            log.warning(
+                "%s [%s]: %d model(s) have no perplexity value and are left out of Figures 4-5: %s%s",
+                prep.results.path,
+                key,
+                len(lacking),
+                ", ".join(lacking),
+                f" (not covered by exclude_model_prefixes: {', '.join(unexpected)})" if unexpected else "",
+            )
+    return out
+
+
 def _settings(ctx: Context, prep: Prepared, ppl: pd.DataFrame) -> dict[str, Any]:
     return {
         "corpora": list(ppl.columns),
@@ -38,6 +64,7 @@ def _settings(ctx: Context, prep: Prepared, ppl: pd.DataFrame) -> dict[str, Any]
         + ("higher" if prep.layout.corpora_higher_is_better else "lower")
         + " is better (oriented before tau)",
         "excluded_model_prefixes": list(ctx.cfg["perplexity"]["exclude_model_prefixes"]),
+        "models_without_perplexity": models_without_perplexity(ctx, prep),
         "model_policy": MODEL_POLICY,
         "benchmarks": prep.benchmarks,
     }

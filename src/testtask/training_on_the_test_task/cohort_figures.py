@@ -6,6 +6,7 @@ Figures 1, 3, 4, 5, 9, 11-16, 18 and 20. Each builder takes a Context and writes
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,16 @@ from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
 from testtask.training_on_the_test_task import inputs
 from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
-from testtask.training_on_the_test_task.scores import BenchmarkSpec, benchmark_spec, model_table, select
+from testtask.training_on_the_test_task.scores import (
+    BenchmarkSpec,
+    Gap,
+    benchmark_spec,
+    check_gaps,
+    excluded_records,
+    lookup,
+    model_table,
+    select,
+)
 
 
 def _kinds(ctx: Context) -> tuple[str, ...]:
@@ -45,11 +55,21 @@ def cohort_table(
         use_max=bool(ctx.cfg["adjustment"]["use_max"]),
         kinds=tuple(kinds or _kinds(ctx)),
         group_by=group_by,
+        absent=inputs.absent(ctx),
     )
     return spec, table
 
 
-def _save(ctx: Context, number: int, fig, records: list[dict], **extra: Any) -> dict:
+def _excluded(records: list[dict], gaps: Sequence[Gap] = ()) -> list[dict]:
+    """Every model some fit of the figure left out (the panels' `excluded_models`, plus `gaps`), once each."""
+    unique = {json.dumps(r, sort_keys=True): r for rec in records for r in rec.get("excluded_models", [])}
+    unique.update({json.dumps(r, sort_keys=True): r for r in excluded_records(gaps)})
+    return [unique[k] for k in sorted(unique)]
+
+
+def _save(
+    ctx: Context, number: int, fig, records: list[dict], gaps: Sequence[Gap] = (), **extra: Any
+) -> dict:
     numbers = {
         "paper": ctx.paper,
         "figure": number,
@@ -58,6 +78,7 @@ def _save(ctx: Context, number: int, fig, records: list[dict], **extra: Any) -> 
         "cov_type": str(ctx.cfg["regression"]["cov_type"]),
         "r2_reported": "uncentred R² of the no-intercept fit of A − r (as statsmodels reports it)",
         **extra,
+        "excluded_models": _excluded(records, gaps),
         "panels": records,
     }
     save_figure(fig, ctx.out_dir, f"figure-{number}", numbers)
@@ -190,11 +211,19 @@ def split_control_treatment(
     return eligible[:half] + small, eligible[half:]
 
 
-def _stage_max(results: pd.DataFrame, spec: BenchmarkSpec, stages: Sequence[str]) -> pd.Series:
-    """Per model, the best score over `stages` (NaN unless the model has every stage)."""
-    series = [select(results, spec, stage) for stage in stages]
-    frame = pd.concat(series, axis=1, join="inner")
-    return frame.max(axis=1) if spec.higher_is_better else frame.min(axis=1)
+def _stage_max(
+    results: pd.DataFrame, spec: BenchmarkSpec, stages: Sequence[str], names: Sequence[str], absent
+) -> tuple[pd.Series, list[Gap]]:
+    """Per model of `names`, the best score over `stages` (NaN unless the model has every stage), and the
+    Gap of each stage a model lacks."""
+    series, gaps = [], []
+    for stage in stages:
+        values, missing = lookup(results, spec, stage, names, absent)
+        series.append(values)
+        gaps += missing.values()
+    frame = pd.concat(series, axis=1)
+    best = frame.max(axis=1, skipna=False) if spec.higher_is_better else frame.min(axis=1, skipna=False)
+    return best, gaps
 
 
 def figure_3(ctx: Context) -> dict:
@@ -214,27 +243,20 @@ def figure_3(ctx: Context) -> dict:
         raise InputsUnavailable(f"fine-tuning stages {missing} not in this source")
     panels_by_col: dict[str, list[Panel]] = {"unadjusted": [], "adjusted": []}
     arms: dict[tuple[str, str, str], pd.Series] = {}
-    pool: set[str] | None = None
+    # Only older models with every stage of both arms, for every benchmark, can be assigned either way; one
+    # split serves all benchmarks. An older model lacking a stage is left out of every panel (named, and
+    # allowed only where config lists the result as absent).
+    older = [n for n in reg.names() if reg.get(n).kind in _kinds(ctx) and not reg.get(n).is_newer(cutoff)]
+    absent = inputs.absent(ctx)
+    lacking: dict[tuple, Gap] = {}
     for key in cfg["benchmarks"]:
         spec = benchmark_spec(ctx.cfg, key)
         for arm in ("control", "treatment"):
             for col in ("unadjusted", "adjusted"):
-                arms[key, arm, col] = _stage_max(results, spec, cfg[arm][col])
-        # Only older models with every stage of both arms, for every benchmark, can be assigned either way;
-        # one split serves all benchmarks.
-        complete = {
-            name
-            for name in select(results, spec, "base").index
-            if reg.get(name).kind in _kinds(ctx)
-            and not reg.get(name).is_newer(cutoff)
-            and all(
-                name in arms[key, arm, col].index
-                for arm in ("control", "treatment")
-                for col in ("unadjusted", "adjusted")
-            )
-        }
-        pool = complete if pool is None else pool & complete
-    names = sorted(pool or ())
+                arms[key, arm, col], found = _stage_max(results, spec, cfg[arm][col], older, absent)
+                lacking.update({(g.model, g.benchmark, g.stage): g for g in found})
+    gaps = check_gaps(lacking.values(), "figure 3 (pool of older models)")
+    names = sorted(set(older) - {g.model for g in gaps})
     table = pd.DataFrame({"model": names, "compute": [reg.get(n).compute for n in names]})
     control, treatment = split_control_treatment(table, float(cfg["min_compute"]), int(cfg["seed"]))
     splits = {"control": sorted(control), "treatment": sorted(treatment)}
@@ -263,23 +285,34 @@ def figure_3(ctx: Context) -> dict:
     panels = panels_by_col["unadjusted"] + panels_by_col["adjusted"]
     fig, records = _grid(ctx, panels, ncols=len(cfg["benchmarks"]))
     rule = (
-        f"older (train date < {cutoff}) models with every stage for every benchmark; compute >= {float(cfg['min_compute']):.3g} "
+        f"older (train date < {cutoff}) models with every stage for every benchmark (the others: excluded_models); "
+        f"compute >= {float(cfg['min_compute']):.3g} "
         f"shuffled by random.Random({int(cfg['seed'])}) after sorting, first half control, second half treatment"
     )
     stage_choice = {
         arm: {col: list(cfg[arm][col]) for col in ("unadjusted", "adjusted")}
         for arm in ("control", "treatment")
     }
-    return _save(ctx, 3, fig, records, split_rule=rule, splits=splits, stages=stage_choice)
+    return _save(ctx, 3, fig, records, gaps, split_rule=rule, splits=splits, stages=stage_choice)
 
 
-def older_finetuned_scores(ctx: Context, spec: BenchmarkSpec, table: pd.DataFrame, step: int) -> np.ndarray:
+def older_finetuned_scores(
+    ctx: Context, spec: BenchmarkSpec, table: pd.DataFrame, step: int
+) -> tuple[np.ndarray, list[Gap | None]]:
     """Per row of a cohort table: older models at fine-tuning checkpoint `step`, newer models as they are
-    (Figure 14, Table 5); NaN for an older model without that checkpoint."""
-    tuned = select(inputs.results(ctx), spec, "intermediate", step=step)
-    if tuned.empty:
+    (Figure 14, Table 5), and the Gap of each row without a score (None where it has one)."""
+    results = inputs.results(ctx)
+    if select(results, spec, "intermediate", step=step).empty:
         raise InputsUnavailable(f"no step_{step} checkpoints of {spec.finetune} in this source")
-    return np.where(table["newer"] == 1, table["before"], table["model"].map(tuned))
+    older = list(table.loc[table["newer"] == 0, "model"])
+    tuned, missing = lookup(results, spec, "intermediate", older, inputs.absent(ctx), step=step)
+    newer = table["newer"].to_numpy() == 1
+    scores = np.where(newer, table["before"], table["model"].map(tuned))
+    gaps = [
+        before if is_newer else missing.get(name)
+        for name, is_newer, before in zip(table["model"], newer, table["gap_before"], strict=True)
+    ]
+    return scores.astype(float), gaps
 
 
 def figure_14(ctx: Context) -> dict:
@@ -295,7 +328,8 @@ def figure_14(ctx: Context) -> dict:
     panels = []
     for key in cfg["benchmarks"]:
         spec, table = cohort_table(ctx, key)
-        table = table.assign(score=older_finetuned_scores(ctx, spec, table, step))
+        scores, gaps = older_finetuned_scores(ctx, spec, table, step)
+        table = table.assign(score=scores, gap_score=gaps)
         panels.append(
             Panel(spec, table, "score", spec.label, labels, False, {"step": step, "examples": step * batch})
         )
@@ -323,7 +357,8 @@ def figure_9(ctx: Context) -> dict:
             (table["group"] == 1) & swept.notna(),
             np.fmax(table["adjusted"], swept.fillna(-np.inf)),
             table["adjusted"],
-        )
+        ),
+        gap_swept=table["gap_adjusted"],
     )
     labels = cohort_labels(str(ctx.cfg["cutoff"]))
     rates = sorted(results.loc[results["adjustment"] == "lr_sweep", "learning_rate"].dropna().unique())

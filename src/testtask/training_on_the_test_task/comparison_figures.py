@@ -18,6 +18,7 @@ from testtask.training_on_the_test_task.pareto import (
     staircase,
 )
 from testtask.training_on_the_test_task.ranking import rank_shifts, shift_summary
+from testtask.training_on_the_test_task.scores import Gap, excluded_records, usable
 
 FAMILY_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 
@@ -31,11 +32,18 @@ def figure_2(ctx: Context) -> dict:
     keys = ctx.cfg["figure_2"]["benchmarks"]
     labels = cohort_labels(str(ctx.cfg["cutoff"]))
     fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.4), squeeze=False)
-    panels = []
+    panels, excluded = [], []
     for ax, key in zip(axes.flat, keys, strict=True):
         spec, table = cohort_table(ctx, key)
-        data = table.dropna(subset=["adjusted"]).assign(gain=lambda t: t["adjusted"] - t["before"])
-        record = {"benchmark": key, "label": spec.label, "n_models": int(len(data))}
+        data, gaps = usable(table, "adjusted", f"figure 2 ({key})")
+        excluded += gaps
+        data = data.assign(gain=lambda t: t["adjusted"] - t["before"])
+        record = {
+            "benchmark": key,
+            "label": spec.label,
+            "n_models": int(len(data)),
+            "excluded_models": excluded_records(gaps),
+        }
         for group in (0, 1):
             part = data[data["group"] == group]
             ax.scatter(
@@ -63,6 +71,7 @@ def figure_2(ctx: Context) -> dict:
     numbers = {
         **_base_numbers(ctx, 2),
         "gain": "adjusted - before (adjusted = max(before, after))",
+        "excluded_models": excluded_records(excluded),
         "panels": panels,
     }
     save_figure(fig, ctx.out_dir, "figure-2", numbers)
@@ -75,14 +84,17 @@ def figure_6(ctx: Context) -> dict:
     families = dict(cfg["families"])
     keys = cfg["benchmarks"]
     fig, axes = plt.subplots(2, len(keys), figsize=(4.4 * len(keys), 6.6), squeeze=False)
-    panels = []
+    panels: list[dict[str, Any]] = []
+    excluded: list[Gap] = []
     for col, key in enumerate(keys):
         spec, table = cohort_table(ctx, key)
         for row, column in enumerate(("before", "adjusted")):
             ax = axes[row, col]
             record: dict[str, Any] = {"benchmark": key, "adjusted": column == "adjusted", "families": {}}
             for colour, (label, prefix) in zip(FAMILY_COLOURS, families.items(), strict=False):
-                part = table[table["model"].str.match(rf"^{prefix}-\d")].dropna(subset=[column])
+                members = table[table["model"].str.match(rf"^{prefix}-\d")]
+                part, gaps = usable(members, column, f"figure 6 ({key}, {label}, {column})")
+                excluded += gaps
                 part = part.sort_values("compute")
                 ax.plot(10 ** part["log_compute"], part[column], "o-", color=colour, label=label, ms=5)
                 slope = (
@@ -95,6 +107,7 @@ def figure_6(ctx: Context) -> dict:
                     "values": [float(v) for v in part[column]],
                     "log10_compute": [float(v) for v in part["log_compute"]],
                     "log_linear_slope": slope,
+                    "excluded_models": excluded_records(gaps),
                 }
             ax.axhline(spec.chance, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
@@ -105,7 +118,7 @@ def figure_6(ctx: Context) -> dict:
             panels.append(record)
     axes[0, 0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    numbers = {**_base_numbers(ctx, 6), "panels": panels}
+    numbers = {**_base_numbers(ctx, 6), "excluded_models": excluded_records(excluded), "panels": panels}
     save_figure(fig, ctx.out_dir, "figure-6", numbers)
     return numbers
 
@@ -115,10 +128,11 @@ def figure_7(ctx: Context) -> dict:
     keys = ctx.cfg["figure_7"]["benchmarks"]
     labels = cohort_labels(str(ctx.cfg["cutoff"]))
     fig, axes = plt.subplots(2, len(keys), figsize=(4.4 * len(keys), 6.6), squeeze=False)
-    panels, comparisons = [], {}
+    panels, comparisons, excluded = [], {}, []
     for col, key in enumerate(keys):
         spec, table = cohort_table(ctx, key)
-        data = table.dropna(subset=["adjusted"])
+        data, gaps = usable(table, "adjusted", f"figure 7 ({key})")
+        excluded += gaps
         # `adjusted` already applies the configured use_max choice
         comparison = compare_pareto_areas(
             data["log_compute"],
@@ -177,6 +191,7 @@ def figure_7(ctx: Context) -> dict:
                     "frontier_all": {"log10_compute": fx_all.tolist(), "accuracy": fy_all.tolist()},
                     "frontier_older": {"log10_compute": fx_old.tolist(), "accuracy": fy_old.tolist()},
                     "n_models": int(len(data)),
+                    "excluded_models": excluded_records(gaps),
                 }
             )
     axes[0, 0].legend(frameon=False, fontsize=7)
@@ -185,6 +200,7 @@ def figure_7(ctx: Context) -> dict:
         **_base_numbers(ctx, 7),
         "area_units": "accuracy x decades of compute (log10 FLOPs)",
         "comparisons": comparisons,
+        "excluded_models": excluded_records(excluded),
         "panels": panels,
     }
     save_figure(fig, ctx.out_dir, "figure-7", numbers)
@@ -195,7 +211,7 @@ def figure_17(ctx: Context) -> dict:
     """MMLU ranks before and after adjustment, one line per model."""
     key = ctx.cfg["figure_17"]["benchmark"]
     spec, table = cohort_table(ctx, key)
-    data = table.dropna(subset=["adjusted"])
+    data, gaps = usable(table, "adjusted", f"figure 17 ({key})")
     # `adjusted` already applies the configured use_max choice
     shifts = rank_shifts(
         data["model"].tolist(), data["before"].to_numpy(), data["adjusted"].to_numpy(), use_max=False
@@ -219,6 +235,12 @@ def figure_17(ctx: Context) -> dict:
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
-    numbers = {**_base_numbers(ctx, 17), "benchmark": key, **summary, "ranks": shifts.to_dict("records")}
+    numbers = {
+        **_base_numbers(ctx, 17),
+        "benchmark": key,
+        **summary,
+        "excluded_models": excluded_records(gaps),
+        "ranks": shifts.to_dict("records"),
+    }
     save_figure(fig, ctx.out_dir, "figure-17", numbers)
     return numbers

@@ -13,11 +13,18 @@ from testtask.outputs import save_figure
 from testtask.training_on_the_test_task import inputs
 from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
-from testtask.training_on_the_test_task.scores import benchmark_spec, select
+from testtask.training_on_the_test_task.scores import (
+    Gap,
+    benchmark_spec,
+    check_gaps,
+    excluded_records,
+    lookup,
+)
 
 
-def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame]:
-    """Scores of older models (within the emergence compute window) at step 0 (base) and every checkpoint."""
+def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[Gap]]:
+    """Scores of older models (within the emergence compute window) at step 0 (base) and every checkpoint,
+    and the Gap of each (model, checkpoint) missing: such a model is left out of that checkpoint's fit."""
     spec = benchmark_spec(ctx.cfg, key)
     results = inputs.results(ctx)
     reg = inputs.registry(ctx)
@@ -29,29 +36,33 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame]:
     ].dropna()
     if steps.empty:
         raise InputsUnavailable(f"no intermediate/{spec.finetune} checkpoints in this source")
-    frames = [select(results, spec, "base").rename(0)]
-    frames += [
-        select(results, spec, "intermediate", step=int(s)).rename(int(s)) for s in sorted(steps.unique())
+    older = [
+        name
+        for name in reg.names()
+        if reg.get(name).kind in kinds
+        and not reg.get(name).is_newer(cutoff)
+        and float(cfg["min_compute"]) < reg.get(name).compute < float(cfg["max_compute"])
     ]
-    rows = []
-    for step_series in frames:
-        for name, value in step_series.items():
+    absent = inputs.absent(ctx)
+    checkpoints = [("base", None)] + [("intermediate", int(s)) for s in sorted(steps.unique())]
+    rows, gaps = [], []
+    for stage, step in checkpoints:
+        values, missing = lookup(results, spec, stage, older, absent, step=step)
+        gaps += missing.values()
+        for name, value in values.dropna().items():
             info = reg.get(name)
-            if info.kind not in kinds or info.is_newer(cutoff):
-                continue
-            if not float(cfg["min_compute"]) < info.compute < float(cfg["max_compute"]):
-                continue
             rows.append(
                 {
                     "model": name,
                     "family": info.family,
-                    "step": int(step_series.name),
-                    "examples": int(step_series.name) * int(cfg["batch_size"]),
+                    "step": step or 0,
+                    "examples": (step or 0) * int(cfg["batch_size"]),
                     "log_compute": float(np.log10(info.compute)),
                     "score": float(value),
                 }
             )
-    return spec, pd.DataFrame(rows)
+    gaps = check_gaps(gaps, f"{spec.key} checkpoints of older models")
+    return spec, pd.DataFrame(rows), gaps
 
 
 def _fits(spec, data: pd.DataFrame) -> list[dict[str, Any]]:
@@ -82,7 +93,7 @@ def _fits(spec, data: pd.DataFrame) -> list[dict[str, Any]]:
 
 def emergence_figure(ctx: Context, number: int) -> dict:
     cfg = ctx.cfg[f"figure_{number}"]
-    spec, data = checkpoint_scores(ctx, cfg["benchmark"])
+    spec, data, gaps = checkpoint_scores(ctx, cfg["benchmark"])
     fits = _fits(spec, data)
     by_step = {f["step"]: f for f in fits}
     shown = [s for s in cfg["steps"] if s in by_step]
@@ -127,7 +138,13 @@ def emergence_figure(ctx: Context, number: int) -> dict:
         ax.set_xlabel("Fine-tuning examples", fontsize=8)
         ax.grid(alpha=0.25, lw=0.5)
     fig.tight_layout()
-    records = [{k: v for k, v in f.items() if not k.startswith("_")} for f in fits]
+    records = [
+        {
+            **{k: v for k, v in f.items() if not k.startswith("_")},
+            "excluded_models": excluded_records(g for g in gaps if (g.step or 0) == f["step"]),
+        }
+        for f in fits
+    ]
     numbers = {
         "paper": ctx.paper,
         "figure": number,
@@ -141,6 +158,7 @@ def emergence_figure(ctx: Context, number: int) -> dict:
         "c_e_method": "Eq. 1 without the cohort term, least squares (profile over c_e), log10 FLOPs",
         "log_linear": "OLS of accuracy on log10 compute with intercept; centred R²",
         "steps_shown": shown,
+        "excluded_models": excluded_records(gaps),
         "checkpoints": records,
     }
     save_figure(fig, ctx.out_dir, f"figure-{number}", numbers)

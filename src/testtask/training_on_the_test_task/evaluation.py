@@ -10,7 +10,10 @@ of the Open LLM Leaderboard v1 in the YAMLs (override with `num_fewshot`).
 - `evaluations/<stage>/<model>-<benchmark>.json`: lm-eval's output as its CLI writes it (`results`, `groups`,
   `group_subtasks`, `configs`, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`, ...), the file
   `testtask.training_on_the_test_task.results` reads. Written atomically, last, so its presence means the
-  benchmark is done: an existing file is skipped (the run resumes).
+  benchmark is done: an existing file is skipped (the run resumes) if it was made the same way. The file records
+  how under `testtask_provenance` (model, its weights' fingerprint, model arguments, few-shot count, limit, task);
+  a file made otherwise (another protocol, a retrained model, no record) is refused with StaleResultError,
+  never silently reused: delete it or pass `overwrite`.
 - `samples/<stage>/<model>-<benchmark>/<task>.jsonl`: one line per document of each task (prompt arguments,
   loglikelihoods, per-document metrics), when `log_samples`.
 
@@ -318,6 +321,53 @@ def write_samples(folder: Path, samples: Mapping[str, Sequence[Mapping[str, Any]
         atomic_write_text(folder / f"{re.sub(r'[^A-Za-z0-9_.]+', '_', task)}.jsonl", text)
 
 
+PROVENANCE_KEY = "testtask_provenance"
+
+
+class StaleResultError(RuntimeError):
+    """A result file exists but was made by another model or other settings; resuming would reuse it silently."""
+
+
+def provenance(
+    model_args: Mapping[str, Any], model_fingerprint: str | None, shots: Any, limit: Any, task: str
+) -> dict[str, Any]:
+    """What a result file depends on, as JSON: the same in the file written and in the check on resume."""
+    return json.loads(
+        json.dumps(
+            {
+                "model_args": {str(k): str(v) for k, v in sorted(model_args.items())},
+                "model_fingerprint": model_fingerprint,
+                "num_fewshot": shots,
+                "limit": limit,
+                "task": task,
+            },
+            default=str,
+        )
+    )
+
+
+def check_provenance(path: Path, expected: Mapping[str, Any]) -> None:
+    """Raise StaleResultError unless the result at `path` records exactly `expected` as its provenance."""
+    try:
+        recorded = json.loads(Path(path).read_text()).get(PROVENANCE_KEY)
+    except (OSError, ValueError, AttributeError) as err:
+        raise StaleResultError(
+            f"{path}: unreadable result file ({err}); delete it to evaluate again"
+        ) from err
+    fix = "delete it (or pass overwrite) to evaluate again"
+    if recorded is None:
+        raise StaleResultError(
+            f"{path}: exists but has no field {PROVENANCE_KEY!r} (written before provenance was recorded), so it "
+            f"may come from another model or protocol; {fix}"
+        )
+    differ = [k for k in sorted(set(recorded) | set(expected)) if recorded.get(k) != expected.get(k)]
+    if differ:
+        shown = "; ".join(f"{k}: file {recorded.get(k)!r}, this run {expected.get(k)!r}" for k in differ)
+        raise StaleResultError(
+            f"{path}: made by another model or settings ({PROVENANCE_KEY} differs: {shown}); {fix}"
+        )
+
+
 def evaluate(
     model: str,
     tasks: Iterable[str],
@@ -336,6 +386,7 @@ def evaluate(
     bootstrap_iters: int = 100000,
     lm: LM | None = None,
     task_variants: Mapping[str, str] | None = None,
+    model_fingerprint: str | None = None,
 ) -> dict[str, Path]:
     """Evaluate `model` (a local folder or a Hub id) on each benchmark of `tasks`; returns benchmark -> file.
 
@@ -347,6 +398,8 @@ def evaluate(
     `add_bos_token`: the runner passes False except for Gemma, as the authors' lm-eval fork did; left out,
     lm-eval 0.4.13 lets the tokenizer add its BOS); `device` defaults to CUDA when available, else the CPU.
     `task_variants` (benchmark -> task) evaluates another task's config under the benchmark's name.
+    `model_fingerprint` identifies weights a path alone does not (a fine-tuned folder that may be retrained:
+    the run's fingerprint and checkpoint); it is part of the provenance an existing file must match.
     The model is loaded once, when the first benchmark needs it; an already loaded `lm` can be passed.
     """
     from lm_eval import simple_evaluate
@@ -355,10 +408,19 @@ def evaluate(
     tasks = list(tasks)
     name = model_name or default_model_name(model)
     paths = {benchmark: result_path(results_dir, stage, name, benchmark) for benchmark in tasks}
+    args = {"pretrained": str(model), **dict(model_args or {})}
+
+    def made(benchmark: str) -> dict[str, Any]:
+        shots = num_fewshot.get(benchmark) if isinstance(num_fewshot, Mapping) else num_fewshot
+        return provenance(
+            args, model_fingerprint, shots, limit, (task_variants or {}).get(benchmark) or benchmark
+        )
+
     todo = [b for b in tasks if overwrite or not paths[b].exists()]
     for benchmark in tasks:
         if benchmark not in todo:
-            log.info("%s: %s exists, skipped", benchmark, paths[benchmark])
+            check_provenance(paths[benchmark], made(benchmark))
+            log.info("%s: %s exists (same model and settings), skipped", benchmark, paths[benchmark])
     if not todo:
         return paths
     # lm-eval's own folder (about 15 s to index) only when a benchmark is not ours
@@ -366,7 +428,6 @@ def evaluate(
     local = {b: Path(local_data[b]) for b in todo if local_data and b in local_data}
     variants = {b: v for b, v in (task_variants or {}).items() if b in todo and v and v != b}
     manager = task_manager(local, dataset_cache_dir, include_defaults=bool(theirs), variants=variants)
-    args = {"pretrained": str(model), **dict(model_args or {})}
     if device is None:
         import torch
 
@@ -400,6 +461,7 @@ def evaluate(
         tracker.general_config_tracker.model_source = "hf"
         out["task_hashes"] = task_hashes(samples) if samples else {}
         out.update(asdict(tracker.general_config_tracker))
+        out[PROVENANCE_KEY] = made(benchmark)
         if log_samples:
             write_samples(samples_dir(results_dir, stage, name, benchmark), samples)
         atomic_write_text(paths[benchmark], dumps_result(out, indent=2) + "\n")

@@ -101,6 +101,9 @@ class FinetuneResult:
     checkpoints: list[int]
     precision: str | None = None  # one of PRECISIONS (None: a run recorded before precision was)
     batch: dict[str, int] | None = None  # per_device × accumulation × world_size = effective
+    fingerprint: str | None = (
+        None  # what the run depended on (`_fingerprint`); identifies the weights it wrote
+    )
 
     @property
     def first_loss(self) -> float:
@@ -443,6 +446,7 @@ def finetune(
                 record["checkpoints"],
                 record.get("precision"),
                 record.get("batch"),
+                fingerprint,
             )
     set_seed(seed)
     chosen = resolve_precision(recipe, device, parameters, precision)
@@ -523,6 +527,7 @@ def finetune(
         [int(p.name.split("-")[-1]) for p in _checkpoints(output_dir)],
         chosen,
         batch,
+        fingerprint,
     )
     record = {
         "fingerprint": fingerprint,

@@ -8,11 +8,11 @@ import os
 from functools import lru_cache
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.context import Context, InputsUnavailable
 from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import discover, load_results
+from testtask.training_on_the_test_task.results import AbsentResults, discover, load_results
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def registry(ctx: Context) -> ModelRegistry:
     )
 
 
-_CACHE: dict[tuple[str, float, str], pd.DataFrame] = {}
+_CACHE: dict[tuple[str, float, str, str], pd.DataFrame] = {}
 
 
 def _models_config(ctx: Context) -> dict:
@@ -47,8 +47,26 @@ def _models_config(ctx: Context) -> dict:
     return OmegaConf.to_container(models, resolve=True) if isinstance(models, DictConfig) else dict(models)
 
 
+def _absent_config(ctx: Context) -> list | None:
+    node = ctx.cfg.get("absent_results")
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig | ListConfig) else node
+
+
+def absent(ctx: Context) -> AbsentResults:
+    """The results `ctx`'s config lists as genuinely missing from the source (`absent_results`), checked."""
+    reg = registry(ctx)
+    return AbsentResults.from_config(
+        _absent_config(ctx),
+        known_model=lambda name: name in reg,
+        where="training_on_the_test_task.absent_results",
+    )
+
+
 def results(ctx: Context) -> pd.DataFrame:
-    """The tidy results table of `ctx`'s source; InputsUnavailable when the evaluations folder is absent."""
+    """The tidy results table of `ctx`'s source; InputsUnavailable when the evaluations folder is absent.
+
+    Every value is checked (results.load_results); a value missing or NaN is an error unless `absent_results`
+    lists that result."""
     root = ctx.data_root / str(ctx.cfg["evaluations_dir"])
     if not root.is_dir():
         raise InputsUnavailable(f"{root} does not exist (source={ctx.source})")
@@ -57,12 +75,18 @@ def results(ctx: Context) -> pd.DataFrame:
     # (results are written atomically, by rename) reloads it: that changes a folder's mtime, cheaper to scan
     # than every file's.
     stamp = max(os.stat(folder).st_mtime for folder, _, _ in os.walk(root))
-    key = (str(root), stamp, json.dumps(_models_config(ctx), sort_keys=True))
+    listed = absent(ctx)
+    key = (
+        str(root),
+        stamp,
+        json.dumps(_models_config(ctx), sort_keys=True),
+        json.dumps(_absent_config(ctx), sort_keys=True),
+    )
     if key not in _CACHE:
         files = discover(root)
         if files and not any(f.model in reg for f in files):
             # e.g. the CPU mini-replication: its model is not one of the paper's, so only figure-mini uses it.
             raise InputsUnavailable(f"{root}: no result file names a model of the paper's registry")
         _CACHE.clear()
-        _CACHE[key] = load_results(root, known_model=lambda name: name in reg, progress=False)
+        _CACHE[key] = load_results(root, known_model=lambda name: name in reg, progress=False, absent=listed)
     return _CACHE[key]

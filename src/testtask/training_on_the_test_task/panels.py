@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from testtask.training_on_the_test_task.regression import EmergenceFit, fit_emergence
-from testtask.training_on_the_test_task.scores import BenchmarkSpec
+from testtask.training_on_the_test_task.scores import BenchmarkSpec, Gap, excluded_records, usable
 
 # Colour-blind-safe pair (Okabe-Ito blue and vermillion): group 0 and group 1 of a panel.
 COLOURS = ("#0072B2", "#D55E00")
@@ -34,7 +34,10 @@ def cohort_labels(cutoff: str) -> tuple[str, str]:
 
 @dataclass
 class Panel:
-    """Data of one panel: `table` has log_compute, group (0/1), family and the score in `column`."""
+    """Data of one panel: `table` has log_compute, group (0/1), family and the score in `column`.
+
+    Rows without a score in `column` are left out of the fit once, here: each is logged and listed in
+    `excluded` (from the table's `gap_<column>`); one config does not list as absent is an error."""
 
     spec: BenchmarkSpec
     table: pd.DataFrame
@@ -43,9 +46,15 @@ class Panel:
     labels: tuple[str, str]
     adjusted: bool
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for the JSON record
+    excluded: list[Gap] = field(init=False, default_factory=list)
+    _data: pd.DataFrame = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        what = f"{self.spec.key} panel {self.title!r} ({self.column})"
+        self._data, self.excluded = usable(self.table, self.column, what)
 
     def data(self) -> pd.DataFrame:
-        return self.table.dropna(subset=[self.column])
+        return self._data
 
 
 def fit_panel(panel: Panel, cov_type: str = "cluster", c_e_search: str = "profile") -> EmergenceFit:
@@ -120,6 +129,7 @@ def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
         "chance": panel.spec.chance,
         "n_models": int(len(data)),
         "n_group_1": int(data["group"].sum()),
+        "excluded_models": excluded_records(panel.excluded),
         **panel.extra,
     }
     if fit is not None:

@@ -10,6 +10,14 @@ Layout below the `evaluations/` root (the authors' release, and what our runners
   rate (Appendix B.3; not in the authors' release, written by our runners)
 
 Benchmark names never contain '-', so a flat file name splits at its last '-'.
+
+Every value of every entry is checked: a metric must be a finite number within its range
+(`testtask.metric_ranges`), a standard error a finite number >= 0 or lm-eval's "N/A" (no bootstrap); a key is a
+metric, its standard error, or lm-eval bookkeeping; no key twice; every task `group_subtasks` lists has its entry.
+The only exception is a result listed in config `absent_results` (model, benchmark, stage, reason): the authors'
+release holds a few files whose values are NaN, and those are read as NaN. Anything else is a ResultsError naming
+the file and the field. Whether a file holds the metric an analysis reads is checked where it is read
+(`scores.lookup`), since which stages need which metric depends on the figure.
 """
 
 from __future__ import annotations
@@ -17,14 +25,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from testtask.metric_ranges import problem
+
 STAGES = ("e1", "e2", "e1+2", "e3")
 FINETUNES = ("mmluaux", "gsm8kaux", "mcaux")  # mcaux: ARC/OpenBookQA train (the CPU mini-replication)
+ADJUSTMENTS = ("base", *STAGES, "intermediate", "lr_sweep")
 COLUMNS = [
     "model",
     "adjustment",
@@ -41,6 +53,11 @@ COLUMNS = [
 # Derived metric: mean of a metric over every entry of `results` (groups and subjects alike), as the
 # authors averaged MMLU; the standard aggregate is the entry named like the benchmark.
 ENTRIES_MEAN = "entries_mean"
+# Keys of a `results` entry that are lm-eval's bookkeeping, not metrics (newer versions add name and sample_len).
+BOOKKEEPING = frozenset({"alias", "name", "sample_len", "sample_count", "samples"})
+# What lm-eval writes for a standard error it did not compute (bootstrap off, or a single document).
+NO_STDERR = "N/A"
+CONFIG = "conf/training_on_the_test_task/analysis.yaml"
 _STEP = re.compile(r"^step_(\d+)$")
 
 
@@ -58,6 +75,119 @@ class ResultFile:
     suite: str  # v1 (Leaderboard v1 era evaluations) | v2 (new_evals: Leaderboard v2)
     step: int | None = None
     learning_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Absence:
+    """Results the source genuinely lacks (or holds as NaN), and why. `*` matches anything."""
+
+    models: tuple[str, ...]  # ("*",): every model
+    benchmark: str  # benchmark name as in result files (e.g. mmlu, leaderboard_gpqa)
+    stage: str  # base | e1 | e2 | e1+2 | e3 | intermediate | lr_sweep
+    finetune: str  # mmluaux | gsm8kaux | mcaux (ignored for stage base)
+    steps: tuple[int, ...] | None  # intermediate checkpoints; None: every one
+    reason: str
+
+    def covers(self, model: str, benchmark: str, stage: str, finetune: str | None, step: int | None) -> bool:
+        def match(pattern: str, value: str | None) -> bool:
+            return pattern == "*" or pattern == value
+
+        return (
+            ("*" in self.models or model in self.models)
+            and match(self.benchmark, benchmark)
+            and match(self.stage, stage)
+            and (stage == "base" or match(self.finetune, finetune))
+            and (self.steps is None or step in self.steps)
+        )
+
+
+_ABSENCE_KEYS = {"model", "benchmark", "stage", "finetune", "steps", "reason"}
+
+
+def _absence(entry: Any, where: str) -> Absence:
+    """One `absent_results` entry, checked: model (a name or a list), benchmark, stage and a reason."""
+    if not isinstance(entry, Mapping):
+        raise ResultsError(f"{where}: must be a mapping with model, benchmark, stage, reason; got {entry!r}")
+    unknown = sorted(set(entry) - _ABSENCE_KEYS)
+    if unknown:
+        raise ResultsError(f"{where}: unknown key(s) {unknown}; expected {sorted(_ABSENCE_KEYS)}")
+    models = entry.get("model")
+    models = [models] if isinstance(models, str) else models
+    if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m for m in models):
+        raise ResultsError(
+            f"{where}.model: a model name or a list of them is required, got {entry.get('model')!r}"
+        )
+    for key in ("benchmark", "stage", "reason"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ResultsError(f"{where}.{key}: a non-empty string is required, got {entry.get(key)!r}")
+    stage = entry["stage"]
+    if stage not in (*ADJUSTMENTS, "*"):
+        raise ResultsError(f"{where}.stage: {stage!r} is not one of {', '.join(ADJUSTMENTS)} or '*'")
+    finetune = entry.get("finetune", "*")
+    if finetune not in (*FINETUNES, "*"):
+        raise ResultsError(f"{where}.finetune: {finetune!r} is not one of {', '.join(FINETUNES)} or '*'")
+    steps = entry.get("steps")
+    if steps is not None:
+        if not isinstance(steps, Sequence) or not all(isinstance(s, int) and s >= 0 for s in steps):
+            raise ResultsError(f"{where}.steps: a list of checkpoint steps is required, got {steps!r}")
+        steps = tuple(int(s) for s in steps)
+    return Absence(
+        tuple(models), entry["benchmark"], stage, finetune, steps, " ".join(entry["reason"].split())
+    )
+
+
+class AbsentResults:
+    """The results config lists as genuinely absent from the source (`absent_results`): the only gaps allowed."""
+
+    def __init__(self, entries: Iterable[Absence] = ()) -> None:
+        self.entries = tuple(entries)
+
+    @classmethod
+    def from_config(
+        cls, entries: Any, known_model: Callable[[str], bool] | None = None, where: str = "absent_results"
+    ) -> AbsentResults:
+        if entries is None:
+            return cls()
+        if isinstance(entries, Mapping) or not isinstance(entries, Sequence):
+            raise ResultsError(f"{where}: must be a list of entries, got {type(entries).__name__}")
+        parsed = [_absence(entry, f"{where}[{i}]") for i, entry in enumerate(entries)]
+        if known_model is not None:
+            for i, absence in enumerate(parsed):
+                unknown = [m for m in absence.models if m != "*" and not known_model(m)]
+                if unknown:
+                    raise ResultsError(f"{where}[{i}].model: {unknown} not in the model registry")
+        return cls(parsed)
+
+    @classmethod
+    def default(cls) -> AbsentResults:
+        """The list of the repository's analysis config (conf/training_on_the_test_task/analysis.yaml)."""
+        from omegaconf import OmegaConf
+
+        from testtask.paths import conf_dir
+
+        path = conf_dir() / "training_on_the_test_task" / "analysis.yaml"
+        if not path.is_file():
+            return cls()
+        node = OmegaConf.load(path).get("absent_results")
+        entries = OmegaConf.to_container(node, resolve=True) if node is not None else None
+        return cls.from_config(entries, where=f"{path}: absent_results")
+
+    def reason(
+        self,
+        model: str,
+        benchmark: str,
+        stage: str,
+        finetune: str | None = None,
+        step: int | None = None,
+    ) -> str | None:
+        """Why the source lacks this result, or None when config does not list it."""
+        for absence in self.entries:
+            if absence.covers(model, benchmark, stage, finetune, step):
+                return absence.reason
+        return None
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 def _split_flat(path: Path) -> tuple[str, str]:
@@ -107,39 +237,145 @@ def discover(root: Path) -> list[ResultFile]:
     return [classify(p, root) for p in sorted(root.rglob("*.json"))]
 
 
-def _number(value, path: Path, field: str) -> float:
-    if value in (None, "N/A"):
+def _missing(value: Any) -> bool:
+    """What lm-eval (or the authors' release) writes where it has no number: null, "N/A", NaN."""
+    return value is None or value == NO_STDERR or (isinstance(value, float) and math.isnan(value))
+
+
+def _value(value: Any, path: Path, field: str, metric: str, absent_ok: bool) -> float:
+    """A metric's value: a finite number in the metric's range; NaN only for a result config lists as absent."""
+    if absent_ok and _missing(value):
         return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ResultsError(f"{path}: field {field!r} is {value!r}, not a number")
+    why = problem(value, metric)
+    if why is not None:
+        raise ResultsError(f"{path}: field {field!r} is {value!r}, {why}")
     return float(value)
 
 
-def _metric_items(entry: dict, path: Path, key: str) -> Iterable[tuple[str, float, float]]:
+def _stderr(value: Any, path: Path, field: str, absent_ok: bool) -> float:
+    """A standard error: a finite number >= 0, or lm-eval's "N/A" (and an absent key) when it computed none."""
+    if value == NO_STDERR or (absent_ok and _missing(value)):
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ResultsError(
+            f"{path}: field {field!r} is {value!r}; a standard error must be a finite number >= 0 or "
+            f"{NO_STDERR!r} (lm-eval's mark for one it did not compute)"
+        )
+    return float(value)
+
+
+def _metric_items(
+    entry: Any, path: Path, key: str, absent_ok: bool = False
+) -> Iterable[tuple[str, float, float]]:
     """(metric, value, stderr) of one `results` entry; lm-eval names metrics `<name>,<filter>`."""
     if not isinstance(entry, dict):
         raise ResultsError(f"{path}: results[{key!r}] is not an object")
     for name, value in entry.items():
-        if name == "alias" or "_stderr," in name or "," not in name:
+        if name in BOOKKEEPING:
+            continue
+        field = f"results.{key}.{name}"
+        if "," not in name:
+            raise ResultsError(
+                f"{path}: field {field!r} is neither a metric (<name>,<filter>) nor one of lm-eval's "
+                f"bookkeeping keys ({', '.join(sorted(BOOKKEEPING))})"
+            )
+        if "_stderr," in name:
+            metric = name.replace("_stderr,", ",", 1)
+            if metric not in entry:
+                raise ResultsError(
+                    f"{path}: field {field!r} is a standard error of {metric!r}, which is absent"
+                )
             continue
         stderr_key = name.replace(",", "_stderr,", 1)
-        stderr = _number(entry.get(stderr_key), path, f"results.{key}.{stderr_key}")
-        yield name, _number(value, path, f"results.{key}.{name}"), stderr
+        stderr = (
+            _stderr(entry[stderr_key], path, f"results.{key}.{stderr_key}", absent_ok)
+            if stderr_key in entry
+            else math.nan
+        )
+        yield name, _value(value, path, field, name, absent_ok), stderr
 
 
-def read_file(rf: ResultFile) -> list[dict]:
-    """Rows of the tidy table for one file: the benchmark's own entry, plus entry means for groups."""
+def _unique_keys(path: Path) -> Callable[[list[tuple[str, Any]]], dict]:
+    """A json object hook that refuses a key given twice (json keeps the last one silently)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ResultsError(f"{path}: key {key!r} appears twice in one object")
+            seen[key] = value
+        return seen
+
+    return hook
+
+
+def _parse(path: Path) -> dict:
+    """The decoded JSON of one file: UTF-8 text, valid JSON, no key twice, a `results` object."""
     try:
-        data = json.loads(rf.path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultsError(
+            f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); lm-eval writes UTF-8 JSON"
+        ) from None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys(path))
     except json.JSONDecodeError as err:
-        raise ResultsError(f"{rf.path}: not valid JSON ({err})") from err
+        raise ResultsError(f"{path}: not valid JSON ({err})") from err
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise ResultsError(f"{rf.path}: missing the 'results' object of an lm-eval output")
+        raise ResultsError(f"{path}: missing the 'results' object of an lm-eval output")
+    return data
+
+
+def _check_listed_entries(data: dict, path: Path) -> None:
+    """Every task `group_subtasks` names (groups and members) has its `results` entry: a dropped subject would
+    change the mean over entries silently. Files without `group_subtasks` are not checked."""
+    groups = data.get("group_subtasks")
+    if groups is None:
+        return
+    if not isinstance(groups, dict) or not all(isinstance(v, list) for v in groups.values()):
+        raise ResultsError(f"{path}: field 'group_subtasks' must map a group to the list of its tasks")
+    listed = set(groups) | {str(task) for tasks in groups.values() for task in tasks}
+    lacking = sorted(listed - set(data["results"]))
+    if lacking:
+        raise ResultsError(
+            f"{path}: field 'results' lacks entries {lacking[:5]} that 'group_subtasks' lists ({len(lacking)} in all)"
+        )
+
+
+def entries_lacking(path: Path, metric: str) -> list[str]:
+    """The `results` entries of a (valid) result file that do not report `metric`."""
+    return [key for key, entry in _parse(Path(path))["results"].items() if metric not in entry]
+
+
+def _entries_means(per_entry: dict[str, dict[str, float]]) -> dict[str, float]:
+    """metric -> its mean over every `results` entry (`per_entry`: entry -> metric -> value), for the metrics
+    every entry reports, when there are several entries."""
+    if len(per_entry) < 2:
+        return {}
+    common = set.intersection(*(set(values) for values in per_entry.values()))
+    first = next(iter(per_entry.values()))
+    return {m: float(sum(v[m] for v in per_entry.values()) / len(per_entry)) for m in first if m in common}
+
+
+def read_file(rf: ResultFile, absent: AbsentResults | None = None) -> list[dict]:
+    """Rows of the tidy table for one file: the benchmark's own entry, plus entry means for groups.
+
+    A result `absent` lists may hold NaN (or null) where a number should be."""
+    absent_ok = absent is not None and (
+        absent.reason(rf.model, rf.benchmark, rf.adjustment, rf.finetune, rf.step) is not None
+    )
+    data = _parse(rf.path)
     results = data["results"]
+    _check_listed_entries(data, rf.path)
     if rf.benchmark not in results:
         raise ResultsError(
             f"{rf.path}: results has no entry {rf.benchmark!r} (entries: {', '.join(sorted(results)[:5])}...)"
         )
+    # every value of every entry is checked, used or not
+    items = {key: list(_metric_items(entry, rf.path, key, absent_ok)) for key, entry in results.items()}
+    own = items[rf.benchmark]
+    if not own:
+        raise ResultsError(f"{rf.path}: results[{rf.benchmark!r}] holds no metric")
     base = {
         "model": rf.model,
         "adjustment": rf.adjustment,
@@ -150,21 +386,10 @@ def read_file(rf: ResultFile) -> list[dict]:
         "learning_rate": rf.learning_rate,
         "file": str(rf.path),
     }
-    rows = []
-    own = list(_metric_items(results[rf.benchmark], rf.path, rf.benchmark))
-    if not own:
-        raise ResultsError(f"{rf.path}: results[{rf.benchmark!r}] holds no metric")
-    for metric, value, stderr in own:
-        rows.append({**base, "metric": metric, "value": value, "stderr": stderr})
-    if len(results) > 1:
-        per_metric: dict[str, list[float]] = {}
-        for key, entry in results.items():
-            for metric, value, _ in _metric_items(entry, rf.path, key):
-                per_metric.setdefault(metric, []).append(value)
-        for metric, values in per_metric.items():
-            if len(values) == len(results):  # only metrics every entry reports
-                mean = float(sum(values) / len(values))
-                rows.append({**base, "metric": f"{metric}|{ENTRIES_MEAN}", "value": mean, "stderr": math.nan})
+    rows = [{**base, "metric": metric, "value": value, "stderr": stderr} for metric, value, stderr in own]
+    per_entry = {key: {m: v for m, v, _ in entry} for key, entry in items.items()}
+    for metric, mean in _entries_means(per_entry).items():
+        rows.append({**base, "metric": f"{metric}|{ENTRIES_MEAN}", "value": mean, "stderr": math.nan})
     return rows
 
 
@@ -172,12 +397,15 @@ def load_results(
     root: Path,
     known_model: Callable[[str], bool] | None = None,
     progress: bool = False,
+    absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
     """The tidy table of every result below `root` (an `evaluations/` folder).
 
     `known_model(name)` returning False for a file's model is an error naming the file: a result whose
     model the registry does not know cannot be placed on the compute axis, and dropping it silently
     would change the analysis.
+    `absent`: results config lists as genuinely absent (read as NaN where the file holds no number); None reads
+    the list of the repository's config (`absent_results` in conf/training_on_the_test_task/analysis.yaml).
     """
     files = discover(root)
     if not files:
@@ -189,12 +417,13 @@ def load_results(
             raise ResultsError(
                 f"{len(unknown)} result file(s) name models missing from the model registry: {listed}"
             )
+    absent = AbsentResults.default() if absent is None else absent
     iterator: Iterable[ResultFile] = files
     if progress:
         from tqdm.auto import tqdm
 
         iterator = tqdm(files, desc="lm-eval results", unit="file")
-    rows = [row for rf in iterator for row in read_file(rf)]
+    rows = [row for rf in iterator for row in read_file(rf, absent)]
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["step"] = frame["step"].astype("Int64")
     return frame

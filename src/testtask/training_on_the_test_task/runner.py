@@ -35,6 +35,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.config_checks import check_training_on_the_test_task_run
 from testtask.hf import pick_device
 from testtask.paths import conf_dir, repo_root, resolve
 
@@ -357,6 +358,7 @@ def training_examples(cfg: DictConfig) -> list:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    check_training_on_the_test_task_run(cfg)  # every setting validated before anything is loaded or written
     from testtask.training_on_the_test_task.evaluation import evaluate
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -374,6 +376,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "local_data": {k: resolve(v) for k, v in (cfg.local_data or {}).items()},
         "model_args": base_args,
         "task_variants": dict(cfg.get("task_variants") or {}),
+        "overwrite": bool(cfg.get("overwrite_evaluations", False)),
     }
     out: dict[str, Any] = {"model": str(cfg.model), "stage": str(cfg.stage)}
     model_to_evaluate = path
@@ -390,6 +393,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "first_loss": result.first_loss,
             "last_loss": result.last_loss,
         }
+        # The weights at `work` are those of this training run: its fingerprint tells them from a retrained folder.
+        trained_by = result.fingerprint
         folder = f"intermediate/{cfg.finetune_data.name}/evals/{cfg.model}"
         spec = cfg.finetune_data.get("emergence")
         for step in trained.emergence:  # the authors' emergence evaluations (train.py:96-107,158-177)
@@ -402,6 +407,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     **eval_kwargs,
                     "num_fewshot": spec.get("num_fewshot"),
                     "model_args": {**_for_model(base_args, model, path), **extra},
+                    "model_fingerprint": f"{trained_by}/checkpoint-{step}",
                 },
             )
         if cfg.evaluate_checkpoints:
@@ -412,10 +418,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     model,
                     list(cfg.benchmarks),
                     stage=f"{folder}/step_{step}",
-                    **{**eval_kwargs, "model_args": {**_for_model(base_args, model, path), **extra}},
+                    **{
+                        **eval_kwargs,
+                        "model_args": {**_for_model(base_args, model, path), **extra},
+                        "model_fingerprint": f"{trained_by}/checkpoint-{step}",
+                    },
                 )
         model_to_evaluate, extra = _trained(path, work / "final", lora)
         eval_kwargs["model_args"] = {**_for_model(base_args, model_to_evaluate, path), **extra}
+        eval_kwargs["model_fingerprint"] = f"{trained_by}/final"
     files = evaluate(model_to_evaluate, list(cfg.benchmarks), stage=stage_folder(cfg), **eval_kwargs)
     out["files"] = {k: str(v) for k, v in files.items()}
     return out

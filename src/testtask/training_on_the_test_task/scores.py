@@ -1,16 +1,32 @@
-"""From the tidy results table to one row per model: score before and after fine-tuning, compute, cohort."""
+"""From the tidy results table to one row per model: score before and after fine-tuning, compute, cohort.
+
+A model of the registry whose result is missing keeps its row, with NaN for the score and a `Gap` saying which
+result is missing and why (config `absent_results`). `usable` is the one place rows are left out before a fit: it
+names every model it leaves out (log and JSON) and refuses a gap config does not list.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import ENTRIES_MEAN
+from testtask.training_on_the_test_task.results import (
+    CONFIG,
+    ENTRIES_MEAN,
+    AbsentResults,
+    ResultsError,
+    entries_lacking,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,137 @@ def select(
     return rows.set_index("model")["value"].rename(spec.key)
 
 
+@dataclass(frozen=True)
+class Gap:
+    """A result an analysis looked for and the source lacks (no file, or a value config lists as absent)."""
+
+    model: str
+    benchmark: str  # benchmark name as in result files
+    stage: str  # base | e1 | e2 | e1+2 | e3 | intermediate
+    finetune: str | None
+    suite: str
+    step: int | None
+    reason: str | None  # why (config absent_results); None: config does not list it
+    present_file: str | None = None  # a file that is there but lacks `missing_field`: always an error
+    missing_field: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The file that would hold the result, relative to the evaluations folder."""
+        if self.stage == "intermediate":
+            return f"intermediate/{self.finetune}/evals/{self.model}/step_{self.step}/{self.benchmark}.json"
+        name = f"{self.model}-{self.benchmark}.json"
+        if self.suite == "v2":
+            return f"new_evals/{'base' if self.stage == 'base' else self.finetune}/{name}"
+        return f"base/{name}" if self.stage == "base" else f"{self.stage}/{self.finetune}/{name}"
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record of a model left out: model, benchmark, stage, file, reason."""
+        record = {**asdict(self), "file": self.where}
+        del record["present_file"], record["missing_field"]
+        return record
+
+
+def _files(
+    results: pd.DataFrame, spec: BenchmarkSpec, stage: str, finetune: str | None, step: int | None
+) -> dict[str, str]:
+    """model -> the result file of this benchmark and stage that is there (whatever metrics it holds)."""
+    rows = results[
+        (results["benchmark"] == spec.file)
+        & (results["adjustment"] == stage)
+        & (results["suite"] == spec.suite)
+    ]
+    if stage != "base":
+        rows = rows[rows["finetune"] == finetune]
+    if step is not None:
+        rows = rows[rows["step"] == step]
+    return dict(zip(rows["model"], rows["file"], strict=True))
+
+
+def _missing_field(spec: BenchmarkSpec, path: str) -> str:
+    """The field `spec` reads that the file at `path` lacks, as an error message names it."""
+    if spec.aggregate != ENTRIES_MEAN:
+        return f"results.{spec.file}.{spec.metric}"
+    lacking = entries_lacking(Path(path), spec.metric) or ["<an entry>"]
+    return ", ".join(f"results.{entry}.{spec.metric}" for entry in lacking[:3]) + (
+        f" (and {len(lacking) - 3} more entries)" if len(lacking) > 3 else ""
+    )
+
+
+def lookup(
+    results: pd.DataFrame,
+    spec: BenchmarkSpec,
+    stage: str,
+    models: Sequence[str],
+    absent: AbsentResults,
+    finetune: str | None = None,
+    step: int | None = None,
+) -> tuple[pd.Series, dict[str, Gap]]:
+    """Scores of `models` at one stage (NaN where missing) and a Gap for each model without one."""
+    series = select(results, spec, stage, finetune, step)
+    values = series.reindex(list(models))
+    tuned = None if stage == "base" else (finetune or spec.finetune)
+    files = _files(results, spec, stage, tuned, step)
+    gaps = {}
+    for name, value in values.items():
+        if np.isfinite(value):
+            continue
+        reason = absent.reason(name, spec.file, stage, tuned, step)
+        gap = Gap(name, spec.file, stage, tuned, spec.suite, step, reason)
+        if name in files and name not in series.index:  # the file is there without the metric
+            field = _missing_field(spec, files[name])
+            gap = Gap(name, spec.file, stage, tuned, spec.suite, step, None, files[name], field)
+        gaps[name] = gap
+    return values, gaps
+
+
+def _unlisted_message(what: str, gaps: Sequence[Gap]) -> str:
+    shown = ", ".join(g.where for g in gaps[:8]) + (f" and {len(gaps) - 8} more" if len(gaps) > 8 else "")
+    return (
+        f"{what}: {len(gaps)} result(s) missing and not listed under absent_results in {CONFIG}: {shown}. "
+        "List one there (model, benchmark, stage, reason) only if the source genuinely lacks it."
+    )
+
+
+def check_gaps(gaps: Iterable[Gap], what: str) -> list[Gap]:
+    """The gaps of one fit, each logged; ResultsError naming a file that lacks the field read, or the results
+    config does not list."""
+    gaps = list(gaps)
+    broken = [g for g in gaps if g.present_file is not None]
+    if broken:
+        listed = "; ".join(f"{g.present_file}: field '{g.missing_field}' is missing" for g in broken[:5])
+        raise ResultsError(f"{what}: {listed}")
+    unlisted = [g for g in gaps if g.reason is None]
+    if unlisted:
+        raise ResultsError(_unlisted_message(what, unlisted))
+    by_model: dict[tuple[str, str], list[str]] = {}
+    for gap in gaps:
+        by_model.setdefault((gap.model, str(gap.reason)), []).append(gap.where)
+    for (model, reason), files in by_model.items():
+        log.warning("%s: leaving out %s (no %s): %s", what, model, ", ".join(files), reason)
+    return gaps
+
+
+def usable(table: pd.DataFrame, column: str, what: str) -> tuple[pd.DataFrame, list[Gap]]:
+    """Rows of `table` with a score in `column`, and the Gap (column `gap_<column>`) of each row without one.
+
+    Every row left out is logged; a row without a score and without a listed reason is a ResultsError."""
+    lacking = table[column].isna().to_numpy()
+    recorded = table[f"gap_{column}"] if f"gap_{column}" in table else pd.Series(None, index=table.index)
+    gaps = []
+    for model, gap in zip(table.loc[lacking, "model"], recorded[lacking], strict=True):
+        if not isinstance(gap, Gap):
+            raise ResultsError(f"{what}: model {model} has no {column} score and no recorded reason")
+        gaps.append(gap)
+    return table[~lacking], check_gaps(gaps, what)
+
+
+def excluded_records(gaps: Iterable[Gap]) -> list[dict[str, Any]]:
+    """JSON records of the models left out, each result once, in a stable order."""
+    unique = {(g.model, g.benchmark, g.stage, g.finetune, g.step): g for g in gaps}
+    return [unique[k].record() for k in sorted(unique, key=lambda k: tuple(str(x) for x in k))]
+
+
 def model_table(
     results: pd.DataFrame,
     registry: ModelRegistry,
@@ -84,22 +231,30 @@ def model_table(
     use_max: bool = True,
     kinds: tuple[str, ...] = ("base",),
     group_by: str = "newer",
+    absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
-    """One row per model with a score before fine-tuning: facts, `before`, `after`, `adjusted`, `newer`.
+    """One row per registry model of `kinds`: facts, `before`, `after`, `adjusted`, `newer`, and the Gap of
+    each missing score in `gap_before`, `gap_after`, `gap_adjusted` (None where the score is there).
 
     `adjusted` is max(before, after) with `use_max` (the authors' choice: fine-tuning that hurts a model
     is not held against it), else `after`; NaN where the model was not fine-tuned.
     `group_by` fills the 0/1 column `group`: "newer" (trained on/after `cutoff`) or "en_cn" (EN+CN data).
+    `absent`: the results config lists as missing from the source (their Gaps carry its reason).
     """
-    before = select(results, spec, "base")
-    after = select(results, spec, stage) if stage else pd.Series(dtype=float)
+    absent = absent if absent is not None else AbsentResults()
+    names = [name for name in registry.names() if registry.get(name).kind in kinds]
+    before, before_gaps = lookup(results, spec, "base", names, absent)
+    if stage:
+        after, after_gaps = lookup(results, spec, stage, names, absent)
+    else:
+        after = pd.Series(math.nan, index=names)
+        reason = "no fine-tuning stage is configured (adjustment.stage)"
+        after_gaps = {n: Gap(n, spec.file, "", spec.finetune, spec.suite, None, reason) for n in names}
     rows = []
-    for name, score in before.items():
+    for name in names:
         info = registry.get(name)
-        if info.kind not in kinds:
-            continue
-        post = after.get(name, np.nan)
-        if np.isnan(post):
+        score, post = before[name], after[name]
+        if np.isnan(score) or np.isnan(post):
             adjusted = np.nan
         elif use_max:
             adjusted = max(score, post) if spec.higher_is_better else min(score, post)
@@ -119,9 +274,12 @@ def model_table(
                 "before": float(score),
                 "after": float(post),
                 "adjusted": float(adjusted),
+                "gap_before": before_gaps.get(name),
+                "gap_after": after_gaps.get(name),
+                "gap_adjusted": before_gaps.get(name) or after_gaps.get(name),
             }
         )
-    if not rows:
+    if not rows or before.isna().all():
         raise ValueError(f"{spec.key}: no results for models of kind {kinds}")
     table = pd.DataFrame(rows).sort_values("compute", kind="stable").reset_index(drop=True)
     if group_by == "newer":

@@ -12,14 +12,16 @@ from testtask.outputs import save_table
 from testtask.training_on_the_test_task.cohort_figures import cohort_table, older_finetuned_scores
 from testtask.training_on_the_test_task.discriminator import loo_balanced_accuracy
 from testtask.training_on_the_test_task.mediation import direct_effect, indirect_effect
+from testtask.training_on_the_test_task.scores import excluded_records, usable
 
 
 def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
     keys = ctx.cfg[f"table_{number}"]["benchmarks"]
-    rows, details = [], {}
+    rows, details, excluded = [], {}, []
     for key in keys:
         spec, table = cohort_table(ctx, key)
-        data = table.dropna(subset=["adjusted"])
+        data, gaps = usable(table, "adjusted", f"table {number} ({key})")
+        excluded += gaps
         args = (data["log_compute"].to_numpy(),)
         if which == "indirect":
             fit = indirect_effect(
@@ -27,7 +29,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
             )
         else:
             fit = direct_effect(*args, data["adjusted"].to_numpy(), data["newer"].to_numpy())
-        record = fit.to_dict()
+        record = {**fit.to_dict(), "excluded_models": excluded_records(gaps)}
         details[key] = record
         rows.append(
             {
@@ -52,6 +54,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
         "outcome": "accuracy - adjusted accuracy" if which == "indirect" else "adjusted accuracy",
         "knots_log10_flops": [22.0, 23.0],
         "se_type": "classical OLS (the authors' choice)",
+        "excluded_models": excluded_records(excluded),
         "rows": details,
     }
     atomic_write_json(ctx.out_dir / f"table-{number}.json", numbers)
@@ -73,21 +76,27 @@ def table_5(ctx: Context) -> dict[str, Any]:
     cfg = ctx.cfg["table_5"]
     step = int(cfg["step"])
     params = dict(cfg.get("xgboost") or {})
-    rows, details = [], {}
+    rows, details, excluded = [], {}, []
     comparisons = ("Older models vs newer models", "Fine-tuned, older models vs newer models")
     cells: dict[str, dict[str, float]] = {c: {} for c in comparisons}
     for key in cfg["benchmarks"]:
         spec, table = cohort_table(ctx, key)
+        tuned, tuned_gaps = older_finetuned_scores(ctx, spec, table, step)
         variants = {
-            comparisons[0]: table.assign(score=table["before"]),
-            comparisons[1]: table.assign(score=older_finetuned_scores(ctx, spec, table, step)),
+            comparisons[0]: table.assign(score=table["before"], gap_score=table["gap_before"]),
+            comparisons[1]: table.assign(score=tuned, gap_score=tuned_gaps),
         }
-        for label, data in variants.items():
-            data = data.dropna(subset=["score"])
+        for label, variant in variants.items():
+            data, gaps = usable(variant, "score", f"table 5 ({key}: {label})")
+            excluded += gaps
             features = data[["log_compute", "score"]].to_numpy()
             result = loo_balanced_accuracy(features, data["newer"].to_numpy(), seed=ctx.seed, **params)
             cells[label][spec.label] = result.balanced_accuracy
-            details[f"{key}: {label}"] = {**result.to_dict(), "models": list(data["model"])}
+            details[f"{key}: {label}"] = {
+                **result.to_dict(),
+                "models": list(data["model"]),
+                "excluded_models": excluded_records(gaps),
+            }
     for label in comparisons:
         rows.append({"discriminator_test": label, **cells[label]})
     frame = pd.DataFrame(rows)
@@ -99,6 +108,7 @@ def table_5(ctx: Context) -> dict[str, Any]:
         "features": ["log10 pretraining compute", "benchmark score"],
         "fine_tuned_step": step,
         "chance": 0.5,
+        "excluded_models": excluded_records(excluded),
         "rows": details,
     }
     atomic_write_json(ctx.out_dir / "table-5.json", numbers)

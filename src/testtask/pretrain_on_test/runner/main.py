@@ -13,10 +13,12 @@ import os
 import hydra
 from omegaconf import DictConfig
 
+from testtask.config_checks import check_pretrain_on_test_run
 from testtask.paths import conf_dir
 
 
 def run(cfg: DictConfig) -> str:
+    check_pretrain_on_test_run(cfg)  # every setting validated before anything is loaded or written
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if cfg.get("threads"):
         import torch

@@ -14,6 +14,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.config_checks import check_train_before_test_run
 from testtask.hf import load_tokenizer, pick_device
 from testtask.paths import conf_dir, resolve
 from testtask.train_before_test.runner.benchmarks import lookup
@@ -82,6 +83,7 @@ def cell_config(cfg: DictConfig) -> CellConfig:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    check_train_before_test_run(cfg)  # every setting validated before anything is loaded or written
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if cfg.get("threads"):
         import torch
