@@ -129,9 +129,9 @@ def run_one(
     from omegaconf import OmegaConf
     from transformers import Trainer, TrainerCallback, set_seed
 
-    from testtask.hf import load_tokenizer
+    from testtask.lm import finetune as ft
+    from testtask.lm.hf import load_tokenizer
     from testtask.paths import conf_dir
-    from testtask.training_on_the_test_task import finetune as ft
 
     recipe = OmegaConf.to_container(
         OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml"), resolve=True

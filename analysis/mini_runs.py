@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from testtask.cli import compose, make_context
 from testtask.paths import repo_root
+from testtask.pipeline import compose, make_context
 from testtask.training_on_the_test_task.mini_figure import before_after
 
 POT = Path("results/pretrain-on-test/cpu-mini")

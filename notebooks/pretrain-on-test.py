@@ -20,7 +20,7 @@
 # published raw accuracies, section by section, and shows the numbers behind each one.
 #
 # Every result comes from the `testtask` library: each cell runs the CLI's configuration
-# (`testtask.cli.compose` + `testtask.cli.run`, the same as `testtask action=figure figure=N`), then displays
+# (`testtask.pipeline.compose` + `testtask.pipeline.run`, the same as `testtask action=figure figure=N`), then displays
 # `figures/pretrain-on-test/figure-N.png` and reads key numbers from the JSON file written beside it. No
 # analysis lives only in this notebook.
 #

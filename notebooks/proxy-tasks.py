@@ -34,8 +34,8 @@
 # The target (GSM8K by default, then every benchmark in turn) is predicted leave-one-model-out and compared with
 # two baselines: the average of all other benchmarks, and the single most relevant benchmark.
 #
-# Everything comes from the `testtask` library through the CLI's configuration (`testtask.cli.compose` +
-# `testtask.cli.run`, the same as `testtask paper=proxy-tasks action=figure figure=loo`); each cell shows an
+# Everything comes from the `testtask` library through the CLI's configuration (`testtask.pipeline.compose` +
+# `testtask.pipeline.run`, the same as `testtask paper=proxy-tasks action=figure figure=loo`); each cell shows an
 # output and reads its numbers from the JSON written beside it. No analysis lives only here.
 #
 # **Settings.** With `TESTTASK_NOTEBOOK_FAST=1` (the test suite does this) Table 3 uses 3 seeds instead of 20,

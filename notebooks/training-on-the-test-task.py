@@ -22,7 +22,7 @@
 # lm-eval result files, section by section, and prints the numbers behind each one.
 #
 # Every result comes from the `testtask` library: each cell runs the CLI's configuration
-# (`testtask.cli.compose` + `testtask.cli.run`, the same as
+# (`testtask.pipeline.compose` + `testtask.pipeline.run`, the same as
 # `testtask paper=training-on-the-test-task action=figure figure=N`), then displays
 # `figures/training-on-the-test-task/figure-N.png` and reads key numbers from the JSON file written beside it
 # (tables: `table-N.md`, `.csv` and `.json`). No analysis lives only in this notebook.
@@ -38,8 +38,8 @@
 import pandas as pd
 from IPython.display import display
 
+from testtask.lm.models import ModelRegistry
 from testtask.notebook import Walkthrough
-from testtask.training_on_the_test_task.models import ModelRegistry
 
 PAPER = "training-on-the-test-task"
 # What FAST mode builds; everything else is skipped with a note. Figures 9 and 20 only check their inputs.

@@ -129,9 +129,9 @@ def _checkpoint_epochs(folder: Path) -> dict[int, float]:
 
 
 def _run_part(part: str, opts, work: Path, device: str) -> dict:
+    from testtask.lm.finetune import finetune
     from testtask.paths import conf_dir
     from testtask.train_before_test.runner.training import train_epochs
-    from testtask.training_on_the_test_task.finetune import finetune
 
     if part == "tott":
         recipe = _recipe(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml", epochs=1)

@@ -45,8 +45,8 @@ def chat_tokenizer(folder: Path, words: str = ""):
     that writes the BOS too: tokenizing the rendered chat with special tokens gives two BOS."""
     from tokenizers.processors import TemplateProcessing
 
-    from testtask.hf import load_tokenizer
-    from testtask.tiny_llama import build_tiny_llama
+    from testtask.lm.hf import load_tokenizer
+    from testtask.lm.tiny_llama import build_tiny_llama
 
     texts = [words, "You are helpful <|system|> <|user|> <|assistant|> <|end|>"]
     tokenizer = load_tokenizer(str(build_tiny_llama(folder, texts, max_positions=64)))

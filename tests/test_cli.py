@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.conftest import write_accuracies
-from testtask.cli import NothingBuilt, UsageError, compose, run
+from testtask.pipeline import NothingBuilt, UsageError, compose, run
 
 FAST = ["sampler.draws=300", "sampler.tune=300", "sampler.chains=2", "sampler.progressbar=false", "seed=5"]
 
@@ -137,7 +137,7 @@ def test_figure_3_from_the_committed_cpu_mini_results(tmp_path):
 )
 def test_other_papers_roots_follow_the_source(tmp_path, source, run_level, expected):
     """An analysis reading another paper's release or run (proxy-tasks, downstream-predictability)."""
-    from testtask.cli import make_context
+    from testtask.pipeline import make_context
 
     cfg = compose(
         [f"source={source}", f"results_run={run_level or 'null'}", f"data.dest={tmp_path}/data/published"]
@@ -190,7 +190,7 @@ def _requirement(name: str):
 
 
 def test_lm_eval_floor_has_the_private_modules_we_import():
-    """training_on_the_test_task.evaluation imports lm_eval.tasks._index and _yaml_loader, new in 0.4.12."""
+    """lm.evaluation imports lm_eval.tasks._index and _yaml_loader, new in 0.4.12."""
     from packaging.version import Version
 
     spec = _requirement("lm-eval").specifier
@@ -245,3 +245,18 @@ def test_a_bad_override_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ConfigError, match="sampler.draws = -10"):
         run(_config(tmp_path, "action=figure", "figure=3", "sampler.draws=-10"))
     assert not (tmp_path / "figures").exists() and not (tmp_path / "cache").exists()
+
+
+def test_paper_actions_are_dispatched_through_the_registry(tmp_path, monkeypatch):
+    """`action=bench` is pretrain-on-test's own action (its registry's ACTIONS), called with that paper's context;
+    a paper without it answers with the actions it has."""
+    from testtask.pretrain_on_test import registry as pot_registry
+
+    calls = []
+    monkeypatch.setitem(
+        pot_registry.ACTIONS, "bench", lambda ctx, cfg: calls.append((ctx.paper, cfg.action)) or 7
+    )
+    assert run(_config(tmp_path, "action=bench")) == 7
+    assert calls == [("pretrain-on-test", "bench")]
+    with pytest.raises(UsageError, match="unknown action 'bench' for paper=proxy-tasks; choose data, figure"):
+        run(_config(tmp_path, "action=bench", "paper=proxy-tasks"))

@@ -54,7 +54,7 @@ def compose_cfg(config: str, *overrides: str, hydra_config: bool = False):
 
 
 def analysis(*overrides: str):
-    from testtask.cli import compose as cli_compose
+    from testtask.pipeline import compose as cli_compose
 
     return cli_compose(list(overrides))
 
@@ -653,18 +653,21 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
     import typing
 
     from testtask.downstream_predictability import chain, correlations, statistics
-    from testtask.pretrain_on_test import accuracies
+    from testtask.lm import finetune, models, results
+    from testtask.pretrain_on_test import accuracies, sampling
     from testtask.pretrain_on_test.runner import training as pot_training
     from testtask.pretrain_on_test.runner import zeroshot
     from testtask.proxy_tasks import correlation, normalise, settings
     from testtask.train_before_test import ties
     from testtask.train_before_test.runner import cell as tbt_cell
     from testtask.train_before_test.runner import splits, texts
-    from testtask.training_on_the_test_task import finetune, models, regression, results
+    from testtask.training_on_the_test_task import regression
 
     cc = checks()
     pairs = {
         "EFFECTS": tuple(accuracies.EFFECTS),
+        "SAMPLERS": sampling.SAMPLERS,
+        "BACKENDS": sampling.BACKENDS,
         "MODEL_KINDS": models.KINDS,
         "AGGREGATES": ("own", results.ENTRIES_MEAN),
         "COV_TYPES": typing.get_args(regression.CovType),

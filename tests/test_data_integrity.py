@@ -14,9 +14,9 @@ import pytest
 
 from tests.conftest import write_accuracies
 from tests.test_data_fetch import CSV, SOURCES, checksums, mirror  # noqa: F401 - fixtures
-from testtask.cli import UsageError, compose, run
 from testtask.data import fetch as F
 from testtask.io import atomic_write_json, atomic_write_text
+from testtask.pipeline import UsageError, compose, run
 
 POT = "pretrain-on-test"
 REL = "accuracies_from_paper/m50/n50/bert/ag_news/accuracies.csv"

@@ -37,7 +37,7 @@ if not (torch.distributed.is_available() and torch.distributed.is_gloo_available
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
-    from testtask.tiny_llama import build_tiny_llama
+    from testtask.lm.tiny_llama import build_tiny_llama
 
     root = tmp_path_factory.mktemp("distributed")
     model = build_tiny_llama(root / "model", worker.vocabulary_texts(), max_positions=64)

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from testtask.cli import compose
 from testtask.context import InputsUnavailable
 from testtask.downstream_predictability.family import discover_stages, load_family, stage_compute, task_files
 from testtask.downstream_predictability.simulate import write_samples
+from testtask.pipeline import compose
 
 N, D = 1.35e8, 2.0e12
 

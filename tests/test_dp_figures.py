@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from testtask.cli import NothingBuilt, build, compose
 from testtask.downstream_predictability.analysis import correlation_results, family_tasks
 from testtask.downstream_predictability.family import load_family
 from testtask.downstream_predictability.simulate import build_simulated, simulate_family
+from testtask.pipeline import NothingBuilt, build, compose
 
 PAPER = "downstream-predictability"
 SETTINGS = {"methods": ["spearman"], "negate": ["brier"], "undefined": "drop", "compute_scale": "log10"}

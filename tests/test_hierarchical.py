@@ -8,7 +8,8 @@ import pymc as pm
 import pytest
 
 from testtask.pretrain_on_test import predictive
-from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, build_marginal, fit
+from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, build_marginal
+from testtask.pretrain_on_test.sampling import fit
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 

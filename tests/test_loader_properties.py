@@ -23,10 +23,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testtask.lm.results import AbsentResults, ResultsError, load_results
+from testtask.lm.scores import BenchmarkSpec, check_gaps, lookup
 from testtask.metric_ranges import metric_range
 from testtask.pretrain_on_test.accuracies import COLUMNS, AccuracyDataError, load
-from testtask.training_on_the_test_task.results import AbsentResults, ResultsError, load_results
-from testtask.training_on_the_test_task.scores import BenchmarkSpec, check_gaps, lookup
 
 SETTINGS = settings(max_examples=150, deadline=None)
 # Bytes that are not digits, '.', '-', '+' or 'e': a flip to one of them can not make another valid number. JSON

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from testtask.cli import compose
 from testtask.context import Context
+from testtask.lm.models import ModelRegistry
+from testtask.lm.results import ResultsError, load_results
+from testtask.pipeline import compose
 from testtask.pretrain_on_test.accuracies import AccuracyDataError, read_accuracies
-from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import ResultsError, load_results
 
 PAPER = "training-on-the-test-task"
 CSV_HEADER = "base,extra,test,majority,num_classes,majority_all"
@@ -187,7 +187,7 @@ def test_finding_4_a_nan_in_the_file_is_read_only_where_config_lists_the_result(
     _corrupt(path, "mmlu", "acc,none", math.nan)
     with pytest.raises(ResultsError, match="not a finite number"):
         load_results(evaluations)
-    from testtask.training_on_the_test_task.results import AbsentResults
+    from testtask.lm.results import AbsentResults
 
     listed = AbsentResults.from_config(
         [{"model": "pythia-70m", "benchmark": "mmlu", "stage": "e3", "reason": "NaN upstream"}]

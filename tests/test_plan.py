@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from testtask.lm.models import ModelRegistry
 from testtask.training_on_the_test_task import plan
-from testtask.training_on_the_test_task.models import ModelRegistry
 
 # The nine the issue counts (Baichuan x4, InternLM x4, Skywork-13B); the registry also flags the StableLM-Alpha-v2
 # models (remote modeling code) and the Yi-6B and MAP-Neo-7B tokenizers.

@@ -131,8 +131,8 @@ def test_file_names():
 
 
 def test_precisions_are_asked_of_the_finetune_module(monkeypatch):
+    from testtask.lm import finetune
     from testtask.preflight.checks import training_on_the_test_task as tott
-    from testtask.training_on_the_test_task import finetune
 
     monkeypatch.setattr(finetune, "PRECISIONS", ("bf16", "fp32"), raising=False)
     assert tott.supported_precisions() == ("bf16", "fp32")

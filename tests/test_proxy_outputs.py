@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from testtask.cli import build, compose, make_context, run
 from testtask.context import InputsUnavailable
+from testtask.pipeline import build, compose, make_context, run
 from testtask.proxy_tasks.matrices import train_before_test
 
 PAPER = "proxy-tasks"

@@ -1,4 +1,4 @@
-"""analysis/reproduction_training_on_the_test_task.py: rows pair the paper's value with ours from the sidecars."""
+"""analysis/training_on_the_test_task_reproduction.py: rows pair the paper's value with ours from the sidecars."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "reproduction_training_on_the_test_task.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "training_on_the_test_task_reproduction.py"
 
 
 @pytest.fixture(scope="module")

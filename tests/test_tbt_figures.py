@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import stamp_release
-from testtask.cli import NothingBuilt, compose, run
+from testtask.pipeline import NothingBuilt, compose, run
 
 PAPER = "train-before-test"
 CORPORA = ["arxiv_2025", "wiki_2025", "stackexchange_2025"]

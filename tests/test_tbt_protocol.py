@@ -90,9 +90,9 @@ def test_chat_text_has_the_system_turn_and_a_single_bos(tasks, tmp_path):
     """data_utils.py:235-249 + main.py:100: [system "You are helpful", user, assistant], no system turn for
     Gemma; TRL v0.17.0 tokenizes the rendered chat without special tokens (sft_trainer.py:541-554): one BOS, and
     no EOS after the template's own end of turn."""
+    from testtask.lm.finetune import encode
     from testtask.train_before_test.runner.cell import variant_recipe
     from testtask.train_before_test.runner.texts import as_text, training_examples
-    from testtask.training_on_the_test_task.finetune import encode
 
     tokenizer = chat_tokenizer(tmp_path / "model", "Q : who is 1 ? A : ann bob it")
     cfg = compose_run()
@@ -125,8 +125,8 @@ def test_chat_text_has_the_system_turn_and_a_single_bos(tasks, tmp_path):
 def test_eos_is_trained_in_the_tbt_recipe(tmp_path, monkeypatch):
     """completion_only False (main.py:41,189-192): the whole sequence is trained; TRL appends EOS and masks
     padding by position only (sft_trainer.py:121-138, 562-571), so the EOS label survives even when pad == EOS."""
+    from testtask.lm.finetune import PadCollator, tokenize
     from testtask.train_before_test.runner import training
-    from testtask.training_on_the_test_task.finetune import PadCollator, tokenize
 
     tokenizer = chat_tokenizer(tmp_path / "model", "Q : who is 1 ? A : ann bob it")
     tokenizer.pad_token = tokenizer.eos_token  # GPT-2, Llama-3, Qwen base: pad is EOS

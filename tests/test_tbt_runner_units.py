@@ -194,7 +194,7 @@ def test_training_texts_are_lm_evals_gold_requests(fixture_tasks):
 
 
 def test_chat_variant_wraps_the_prompt_in_the_template(fixture_tasks, tmp_path):
-    from testtask.hf import load_tokenizer
+    from testtask.lm.hf import load_tokenizer
     from testtask.train_before_test.runner import tiny
     from testtask.train_before_test.runner.cell import resolve_variants
     from testtask.train_before_test.runner.texts import chat_template

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import stamp_release
-from testtask.cli import NothingBuilt, build, compose, run
-from testtask.training_on_the_test_task.models import ModelRegistry
+from testtask.lm.models import ModelRegistry
+from testtask.pipeline import NothingBuilt, build, compose, run
 
 PAPER = "training-on-the-test-task"
 THETA = 0.10

@@ -11,10 +11,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.pot_fixtures import build_model
+from testtask.lm import finetune as ft
+from testtask.lm.finetune import finetune, gradient_accumulation, peak_learning_rate
 from testtask.paths import conf_dir
-from testtask.training_on_the_test_task import finetune as ft
 from testtask.training_on_the_test_task import task_data
-from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation, peak_learning_rate
 
 ARC_ROWS = [
     {
@@ -236,7 +236,7 @@ def test_model_kwargs_reach_the_model_and_tokenizer_loads(tmp_path, tiny_llama, 
     same revision), and they are part of the run's fingerprint (different weights: no reuse of a finished run)."""
     import transformers
 
-    from testtask.training_on_the_test_task import finetune as ft
+    from testtask.lm import finetune as ft
 
     calls: dict[str, dict] = {}
     load_model = transformers.AutoModelForCausalLM.from_pretrained.__func__

@@ -20,9 +20,9 @@ from tests.tott_fixtures import MMLU_SUBJECT, build_model, mmlu_pro_rows, write_
 
 pytest.importorskip("lm_eval")
 
-from testtask.training_on_the_test_task import evaluation as ev  # noqa: E402
-from testtask.training_on_the_test_task.lm_eval_tasks import utils as task_utils  # noqa: E402
-from testtask.training_on_the_test_task.results import ENTRIES_MEAN, load_results  # noqa: E402
+from testtask.lm import evaluation as ev  # noqa: E402
+from testtask.lm.lm_eval_tasks import utils as task_utils  # noqa: E402
+from testtask.lm.results import ENTRIES_MEAN, load_results  # noqa: E402
 
 OURS = (
     "arc_challenge_mc",
@@ -418,7 +418,7 @@ def test_a_result_without_provenance_is_refused(run, tmp_path):
 
 
 def test_result_paths_follow_the_loader_layout(tmp_path):
-    from testtask.training_on_the_test_task.results import ResultsError
+    from testtask.lm.results import ResultsError
 
     path = ev.result_path(tmp_path, "e3/mmluaux", "pythia-70m", "mmlu_cloze")
     assert path == tmp_path / "evaluations" / "e3" / "mmluaux" / "pythia-70m-mmlu_cloze.json"
@@ -461,7 +461,7 @@ def test_local_data_from_save_to_disk_and_missing_splits(data, cache_dir, tmp_pa
 @pytest.fixture(scope="module")
 def all_subjects(tmp_path_factory) -> dict[str, Path]:
     """Fixture data for the 57 subjects lm-eval's `mmlu` has."""
-    from testtask.training_on_the_test_task.lm_eval_tasks._generate_mmlu_configs import lm_eval_subjects
+    from testtask.lm.lm_eval_tasks._generate_mmlu_configs import lm_eval_subjects
 
     subjects = tuple(sorted(lm_eval_subjects()))
     assert len(subjects) == 57

@@ -160,7 +160,7 @@ def _prepare(assets: Path, out: Path, **kwargs) -> dict[str, Path]:
 
 
 def test_eval_layout_and_task_configs(assets, tmp_path):
-    from testtask.training_on_the_test_task import evaluation as ev
+    from testtask.lm import evaluation as ev
 
     out = tmp_path / "eval"
     local = _prepare(assets, out)
@@ -248,7 +248,7 @@ def test_eval_is_deterministic_nested_and_idempotent(assets, tmp_path):
 def test_mmlu_groups_need_every_subject(assets, tmp_path, monkeypatch):
     """With a few subjects the groups cannot be overridden (a subject's folder is missing), so the subject
     tasks are returned; with every subject present the groups are."""
-    from testtask.training_on_the_test_task import evaluation as ev
+    from testtask.lm import evaluation as ev
 
     local = _prepare(assets, tmp_path / "eval")
     with pytest.raises(FileNotFoundError, match="lacks split"):
@@ -351,8 +351,8 @@ def test_cli_prints_counts(assets, tmp_path, capsys):
 def test_real_assets_evaluate_every_benchmark(tmp_path, monkeypatch):
     import torch
 
-    from testtask.training_on_the_test_task import evaluation as ev
-    from testtask.training_on_the_test_task.results import load_results
+    from testtask.lm import evaluation as ev
+    from testtask.lm.results import load_results
 
     for key, value in {
         "HF_HUB_OFFLINE": "1",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from testtask.cli import NothingBuilt, build, compose, output_key
+from testtask.pipeline import NothingBuilt, build, compose, output_key
 
 BEFORE = {"arc_challenge_mc": 0.26, "hellaswag": 0.31, "mmlu_mc": 0.24}
 AFTER = {"arc_challenge_mc": 0.41, "hellaswag": 0.30, "mmlu_mc": 0.33}

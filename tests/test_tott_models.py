@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import mirror_dir
-from testtask.training_on_the_test_task.models import ModelRegistry, UnknownModel, default_path
+from testtask.lm.models import ModelRegistry, UnknownModel, default_path
 
 EVALUATIONS = Path("training_on_the_test_task") / "evaluations"
 

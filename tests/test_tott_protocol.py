@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 
 from tests.conftest import offline_single_thread
 from tests.tott_fixtures import arc_rows, build_bos_llama, write_jsonl
+from testtask.lm import finetune as ft
 from testtask.paths import conf_dir, repo_root
-from testtask.training_on_the_test_task import finetune as ft
 from testtask.training_on_the_test_task import task_data
 
 MC_ROWS = [
@@ -286,7 +286,8 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
     from lm_eval.api.instance import Instance
     from lm_eval.api.registry import get_model
 
-    from testtask.training_on_the_test_task import evaluation, runner
+    from testtask.lm import evaluation
+    from testtask.training_on_the_test_task import runner
 
     cfg = _compose(
         f"model_path={bos_llama}", "trust_remote_code=authors"
@@ -322,7 +323,7 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
 def test_evaluation_settings_follow_the_fork_and_lm_eval_sh():
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from testtask.training_on_the_test_task import evaluation as ev
+    from testtask.lm import evaluation as ev
 
     cfg = _compose()
     assert cfg.batch_size == 1 and cfg.task_variants.leaderboard_mmlu_pro_four == "leaderboard_mmlu_pro_four"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testtask.training_on_the_test_task.results import ResultsError, load_results
+from testtask.lm.results import ResultsError, load_results
 
 
 def lm_eval_json(benchmark: str, value: float, subtasks: dict[str, float] | None = None) -> dict:

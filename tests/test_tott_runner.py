@@ -10,8 +10,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.tott_fixtures import arc_rows, build_model, write_datasets, write_jsonl
+from testtask.lm.results import load_results
 from testtask.paths import conf_dir
-from testtask.training_on_the_test_task.results import load_results
 from testtask.training_on_the_test_task.runner import model_source, run
 
 
@@ -154,7 +154,7 @@ SIZE_CLASSES = {
 
 
 def test_the_paper_sweep_sends_each_model_where_it_fits():
-    from testtask.training_on_the_test_task.models import ModelRegistry
+    from testtask.lm.models import ModelRegistry
 
     registry = ModelRegistry.load()
     seen, names = [], set()
@@ -263,8 +263,9 @@ def test_remote_code_revision_and_model_args_come_from_the_registry():
 
 
 def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatch, tmp_path):
-    from testtask.training_on_the_test_task import finetune, runner
-    from testtask.training_on_the_test_task.finetune import FinetuneResult
+    from testtask.lm import finetune
+    from testtask.lm.finetune import FinetuneResult
+    from testtask.training_on_the_test_task import runner
 
     seen = []
 
@@ -291,7 +292,8 @@ def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatc
 def test_a_distributed_job_trains_under_accelerate_then_evaluates_once(setup, monkeypatch):
     """With distributed.accelerate_config the job writes its config, starts `accelerate launch ... --train-job`
     (here run in-process in place of the 8 processes) and evaluates the result itself; other nodes only train."""
-    from testtask.training_on_the_test_task import finetune, runner
+    from testtask.lm import finetune
+    from testtask.training_on_the_test_task import runner
 
     root, local, train, model = setup
     monkeypatch.delenv("WORLD_SIZE", raising=False)
@@ -372,8 +374,9 @@ def test_fewshot_counts_and_leaderboard_v2_layout():
 
 def test_lora_checkpoints_are_evaluated_with_their_own_adapter(tmp_path, monkeypatch):
     """With LoRA, lm-eval loads the base model plus each checkpoint's adapter (not the final one for all)."""
-    from testtask.training_on_the_test_task import evaluation, finetune, task_data
-    from testtask.training_on_the_test_task.finetune import FinetuneResult
+    from testtask.lm import evaluation, finetune
+    from testtask.lm.finetune import FinetuneResult
+    from testtask.training_on_the_test_task import task_data
 
     calls = []
     monkeypatch.setattr(task_data, "build_texts", lambda sources, **kw: [("a", " b"), ("c", " d")])

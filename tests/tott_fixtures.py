@@ -11,7 +11,7 @@ import json
 import string
 from pathlib import Path
 
-from testtask.tiny_llama import build_tiny_llama
+from testtask.lm.tiny_llama import build_tiny_llama
 
 WORDS = [
     "red", "blue", "green", "stone", "water", "light", "plant", "sun", "moon", "rock", "heat", "cold",

@@ -34,14 +34,14 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 # --- known sets, from the code that reads each value ---------------------------------------------------------
-SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.hierarchical.fit
+SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")  # numpyro MCMC(chain_method=...)
 SOURCES = ("published", "results")  # cli.make_context
-BACKENDS = ("marginal", "bambi")  # pretrain_on_test.hierarchical.fit
+BACKENDS = ("marginal", "bambi")  # pretrain_on_test.sampling.fit
 EFFECTS = ("boost", "bias")  # pretrain_on_test.accuracies.EFFECTS
-MODEL_VALUES = ("paper", "authors")  # training_on_the_test_task.inputs._registry
-MODEL_KINDS = ("base", "instruct", "extra")  # training_on_the_test_task.models.KINDS
-AGGREGATES = ("own", "entries_mean")  # training_on_the_test_task.scores (results.ENTRIES_MEAN)
+MODEL_VALUES = ("paper", "authors")  # lm.release._registry
+MODEL_KINDS = ("base", "instruct", "extra")  # lm.models.KINDS
+AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 # training_on_the_test_task.regression.CovType
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
@@ -69,9 +69,9 @@ POT_PRECISIONS = ("fp32", "bf16", "fp16")  # pretrain_on_test.runner.training.PR
 POT_QUANTIZATIONS = ("nf4", "none")  # pretrain_on_test.runner.zeroshot.load_for_training
 POT_PREDICTIONS = ("mean_logprob", "sum_logprob")  # pretrain_on_test.runner.zeroshot.PREDICTIONS
 POT_SCORING = ("segments", "joint")  # pretrain_on_test.runner.zeroshot.SCORING_TOKENIZATIONS
-FINETUNE_PRECISIONS = ("bf16", "bf16-mixed", "fp32")  # training_on_the_test_task.finetune.PRECISIONS
-LOSS_ON = ("completion", "all")  # training_on_the_test_task.finetune (tokenize)
-SIDES = ("left", "right")  # training_on_the_test_task.finetune (truncation_side, PadCollator)
+FINETUNE_PRECISIONS = ("bf16", "bf16-mixed", "fp32")  # lm.finetune.PRECISIONS
+LOSS_ON = ("completion", "all")  # lm.finetune (tokenize)
+SIDES = ("left", "right")  # lm.finetune (truncation_side, PadCollator)
 TOTT_SUITES = ("v1", "v2")  # training_on_the_test_task.runner.stage_folder
 TBT_CHAT_TEMPLATES = ("auto", "plain", "chat", "both")  # train_before_test.runner.cell.resolve_variants
 TBT_TEXT_FORMATS = ("authors", "lm_eval")  # train_before_test.runner.texts.FORMATS
@@ -350,7 +350,7 @@ def keys_of(path: str, of: str, *, each: bool = False) -> Relation:
 
 def _multiple_of(batch: str, per_device: str) -> Relation:
     """`batch` (the effective batch) must be a multiple of `per_device`: the gradient accumulation is their
-    quotient (training_on_the_test_task.finetune.gradient_accumulation) and must be a whole number >= 1. (Under
+    quotient (lm.finetune.gradient_accumulation) and must be a whole number >= 1. (Under
     `accelerate launch` the quotient is divided by the process count as well; finetune checks that one when the
     processes know it.)"""
 
@@ -662,7 +662,7 @@ def lora_rules(prefix: str, *, optional: bool = False) -> list[Rule]:
 
 
 def recipe_rules(prefix: str) -> list[Rule]:
-    """The fine-tuning recipe of training_on_the_test_task.finetune (both tott and tbt runners use it)."""
+    """The fine-tuning recipe of lm.finetune (both tott and tbt runners use it)."""
     return prefixed(
         prefix,
         [

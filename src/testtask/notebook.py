@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from testtask.cli import NothingBuilt, compose, run
 from testtask.data.fetch import FetchError
 from testtask.paths import resolve
+from testtask.pipeline import NothingBuilt, compose, run
 
 
 class Walkthrough:

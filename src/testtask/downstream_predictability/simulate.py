@@ -148,7 +148,7 @@ def build_simulated(
 ) -> tuple[SimulatedFamily, list[dict[str, Any]]]:
     """Write a simulated family into a results tree under `workdir` and build `figures` from it through the
     CLI (source=results), into `figures_dir`. Returns the family and the CLI's list of what it built."""
-    from testtask.cli import build, compose
+    from testtask.pipeline import build, compose
 
     paper, run = "downstream-predictability", "simulated"
     family = simulate_family(Path(workdir) / "results" / paper / run, paper, **simulation)

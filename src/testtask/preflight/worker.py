@@ -27,7 +27,7 @@ def sequence_hash(ids: Sequence[int]) -> str:
 
 def _record_batches(seen: list[str]) -> None:
     """Make finetune's collator note every sequence it batches on this rank."""
-    from testtask.training_on_the_test_task import finetune
+    from testtask.lm import finetune
 
     base = finetune.PadCollator
 
@@ -40,7 +40,7 @@ def _record_batches(seen: list[str]) -> None:
 
 
 def train(spec: dict[str, Any]) -> dict[str, Any]:
-    from testtask.training_on_the_test_task.finetune import finetune
+    from testtask.lm.finetune import finetune
 
     pairs = [tuple(p) for p in spec["pairs"]]
     out = Path(spec["out"]) / "run"

@@ -19,7 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask.io import atomic_save
 from testtask.pretrain_on_test import accuracies
-from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, fit, resolve_spec
+from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, resolve_spec
+from testtask.pretrain_on_test.sampling import fit
 
 log = logging.getLogger(__name__)
 

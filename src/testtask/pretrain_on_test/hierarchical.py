@@ -1,4 +1,6 @@
-"""The hierarchical binomial model of §6.1, and its fit.
+"""The hierarchical binomial model of §6.1: its data, its two parameterisations, and what a fit returns.
+
+Sampling it is `testtask.pretrain_on_test.sampling.fit` (which dispatches to the compiled kernel, `kernel.py`).
 
     Y_ijkl ~ Binomial(n, λ_ijkl)
     logit λ = μ + α z_i + U_j + V_jk + W_jl + β x_l
@@ -26,7 +28,6 @@ integrates to one: padding leaves the posterior unchanged and lets one compiled 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -296,69 +297,3 @@ def resolve_spec(data: ModelData, spec: ModelSpec) -> ModelSpec:
     if spec.noncentered_t == "auto":
         return replace(spec, noncentered_t=choose_noncentered(data))
     return replace(spec, noncentered_t=bool(spec.noncentered_t))
-
-
-def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
-    """Sample the posterior. `sampler` has name (nutpie|pymc|numpyro), draws, tune, chains, cores, ..."""
-    name = sampler["name"]
-    draws, tune, chains = int(sampler["draws"]), int(sampler["tune"]), int(sampler["chains"])
-    cores = int(sampler.get("cores", 1))
-    target_accept = float(sampler.get("target_accept", 0.8))
-    progress = bool(sampler.get("progressbar", False))
-    start = time.perf_counter()
-    if spec.backend == "bambi":
-        model = build_bambi(data.to_long(), spec)
-        kwargs = {"target_accept": target_accept}
-        if name == "numpyro":
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
-        idata = model.fit(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            inference_method=name,
-            random_seed=seed,
-            progressbar=progress,
-            **kwargs,
-        )
-    elif spec.backend == "marginal":
-        spec = resolve_spec(data, spec)
-        values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
-        if name == "nutpie":
-            from testtask.pretrain_on_test import kernel
-
-            idata = kernel.sample(
-                data,
-                spec,
-                bool(spec.noncentered_t),
-                seed,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                target_accept=target_accept,
-            )
-        elif name in {"pymc", "numpyro"}:
-            model = build_marginal(data.shape, spec)
-            kwargs: dict[str, Any] = {}
-            if name == "numpyro":
-                kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
-            with model:
-                pm.set_data(values)
-                idata = pm.sample(
-                    draws=draws,
-                    tune=tune,
-                    chains=chains,
-                    cores=cores,
-                    random_seed=seed,
-                    target_accept=target_accept,
-                    progressbar=progress,
-                    nuts_sampler=name,
-                    compute_convergence_checks=False,
-                    **kwargs,
-                )
-        else:
-            raise ValueError(f"unknown sampler {name!r}; choose nutpie, pymc or numpyro")
-    else:
-        raise ValueError(f"unknown model backend {spec.backend!r}; choose marginal or bambi")
-    return Fit(idata=idata, data=data, spec=spec, seconds=time.perf_counter() - start, sampler=name)

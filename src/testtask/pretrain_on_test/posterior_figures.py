@@ -22,7 +22,7 @@ from testtask.pretrain_on_test import accuracies, predictive
 from testtask.pretrain_on_test.descriptive import load_collection
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, build_marginal, resolve_spec
-from testtask.pretrain_on_test.hierarchical import fit as fit_model
+from testtask.pretrain_on_test.sampling import fit as fit_model
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 log = logging.getLogger(__name__)

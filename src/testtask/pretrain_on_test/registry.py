@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
-from testtask.pretrain_on_test import descriptive, posterior_figures
+from testtask.pretrain_on_test import bench, descriptive, posterior_figures
 
 Builder = Callable[[Context], dict]
 
@@ -24,3 +24,5 @@ FIGURES: dict[int, Builder] = {
 }
 TABLES: dict[int, Builder] = {1: descriptive.table_1, 2: descriptive.table_2}
 CONFIG_KEY = "pretrain_on_test"
+# Actions beyond figures and tables: `testtask action=<name> paper=pretrain-on-test` (`make bench`).
+ACTIONS = {"bench": bench.bench}

@@ -2,10 +2,10 @@
 
 - train-before-test: `all_results.json` = {regime: {benchmark: {HF model id: score}}, regime_stderr: ...}.
   The three `*_2025` corpora are bits per byte (lower is better): excluded, or negated with `perplexity: flip`.
-- training-on-the-test-task: lm-eval JSONs read by that paper's own reader (its `inputs.results` and
-  `scores.select` / `scores.model_table`), with the metric its config assigns to each benchmark; stage `base`
-  (no fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors'
-  adjustment).
+- training-on-the-test-task: lm-eval JSONs read by the shared reader that paper's analyses use too
+  (`testtask.lm.release` with that paper's analysis config, `testtask.lm.scores.before_after`), with the metric
+  its config assigns to each benchmark; stage `base` (no fine-tuning) or `adjusted` (max of the score before and
+  after its fine-tuning stage, the authors' adjustment).
 
 Every matrix is complete (models lacking a used task are dropped, listed in `dropped_models` and logged) and
 oriented higher-is-better. Every score is checked: a finite number within its metric's range, else an error naming
@@ -111,7 +111,8 @@ def train_before_test(
     """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json."""
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
-    from testtask.train_before_test.inputs import benchmark_metrics
+    from testtask.lm.benchmarks import preset_metrics
+    from testtask.paths import conf_dir
 
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
@@ -119,7 +120,7 @@ def train_before_test(
         raise ValueError(f"{path}: not a UTF-8 JSON file ({err})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
-    metrics = benchmark_metrics()
+    metrics = preset_metrics(conf_dir() / "train_before_test" / "benchmarks")
     regime = str(entry["regime"])
     for field_name in (regime, f"{regime}_stderr"):
         if not isinstance(data.get(field_name), dict):
@@ -183,36 +184,28 @@ def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
 
 def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], tott_cfg: Any) -> ScoreMatrix:
     """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted."""
-    from testtask.training_on_the_test_task import inputs
-    from testtask.training_on_the_test_task.scores import (
-        benchmark_spec,
-        excluded_records,
-        model_table,
-        usable,
-    )
+    from testtask.lm import release
+    from testtask.lm.scores import before_after, benchmark_spec, excluded_records, usable
 
     tctx = _tott_context(ctx, tott_cfg)
-    results = inputs.results(tctx)  # InputsUnavailable when absent
-    reg = inputs.registry(tctx)
+    results = release.results(tctx)  # InputsUnavailable when absent
+    reg = release.registry(tctx)
     kinds = tuple(tott_cfg["model_kinds"])
     stage = str(entry["stage"])
     if stage not in ("base", "adjusted"):
         raise ValueError(f"proxy_tasks.matrices.{key}.stage must be base or adjusted, got {stage!r}")
     adj = tott_cfg["adjustment"]
-    absent = inputs.absent(tctx)
+    absent = release.absent(tctx)
+    # the registry's models of these kinds, in order of pretraining compute (as that paper's model tables)
+    models = sorted((n for n in reg.names() if reg.get(n).kind in kinds), key=lambda n: reg.get(n).compute)
     cols, ses, gaps = {}, {}, []
     for bench in entry["benchmarks"]:
         spec = benchmark_spec(tott_cfg, str(bench))
-        table = model_table(
-            results,
-            reg,
-            spec,
-            cutoff=str(tott_cfg["cutoff"]),
-            stage=str(adj["stage"]),
-            use_max=bool(adj["use_max"]),
-            kinds=kinds,
-            absent=absent,
+        table = before_after(
+            results, spec, models, stage=str(adj["stage"]), use_max=bool(adj["use_max"]), absent=absent
         )
+        if table.empty or table["before"].isna().all():
+            raise ValueError(f"{spec.key}: no results for models of kind {kinds}")
         # a model without the score is dropped below (complete); here each gap is named, or refused unlisted
         gaps += usable(
             table, "before" if stage == "base" else "adjusted", f"proxy-tasks matrix {key} ({bench})"

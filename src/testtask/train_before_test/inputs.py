@@ -64,16 +64,10 @@ def benchmark_metrics() -> dict[str, str]:
     """Benchmark -> the lm-eval metric it is run with (every preset of conf/train_before_test/benchmarks).
 
     A benchmark the presets give different metrics is left out (its scores are only checked to be finite)."""
-    from omegaconf import OmegaConf
-
+    from testtask.lm.benchmarks import preset_metrics
     from testtask.paths import conf_dir
 
-    found: dict[str, set[str]] = {}
-    for preset in sorted((conf_dir() / "train_before_test" / "benchmarks").glob("*.yaml")):
-        for name, entry in OmegaConf.to_container(OmegaConf.load(preset), resolve=False).items():
-            if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
-                found.setdefault(str(name), set()).add(entry["metric"])
-    return {name: metrics.pop() for name, metrics in found.items() if len(metrics) == 1}
+    return preset_metrics(conf_dir() / "train_before_test" / "benchmarks")
 
 
 def _number(value: Any, where: str, path: Path, allow_missing: bool, metric: str = "") -> float:

@@ -15,19 +15,19 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
-from testtask.outputs import save_figure
-from testtask.training_on_the_test_task import inputs
-from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
-from testtask.training_on_the_test_task.scores import (
+from testtask.lm import release
+from testtask.lm.scores import (
     BenchmarkSpec,
     Gap,
     benchmark_spec,
     check_gaps,
     excluded_records,
     lookup,
-    model_table,
     select,
 )
+from testtask.outputs import save_figure
+from testtask.training_on_the_test_task.model_table import model_table
+from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
 
 
 def _kinds(ctx: Context) -> tuple[str, ...]:
@@ -43,19 +43,19 @@ def cohort_table(
 ) -> tuple[BenchmarkSpec, pd.DataFrame]:
     """Per-model scores of one benchmark before and after the adjustment, cohort in `group`."""
     spec = benchmark_spec(ctx.cfg, key)
-    results = inputs.results(ctx)
+    results = release.results(ctx)
     if not (results["benchmark"] == spec.file).any():
         raise InputsUnavailable(f"no {spec.file} results under {ctx.data_root}")
     table = model_table(
         results,
-        inputs.registry(ctx),
+        release.registry(ctx),
         spec,
         cutoff=cutoff or str(ctx.cfg["cutoff"]),
         stage=str(ctx.cfg["adjustment"]["stage"]),
         use_max=bool(ctx.cfg["adjustment"]["use_max"]),
         kinds=tuple(kinds or _kinds(ctx)),
         group_by=group_by,
-        absent=inputs.absent(ctx),
+        absent=release.absent(ctx),
     )
     return spec, table
 
@@ -150,8 +150,8 @@ def figure_16(ctx: Context) -> dict:
 def figure_20(ctx: Context) -> dict:
     cfg = ctx.cfg["figure_20"]
     kinds = tuple(cfg["kinds"])
-    results = inputs.results(ctx)
-    reg = inputs.registry(ctx)
+    results = release.results(ctx)
+    reg = release.registry(ctx)
     present = {name for name in results["model"].unique() if reg.get(name).kind in kinds}
     if not present:
         raise InputsUnavailable(
@@ -229,8 +229,8 @@ def _stage_max(
 def figure_3(ctx: Context) -> dict:
     """Control (older models) vs treatment (older models fine-tuned one epoch), before and after adjustment."""
     cfg = ctx.cfg["figure_3"]
-    results = inputs.results(ctx)
-    reg = inputs.registry(ctx)
+    results = release.results(ctx)
+    reg = release.registry(ctx)
     cutoff = str(ctx.cfg["cutoff"])
     labels = tuple(cfg["labels"])
     if len(labels) != 2:
@@ -247,7 +247,7 @@ def figure_3(ctx: Context) -> dict:
     # split serves all benchmarks. An older model lacking a stage is left out of every panel (named, and
     # allowed only where config lists the result as absent).
     older = [n for n in reg.names() if reg.get(n).kind in _kinds(ctx) and not reg.get(n).is_newer(cutoff)]
-    absent = inputs.absent(ctx)
+    absent = release.absent(ctx)
     lacking: dict[tuple, Gap] = {}
     for key in cfg["benchmarks"]:
         spec = benchmark_spec(ctx.cfg, key)
@@ -301,11 +301,11 @@ def older_finetuned_scores(
 ) -> tuple[np.ndarray, list[Gap | None]]:
     """Per row of a cohort table: older models at fine-tuning checkpoint `step`, newer models as they are
     (Figure 14, Table 5), and the Gap of each row without a score (None where it has one)."""
-    results = inputs.results(ctx)
+    results = release.results(ctx)
     if select(results, spec, "intermediate", step=step).empty:
         raise InputsUnavailable(f"no step_{step} checkpoints of {spec.finetune} in this source")
     older = list(table.loc[table["newer"] == 0, "model"])
-    tuned, missing = lookup(results, spec, "intermediate", older, inputs.absent(ctx), step=step)
+    tuned, missing = lookup(results, spec, "intermediate", older, release.absent(ctx), step=step)
     newer = table["newer"].to_numpy() == 1
     scores = np.where(newer, table["before"], table["model"].map(tuned))
     gaps = [
@@ -341,7 +341,7 @@ def figure_9(ctx: Context) -> dict:
     """Learning-rate sweep (Appendix B.3): adjusted scores with the original learning rates (left) and with
     newer models at the best learning rate of the sweep (right). Read from `<evaluations>/lr_sweep/<lr>/...`."""
     cfg = ctx.cfg["figure_9"]
-    results = inputs.results(ctx)
+    results = release.results(ctx)
     if not (results["adjustment"] == "lr_sweep").any():
         root = ctx.data_root / str(ctx.cfg["evaluations_dir"]) / "lr_sweep"
         raise InputsUnavailable(

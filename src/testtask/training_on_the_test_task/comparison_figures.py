@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from testtask.context import Context
+from testtask.lm.scores import Gap, excluded_records, usable
 from testtask.outputs import save_figure
 from testtask.training_on_the_test_task.cohort_figures import cohort_table
 from testtask.training_on_the_test_task.panels import COLOURS, cohort_labels
@@ -18,7 +19,6 @@ from testtask.training_on_the_test_task.pareto import (
     staircase,
 )
 from testtask.training_on_the_test_task.ranking import rank_shifts, shift_summary
-from testtask.training_on_the_test_task.scores import Gap, excluded_records, usable
 
 FAMILY_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 

@@ -9,25 +9,25 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
-from testtask.outputs import save_figure
-from testtask.training_on_the_test_task import inputs
-from testtask.training_on_the_test_task.panels import COLOURS
-from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
-from testtask.training_on_the_test_task.scores import (
+from testtask.lm import release
+from testtask.lm.scores import (
     Gap,
     benchmark_spec,
     check_gaps,
     excluded_records,
     lookup,
 )
+from testtask.outputs import save_figure
+from testtask.training_on_the_test_task.panels import COLOURS
+from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
 
 
 def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[Gap]]:
     """Scores of older models (within the emergence compute window) at step 0 (base) and every checkpoint,
     and the Gap of each (model, checkpoint) missing: such a model is left out of that checkpoint's fit."""
     spec = benchmark_spec(ctx.cfg, key)
-    results = inputs.results(ctx)
-    reg = inputs.registry(ctx)
+    results = release.results(ctx)
+    reg = release.registry(ctx)
     cfg = ctx.cfg["emergence"]
     cutoff = str(ctx.cfg["cutoff"])
     kinds = tuple(ctx.cfg["model_kinds"])
@@ -43,7 +43,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
         and not reg.get(name).is_newer(cutoff)
         and float(cfg["min_compute"]) < reg.get(name).compute < float(cfg["max_compute"])
     ]
-    absent = inputs.absent(ctx)
+    absent = release.absent(ctx)
     checkpoints = [("base", None)] + [("intermediate", int(s)) for s in sorted(steps.unique())]
     rows, gaps = [], []
     for stage, step in checkpoints:

@@ -81,7 +81,7 @@ def normalize_question(text: str) -> str:
 
 def all_mmlu_subjects() -> list[str]:
     """The 57 MMLU subjects, as our `mmlu_mc` task YAMLs name them."""
-    from testtask.training_on_the_test_task.evaluation import TASKS_DIR
+    from testtask.lm.evaluation import TASKS_DIR
 
     return sorted(
         p.name[len("mmlu_") : -len("_mc.yaml")] for p in (TASKS_DIR / "mmlu_mc").glob("mmlu_*_mc.yaml")

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.lm.results import load_results
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.results import load_results
 
 
 def _value(

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from testtask.lm.scores import BenchmarkSpec, Gap, excluded_records, usable
 from testtask.training_on_the_test_task.regression import EmergenceFit, fit_emergence
-from testtask.training_on_the_test_task.scores import BenchmarkSpec, Gap, excluded_records, usable
 
 # Colour-blind-safe pair (Okabe-Ito blue and vermillion): group 0 and group 1 of a panel.
 COLOURS = ("#0072B2", "#D55E00")

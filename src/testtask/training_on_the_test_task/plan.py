@@ -93,7 +93,7 @@ def sweep_values(cfg: DictConfig, key: str) -> list[str]:
 
 def _precision(recipe: dict[str, Any], parameters: float) -> str:
     """What finetune trains in on a GPU (its own rule: resolve_precision, else uses_bf16)."""
-    from testtask.training_on_the_test_task import finetune as ft
+    from testtask.lm import finetune as ft
 
     resolve = getattr(ft, "resolve_precision", None)
     if resolve is not None:
@@ -122,7 +122,7 @@ def _eval_tokens(cfg: DictConfig, benchmarks: Sequence[str]) -> float:
 
 def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str | None) -> Job:
     """The plan line of one job, computed with the runner's and finetune's own functions."""
-    from testtask.training_on_the_test_task import finetune as ft
+    from testtask.lm import finetune as ft
     from testtask.training_on_the_test_task import runner
 
     cfg = cfg.copy()
@@ -203,7 +203,7 @@ def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str 
 
 def plan(overrides: Sequence[str] = ()) -> tuple[list[Job], DictConfig]:
     """Every job of the `plan.experiments` sweeps (base once per model), and the plan settings."""
-    from testtask.training_on_the_test_task.models import ModelRegistry
+    from testtask.lm.models import ModelRegistry
     from testtask.training_on_the_test_task.runner import fixed_registry
 
     settings = compose(overrides)

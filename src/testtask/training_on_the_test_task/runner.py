@@ -36,7 +36,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.config_checks import check_training_on_the_test_task_run
-from testtask.hf import pick_device
+from testtask.lm.hf import pick_device
 from testtask.paths import conf_dir, repo_root, resolve
 
 log = logging.getLogger("testtask.tott_runner")
@@ -59,7 +59,7 @@ def fixed_registry(registry: Any) -> Iterator[None]:
 
 def registry_entry(cfg: DictConfig) -> Any:
     """The registry's ModelInfo of `cfg.model`, or None for a model outside the registry."""
-    from testtask.training_on_the_test_task.models import ModelRegistry
+    from testtask.lm.models import ModelRegistry
 
     registry = _FIXED_REGISTRY if _FIXED_REGISTRY is not None else ModelRegistry.from_config(cfg.models)
     return registry.get(str(cfg.model)) if cfg.model in registry else None
@@ -149,7 +149,7 @@ def _plain(node: Any) -> dict[str, Any]:
 def add_bos_token(cfg: DictConfig, path: str, remote: bool) -> bool:
     """`add_bos_token`, or null: the authors' lm-eval fork's rule, BOS only for the model types listed in
     `add_bos_token_model_types` (gemma; RicardoDominguez/lm-evaluation-harness@sft huggingface.py:101,271-272)."""
-    from testtask.training_on_the_test_task.evaluation import model_type
+    from testtask.lm.evaluation import model_type
 
     if cfg.get("add_bos_token") is not None:
         return bool(cfg.add_bos_token)
@@ -202,7 +202,7 @@ def train_stage(
     """Fine-tune one stage. A stage in `stage_init` (e1+2: e1) first makes sure that stage is trained (a
     finished run is found, not redone), then starts from its final weights (or adapter) with a fresh optimizer
     and schedule, as the authors' README runs e1+2 (jobs_train.py --base_model_dir models/e1/)."""
-    from testtask.training_on_the_test_task.finetune import emergence_schedule, finetune
+    from testtask.lm.finetune import emergence_schedule, finetune
 
     if stage not in cfg.stage_epochs:
         raise ValueError(f"stage must be base or one of {list(cfg.stage_epochs)}, got {stage!r}")
@@ -359,7 +359,7 @@ def training_examples(cfg: DictConfig) -> list:
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     check_training_on_the_test_task_run(cfg)  # every setting validated before anything is loaded or written
-    from testtask.training_on_the_test_task.evaluation import evaluate
+    from testtask.lm.evaluation import evaluate
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     device = pick_device(str(cfg.device))

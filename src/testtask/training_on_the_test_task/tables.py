@@ -8,11 +8,11 @@ import pandas as pd
 
 from testtask.context import Context
 from testtask.io import atomic_write_json
+from testtask.lm.scores import excluded_records, usable
 from testtask.outputs import save_table
 from testtask.training_on_the_test_task.cohort_figures import cohort_table, older_finetuned_scores
 from testtask.training_on_the_test_task.discriminator import loo_balanced_accuracy
 from testtask.training_on_the_test_task.mediation import direct_effect, indirect_effect
-from testtask.training_on_the_test_task.scores import excluded_records, usable
 
 
 def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:

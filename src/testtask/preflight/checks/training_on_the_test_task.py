@@ -51,7 +51,7 @@ def recipe(**overrides: Any) -> dict[str, Any]:
 def supported_precisions() -> tuple[str, ...]:
     """The values of `precision` the recipe accepts: the finetune module's PRECISIONS when it has one, else the
     candidates its precision rule does not refuse."""
-    from testtask.training_on_the_test_task import finetune
+    from testtask.lm import finetune
 
     declared = getattr(finetune, "PRECISIONS", None)
     if declared:
@@ -107,7 +107,7 @@ def weight_change(before: Path, after: Path) -> tuple[str, float]:
 
 
 def finetune_in(ctx, precision: str) -> dict[str, Any]:
-    from testtask.training_on_the_test_task import finetune as ft
+    from testtask.lm import finetune as ft
 
     supported = supported_precisions()
     if precision not in supported:
@@ -182,8 +182,8 @@ def tott_finetune_fp32(ctx) -> dict[str, Any]:
 def tott_lm_eval(ctx) -> dict[str, Any]:
     from lm_eval.api.registry import get_model
 
-    from testtask.tiny_llama import build_tiny_llama
-    from testtask.training_on_the_test_task import evaluation
+    from testtask.lm import evaluation
+    from testtask.lm.tiny_llama import build_tiny_llama
 
     benchmark = "arc_challenge_mc"
     data = fixtures.write_arc(ctx.folder("tott-eval-data"))

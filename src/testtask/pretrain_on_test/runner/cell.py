@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from testtask.hf import pick_device
 from testtask.io import atomic_write_text
+from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from testtask.hf import load_tokenizer
+from testtask.lm.hf import load_tokenizer
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
 

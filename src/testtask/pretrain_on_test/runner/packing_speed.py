@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from testtask.hf import pick_device
 from testtask.io import atomic_write_text, to_jsonable
+from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
 from testtask.pretrain_on_test.runner.settings import effective_lm

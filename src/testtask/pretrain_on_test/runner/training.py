@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from testtask.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
+from testtask.lm.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
 
 log = logging.getLogger("testtask.runner")
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from testtask.hf import DeviceError, load_tokenizer
+from testtask.lm.hf import DeviceError, load_tokenizer
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train

@@ -28,7 +28,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from testtask.hf import load_tokenizer
+from testtask.lm.hf import load_tokenizer
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
 from testtask.train_before_test.runner.data import VIEWS, build_manager, load_task, prepare, view_config
 from testtask.train_before_test.runner.scoring import Score, Scorer

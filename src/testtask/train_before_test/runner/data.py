@@ -1,7 +1,7 @@
 """A benchmark's documents, from its lm-eval task, as the local datasets a cell trains and scores on.
 
 The task's raw dataset (the Hub, or a local copy through `local_data`, as in
-`training_on_the_test_task.evaluation.local_dataset_overrides`) is split and capped (`splits.plan`), then saved
+`lm.evaluation.local_dataset_overrides`) is split and capped (`splits.plan`), then saved
 twice with `datasets.save_to_disk`, once per evaluation view:
 
 - `views/validation/`: the task's evaluation split (its `test_split`, else its `validation_split`) holds the
@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testtask.io import atomic_write_json, atomic_write_text
+from testtask.lm.evaluation import TASKS_DIR, leaf_tasks, local_dataset_overrides
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError
 from testtask.train_before_test.runner.corpora import load_corpus
 from testtask.train_before_test.runner.splits import SplitPlan, plan, plan_corpus
-from testtask.training_on_the_test_task.evaluation import TASKS_DIR, leaf_tasks, local_dataset_overrides
 
 if TYPE_CHECKING:
     from lm_eval.api.task import ConfigurableTask

@@ -15,7 +15,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.config_checks import check_train_before_test_run
-from testtask.hf import load_tokenizer, pick_device
+from testtask.lm.hf import load_tokenizer, pick_device
 from testtask.paths import conf_dir, resolve
 from testtask.train_before_test.runner.benchmarks import lookup
 from testtask.train_before_test.runner.cell import CellConfig, resolve_variants, run_cell

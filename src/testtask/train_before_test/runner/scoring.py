@@ -3,7 +3,7 @@
 Each score is one lm-eval run written to its own JSON (lm-eval's output without the logged samples, atomically,
 last), so an existing file is a finished score: it is read back instead of recomputed, and a cell resumes where
 it stopped. Logged samples go to `<json stem>.samples/<task>.jsonl` when asked for. The output format and the
-sample writer are those of `training_on_the_test_task.evaluation`, so the files read the same way.
+sample writer are those of `lm.evaluation`, so the files read the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testtask.io import atomic_write_text
+from testtask.lm.evaluation import dumps_result, task_hashes, write_samples
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
-from testtask.training_on_the_test_task.evaluation import dumps_result, task_hashes, write_samples
 
 if TYPE_CHECKING:
     from lm_eval.tasks import TaskManager

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from testtask.tiny_llama import build_tiny_llama
+from testtask.lm.tiny_llama import build_tiny_llama
 
 WORDS = (
     "red blue green stone water light plant sun moon rock heat cold river cloud seed leaf sand wind rain salt"

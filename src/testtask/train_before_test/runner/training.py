@@ -1,5 +1,5 @@
 """LoRA fine-tuning for a fixed number of epochs with a checkpoint at the end of each, through
-`training_on_the_test_task.finetune` (transformers Trainer + peft; a rerun resumes from the newest checkpoint and
+`lm.finetune` (transformers Trainer + peft; a rerun resumes from the newest checkpoint and
 a finished run is found by its fingerprint).
 
 `finetune` checkpoints at listed optimizer steps, so the epoch boundaries are computed the way the Trainer counts
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testtask.training_on_the_test_task.finetune import finetune, gradient_accumulation, world_size
+from testtask.lm.finetune import finetune, gradient_accumulation, world_size
 
 
 class CheckpointError(RuntimeError):

@@ -14,7 +14,7 @@ are never overwritten); build them with
     testtask action=figure paper=train-before-test figure=12 train_before_test.ties.rule=leader \
         figures_dir=figures/variants/ties-leader
 
-    python analysis/reproduction_train_before_test.py [figures_dir]
+    python analysis/train_before_test_reproduction.py [figures_dir]
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""From the tidy results table to one row per model: score before and after fine-tuning, compute, cohort.
+"""One benchmark's scores from the tidy results table (`testtask.lm.results`), and the results missing and why.
 
-A model of the registry whose result is missing keeps its row, with NaN for the score and a `Gap` saying which
-result is missing and why (config `absent_results`). `usable` is the one place rows are left out before a fit: it
-names every model it leaves out (log and JSON) and refuses a gap config does not list.
+A model whose result is missing keeps its place, with NaN for the score and a `Gap` saying which result is missing
+and why (config `absent_results`). `usable` is the one place rows are left out before a fit: it names every model
+it leaves out (log and JSON) and refuses a gap config does not list. `before_after` gives each model's score before
+and after fine-tuning and the adjusted score (training-on-the-test-task's adjustment).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import (
+from testtask.lm.results import (
     CONFIG,
     ENTRIES_MEAN,
     AbsentResults,
@@ -221,28 +221,29 @@ def excluded_records(gaps: Iterable[Gap]) -> list[dict[str, Any]]:
     return [unique[k].record() for k in sorted(unique, key=lambda k: tuple(str(x) for x in k))]
 
 
-def model_table(
+BEFORE_AFTER_COLUMNS = ["model", "before", "after", "adjusted", "gap_before", "gap_after", "gap_adjusted"]
+
+
+def before_after(
     results: pd.DataFrame,
-    registry: ModelRegistry,
     spec: BenchmarkSpec,
+    models: Sequence[str],
     *,
-    cutoff: str,
     stage: str = "e3",
     use_max: bool = True,
-    kinds: tuple[str, ...] = ("base",),
-    group_by: str = "newer",
     absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
-    """One row per registry model of `kinds`: facts, `before`, `after`, `adjusted`, `newer`, and the Gap of
-    each missing score in `gap_before`, `gap_after`, `gap_adjusted` (None where the score is there).
+    """One row per model of `models`, in that order: `before` (no fine-tuning), `after` (fine-tuning `stage`),
+    `adjusted`, and the Gap of each missing score in `gap_before`, `gap_after`, `gap_adjusted` (None where the
+    score is there).
 
     `adjusted` is max(before, after) with `use_max` (the authors' choice: fine-tuning that hurts a model
-    is not held against it), else `after`; NaN where the model was not fine-tuned.
-    `group_by` fills the 0/1 column `group`: "newer" (trained on/after `cutoff`) or "en_cn" (EN+CN data).
+    is not held against it), else `after`; NaN where the model was not fine-tuned. An empty `stage` means no
+    fine-tuning stage is configured: every `after` is missing, for that reason.
     `absent`: the results config lists as missing from the source (their Gaps carry its reason).
     """
     absent = absent if absent is not None else AbsentResults()
-    names = [name for name in registry.names() if registry.get(name).kind in kinds]
+    names = list(models)
     before, before_gaps = lookup(results, spec, "base", names, absent)
     if stage:
         after, after_gaps = lookup(results, spec, stage, names, absent)
@@ -252,7 +253,6 @@ def model_table(
         after_gaps = {n: Gap(n, spec.file, "", spec.finetune, spec.suite, None, reason) for n in names}
     rows = []
     for name in names:
-        info = registry.get(name)
         score, post = before[name], after[name]
         if np.isnan(score) or np.isnan(post):
             adjusted = np.nan
@@ -263,14 +263,6 @@ def model_table(
         rows.append(
             {
                 "model": name,
-                "family": info.family,
-                "language": info.language,
-                "train_date": info.train_date,
-                "params_b": info.params_b,
-                "tokens_t": info.tokens_t,
-                "compute": info.compute,
-                "log_compute": float(np.log10(info.compute)),
-                "newer": int(info.is_newer(cutoff)),
                 "before": float(score),
                 "after": float(post),
                 "adjusted": float(adjusted),
@@ -279,13 +271,4 @@ def model_table(
                 "gap_adjusted": before_gaps.get(name) or after_gaps.get(name),
             }
         )
-    if not rows or before.isna().all():
-        raise ValueError(f"{spec.key}: no results for models of kind {kinds}")
-    table = pd.DataFrame(rows).sort_values("compute", kind="stable").reset_index(drop=True)
-    if group_by == "newer":
-        table["group"] = table["newer"]
-    elif group_by == "en_cn":
-        table["group"] = (table["language"] == "EN+CN").astype(int)
-    else:
-        raise ValueError(f"group_by must be 'newer' or 'en_cn', got {group_by!r}")
-    return table
+    return pd.DataFrame(rows, columns=BEFORE_AFTER_COLUMNS)

@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from testtask.hf import load_tokenizer
 from testtask.io import atomic_write_text
+from testtask.lm.hf import load_tokenizer
 
 log = logging.getLogger("testtask.finetune")
 

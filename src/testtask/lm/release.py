@@ -1,4 +1,10 @@
-"""Load this paper's inputs once per process: the model registry and the tidy table of lm-eval results."""
+"""A release of lm-eval results, read through an analysis config, once per process: the model registry, the results
+the source lacks, and the tidy table of results.
+
+`ctx.cfg` is training-on-the-test-task's analysis config (`models`, `model_values`, `absent_results`,
+`evaluations_dir`), and `ctx.data_root` the folder of a source of that paper: its analyses read their inputs here,
+and proxy-tasks reads that paper's release the same way (a Context with that paper's config).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,9 @@ import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.context import Context, InputsUnavailable
-from testtask.training_on_the_test_task.models import ModelRegistry
-from testtask.training_on_the_test_task.results import AbsentResults, discover, load_results
+from testtask.lm.models import ModelRegistry
+from testtask.lm.results import AbsentResults, load_results
+from testtask.lm.results_layout import discover
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The 57 subjects, their dataset names and their categories (stem, other, social sciences, humanities) are
 read from lm-eval's own `mmlu/default` task folder, so the groups cover exactly what lm-eval's `mmlu` does:
 
-    python -m testtask.training_on_the_test_task.lm_eval_tasks._generate_mmlu_configs
+    python -m testtask.lm.lm_eval_tasks._generate_mmlu_configs
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ they enter only the paper column and the note's difference, never any of our num
 is absent prints "not built"; Figures 9 and 20 are not built from the authors' release and print so unless a
 sidecar for them exists.
 
-    python analysis/reproduction_training_on_the_test_task.py [figures_dir]
+    python analysis/training_on_the_test_task_reproduction.py [figures_dir]
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Evaluate a model with LM Evaluation Harness as the paper does, writing results in the published layout.
+"""Evaluate a model with LM Evaluation Harness as training-on-the-test-task does, writing results in the published
+layout (`results_layout.py`).
 
 Our task YAMLs (`arc_challenge_mc`, `hellaswag_mc`, `mmlu_cloze`, `mmlu_mc`, `leaderboard_mmlu_pro_four`) live in
 `lm_eval_tasks/` next to this module and are registered with `TaskManager(include_path=include_path())`; any
@@ -9,7 +10,7 @@ of the Open LLM Leaderboard v1 in the YAMLs (override with `num_fewshot`).
 
 - `evaluations/<stage>/<model>-<benchmark>.json`: lm-eval's output as its CLI writes it (`results`, `groups`,
   `group_subtasks`, `configs`, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`, ...), the file
-  `testtask.training_on_the_test_task.results` reads. Written atomically, last, so its presence means the
+  `testtask.lm.results` reads. Written atomically, last, so its presence means the
   benchmark is done: an existing file is skipped (the run resumes) if it was made the same way. The file records
   how under `testtask_provenance` (model, its weights' fingerprint, model arguments, few-shot count, limit, task);
   a file made otherwise (another protocol, a retrained model, no record) is refused with StaleResultError,
@@ -17,7 +18,7 @@ of the Open LLM Leaderboard v1 in the YAMLs (override with `num_fewshot`).
 - `samples/<stage>/<model>-<benchmark>/<task>.jsonl`: one line per document of each task (prompt arguments,
   loglikelihoods, per-document metrics), when `log_samples`.
 
-`stage` is the folder below `evaluations/`: `base`, `e3/mmluaux`, `new_evals/base`, ... (see results.py).
+`stage` is the folder below `evaluations/`: `base`, `e3/mmluaux`, `new_evals/base`, ... (see results_layout.py).
 
 Offline data. Every task keeps its Hugging Face `dataset_path`. To run without the Hub, give `local_data`:
 benchmark name -> a local folder. For each leaf task of that benchmark the folder `<folder>/<dataset_name>`
@@ -30,7 +31,7 @@ such a config for one task (a dict `lm_eval.simple_evaluate(tasks=[...])` accept
 TaskManager with the overrides for whole groups. A copy for later offline use can be made online with
 `datasets.load_dataset(path, name).save_to_disk(folder / name)`.
 
-CLI: `python -m testtask.training_on_the_test_task.evaluation list-tasks` prints our task names as lm-eval
+CLI: `python -m testtask.lm.evaluation list-tasks` prints our task names as lm-eval
 sees them; `... run --model PATH --tasks arc_challenge_mc hellaswag_mc --results results/...` evaluates.
 """
 
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testtask.io import atomic_write_text, to_jsonable
-from testtask.training_on_the_test_task.results import classify
+from testtask.lm.results_layout import classify
 
 if TYPE_CHECKING:
     from lm_eval.api.model import LM
@@ -484,7 +485,7 @@ def _local_data_arg(values: Sequence[str] | None) -> dict[str, Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`list-tasks`: our task names as lm-eval indexes them; `run`: `evaluate` from the command line."""
-    parser = argparse.ArgumentParser(prog="python -m testtask.training_on_the_test_task.evaluation")
+    parser = argparse.ArgumentParser(prog="python -m testtask.lm.evaluation")
     sub = parser.add_subparsers(dest="command", required=True)
     lister = sub.add_parser("list-tasks", help="print our task, group and tag names as lm-eval sees them")
     lister.add_argument("--no-defaults", action="store_true", help="index only our folder (faster)")

@@ -1,8 +1,11 @@
-"""The model registry of *Training on the test task*: load and validate conf/.../models/paper.yaml.
+"""The registry of language models: load and validate a registry YAML (the shipped one, default_path(), lists the
+models of *Training on the test task*: conf/training_on_the_test_task/models/paper.yaml).
 
-The YAML (Appendix B.1 and B.1.1 of the paper, plus `extra` models that have published result files) is the only
+The YAML (Appendix B.1 and B.1.1 of that paper, plus `extra` models that have published result files) is the only
 place model facts live; this module turns it into `ModelInfo` records and checks it, so a typo in the config fails
-loudly at load time rather than silently shifting a model on the compute axis or into the wrong cohort.
+loudly at load time rather than silently shifting a model on the compute axis or into the wrong cohort. The
+training-on-the-test-task runner loads models with it; analyses of that paper's results (its own, proxy-tasks')
+read the facts.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Read LM Evaluation Harness output JSONs in the published layout into one tidy table.
-
-Layout below the `evaluations/` root (the authors' release, and what our runners write):
-
-- `base/<model>-<benchmark>.json`                        no fine-tuning
-- `<stage>/<finetune>/<model>-<benchmark>.json`          stage e1, e2, e1+2, e3; finetune mmluaux or gsm8kaux
-- `intermediate/<finetune>/evals/<model>/step_<k>/<benchmark>.json`   checkpoints during fine-tuning
-- `new_evals/<base|finetune>/<model>-<benchmark>.json`   Open LLM Leaderboard v2 tasks
-- `lr_sweep/<learning rate>/<finetune>/<model>-<benchmark>.json`   fine-tuned (e3) at another peak learning
-  rate (Appendix B.3; not in the authors' release, written by our runners)
-
-Benchmark names never contain '-', so a flat file name splits at its last '-'.
+"""Read LM Evaluation Harness output JSONs in the published layout (`testtask.lm.results_layout`) into one tidy
+table.
 
 Every value of every entry is checked: a metric must be a finite number within its range
 (`testtask.metric_ranges`), a standard error a finite number >= 0 or lm-eval's "N/A" (no bootstrap); a key is a
@@ -24,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from testtask.lm.results_layout import ADJUSTMENTS, FINETUNES, ResultFile, ResultsError, discover
 from testtask.metric_ranges import problem
 
-STAGES = ("e1", "e2", "e1+2", "e3")
-FINETUNES = ("mmluaux", "gsm8kaux", "mcaux")  # mcaux: ARC/OpenBookQA train (the CPU mini-replication)
-ADJUSTMENTS = ("base", *STAGES, "intermediate", "lr_sweep")
 COLUMNS = [
     "model",
     "adjustment",
@@ -57,24 +44,8 @@ ENTRIES_MEAN = "entries_mean"
 BOOKKEEPING = frozenset({"alias", "name", "sample_len", "sample_count", "samples"})
 # What lm-eval writes for a standard error it did not compute (bootstrap off, or a single document).
 NO_STDERR = "N/A"
+# Where the repository lists the results its sources lack (training-on-the-test-task's analysis config).
 CONFIG = "conf/training_on_the_test_task/analysis.yaml"
-_STEP = re.compile(r"^step_(\d+)$")
-
-
-class ResultsError(ValueError):
-    """A result file is malformed or sits where the layout does not expect one; names the file."""
-
-
-@dataclass(frozen=True)
-class ResultFile:
-    path: Path
-    model: str
-    benchmark: str
-    adjustment: str  # base | e1 | e2 | e1+2 | e3 | intermediate
-    finetune: str | None  # mmluaux | gsm8kaux | None
-    suite: str  # v1 (Leaderboard v1 era evaluations) | v2 (new_evals: Leaderboard v2)
-    step: int | None = None
-    learning_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -188,53 +159,6 @@ class AbsentResults:
 
     def __len__(self) -> int:
         return len(self.entries)
-
-
-def _split_flat(path: Path) -> tuple[str, str]:
-    stem = path.stem
-    if "-" not in stem:
-        raise ResultsError(f"{path}: file name must be <model>-<benchmark>.json")
-    model, benchmark = stem.rsplit("-", 1)
-    return model, benchmark
-
-
-def classify(path: Path, root: Path) -> ResultFile:
-    """Where a file sits in the layout says what it holds."""
-    parts = path.relative_to(root).parts
-    top = parts[0]
-    if top == "base" and len(parts) == 2:
-        model, bench = _split_flat(path)
-        return ResultFile(path, model, bench, "base", None, "v1")
-    if top in STAGES and len(parts) == 3 and parts[1] in FINETUNES:
-        model, bench = _split_flat(path)
-        return ResultFile(path, model, bench, top, parts[1], "v1")
-    if top == "intermediate" and len(parts) == 6 and parts[1] in FINETUNES and parts[2] == "evals":
-        match = _STEP.match(parts[4])
-        if match:
-            return ResultFile(path, parts[3], path.stem, "intermediate", parts[1], "v1", int(match.group(1)))
-    if top == "new_evals" and len(parts) == 3 and parts[1] in ("base", *FINETUNES):
-        model, bench = _split_flat(path)
-        finetune = None if parts[1] == "base" else parts[1]
-        return ResultFile(path, model, bench, "base" if finetune is None else "e3", finetune, "v2")
-    if top == "lr_sweep" and len(parts) == 4 and parts[2] in FINETUNES:
-        try:
-            rate = float(parts[1])
-        except ValueError:
-            raise ResultsError(f"{path}: folder {parts[1]!r} is not a learning rate") from None
-        model, bench = _split_flat(path)
-        return ResultFile(path, model, bench, "lr_sweep", parts[2], "v1", learning_rate=rate)
-    raise ResultsError(
-        f"{path}: not a place the layout expects a result "
-        "(base/, e1|e2|e1+2|e3/<mmluaux|gsm8kaux>/, intermediate/<ft>/evals/<model>/step_<k>/, new_evals/<base|ft>/, lr_sweep/<lr>/<ft>/)"
-    )
-
-
-def discover(root: Path) -> list[ResultFile]:
-    """Every `*.json` below `root`, classified; sorted for reproducible order."""
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: no evaluations folder")
-    return [classify(p, root) for p in sorted(root.rglob("*.json"))]
 
 
 def _missing(value: Any) -> bool:

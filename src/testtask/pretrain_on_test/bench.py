@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
+from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.paths import resolve
 
@@ -36,11 +37,10 @@ def _with_proxy(ctx, scratch: Path) -> list[int]:
     return proxies
 
 
-def bench(cfg: DictConfig) -> dict[str, Any]:
-    from testtask.cli import make_context
+def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
+    """The `bench` action of pretrain-on-test: `ctx` is the paper's context, `cfg` the whole config."""
     from testtask.pretrain_on_test.posterior_figures import figure_3
 
-    ctx = make_context(cfg, "pretrain-on-test")
     ctx.cache_dir = None
     ctx.out_dir = resolve(cfg.figures_dir) / "pretrain-on-test" / "bench"
     proxies: list[int] = []

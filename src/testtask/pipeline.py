@@ -1,0 +1,202 @@
+"""The pipeline every entry point shares: compose the config, check it, build contexts, run the builders.
+
+config -> (check) -> Context per paper -> figure/table builders -> outputs. The `testtask` command (`cli.py`), the
+notebooks (`notebook.py`), `make bench` and library helpers that build through the same path (e.g. the simulated
+downstream-predictability family) call this module; it never imports the command line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.context import Context, InputsUnavailable
+from testtask.paths import conf_dir, resolve
+
+log = logging.getLogger("testtask")
+
+# Paper key -> module holding FIGURES, TABLES and CONFIG_KEY (the config group with its analysis settings).
+PAPERS: dict[str, str] = {
+    "pretrain-on-test": "testtask.pretrain_on_test.registry",
+    "training-on-the-test-task": "testtask.training_on_the_test_task.registry",
+    "train-before-test": "testtask.train_before_test.registry",
+    "downstream-predictability": "testtask.downstream_predictability.registry",
+    "proxy-tasks": "testtask.proxy_tasks.registry",
+}
+
+
+class UsageError(SystemExit):
+    pass
+
+
+def registry(paper: str):
+    return importlib.import_module(PAPERS[paper])
+
+
+def selected_papers(cfg: DictConfig) -> list[str]:
+    if cfg.paper == "all":
+        return list(PAPERS)
+    if cfg.paper not in PAPERS:
+        raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(PAPERS)} (or all)")
+    return [cfg.paper]
+
+
+def verify_published(cfg: DictConfig, paper: str) -> None:
+    """Refuse (ReleaseError) a fetched release of `paper`, or of a paper its analyses read, that `make data`
+    did not finish or that changed since; a release not fetched at all is left to the builders
+    (InputsUnavailable)."""
+    from testtask.data.release import verify_release
+
+    sources = cfg.data.get("sources") or {}
+    uses = (cfg.data.get("uses") or {}).get(paper) or []
+    for key in [paper, *uses]:
+        folder = resolve(cfg.data.dest) / key
+        if key in sources and folder.exists():
+            verify_release(folder, key, list(sources[key].get("json_drop_keys") or []))
+
+
+def make_context(cfg: DictConfig, paper: str) -> Context:
+    reg = registry(paper)
+    if cfg.source == "published":
+        verify_published(cfg, paper)
+        data_root = resolve(cfg.data.dest) / paper
+    elif cfg.source == "results":
+        data_root = resolve(cfg.results_dir) / paper
+        if cfg.get("results_run"):
+            data_root = data_root / str(cfg.results_run)
+    else:
+        raise UsageError(f"source must be published or results, got {cfg.source!r}")
+    cache = cfg.get("cache_dir")
+    return Context(
+        paper=paper,
+        source=cfg.source,
+        data_root=data_root,
+        out_dir=resolve(cfg.figures_dir) / paper,
+        cfg=cfg[reg.CONFIG_KEY],
+        sampler=cfg.sampler,
+        seed=int(cfg.seed),
+        cache_dir=resolve(cache) / paper if cache else None,
+    )
+
+
+Key = int | str  # figures are numbered as in the paper; extra outputs (e.g. `mini`) are named
+
+
+def output_key(value: Any) -> Key:
+    """`3` or `"3"` -> 3; a name such as `mini` stays a string."""
+    text = str(value)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _order(key: Key) -> tuple[int, int, str]:
+    return (0, key, "") if isinstance(key, int) else (1, 0, key)
+
+
+class NothingBuilt(SystemExit):
+    """A figure or table asked for could not be built, or `figures`/`tables` built none: exit non-zero."""
+
+
+def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[str, Any]]:
+    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers.
+
+    Asked for by number for one paper, an output that cannot be built is an error (NothingBuilt, with the
+    reason). Otherwise (all outputs, or a number for paper=all) what can be built is built, a summary line says
+    what was skipped and why, and building none is an error.
+    """
+    done: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    papers = selected_papers(cfg)
+    known = {n for paper in papers for n in getattr(registry(paper), kind.upper() + "S")}
+    if numbers is not None and not set(numbers) & known:
+        raise UsageError(f"no paper among {papers} has {kind} {numbers}; known: {sorted(known, key=_order)}")
+    for paper in papers:
+        builders = getattr(registry(paper), kind.upper() + "S")
+        wanted = sorted(builders, key=_order) if numbers is None else [n for n in numbers if n in builders]
+        for number in wanted:
+            ctx = make_context(cfg, paper)
+            start = time.perf_counter()
+            try:
+                builders[number](ctx)
+            except InputsUnavailable as err:
+                log.warning("skipped %s %s of %s: inputs not available (%s)", kind, number, paper, err)
+                skipped.append(f"{kind} {number} of {paper}: {err}")
+                continue
+            seconds = time.perf_counter() - start
+            log.info("%s %s of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
+            done.append({"paper": paper, kind: number, "seconds": seconds})
+    summary = f"{kind}s for paper={cfg.paper} source={cfg.source}: {len(done)} built, {len(skipped)} skipped"
+    log.info("%s%s", summary, "".join(f"\n  skipped {reason}" for reason in skipped))
+    # With one paper, a number names one output; with paper=all it names that number of each paper that has one.
+    if numbers is not None and skipped and len(papers) == 1:
+        raise NothingBuilt(f"not built: {'; '.join(skipped)}")
+    if not done:
+        raise NothingBuilt(
+            f"{summary}: nothing was built; the inputs are not available ({'; '.join(skipped)})"
+        )
+    return done
+
+
+def configure_logging(level_name: str) -> None:
+    """Log at `level_name`, into Hydra's job log when Hydra set one up: its handlers are kept (the former
+    `basicConfig(force=True)` removed them, leaving <output_dir>/<job>.log empty); a console handler is added only
+    where no handler exists (a call from Python, outside Hydra's job logging)."""
+    level = getattr(logging, str(level_name))
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    root.setLevel(level)
+
+
+def run(cfg: DictConfig) -> Any:
+    """Carry out `cfg.action`. A release that fails verification stops the run with its message (exit 1)."""
+    from testtask.config_checks import check_analysis_config
+    from testtask.data.fetch import ReleaseError
+
+    check_analysis_config(cfg)  # every override checked before anything is read or written
+    configure_logging(str(cfg.log_level))
+    try:
+        return _run(cfg)
+    except ReleaseError as err:
+        raise UsageError(f"refusing to analyse: {err}") from err
+
+
+def _run(cfg: DictConfig) -> Any:
+    action = cfg.action
+    if action == "data":
+        from testtask.data.fetch import fetch_from_config
+
+        return fetch_from_config(cfg.data, cfg.paper)
+    if action == "figure":
+        return build(cfg, "figure", [output_key(cfg.figure)])
+    if action == "table":
+        return build(cfg, "table", [output_key(cfg.table)])
+    if action == "figures":
+        return build(cfg, "figure", None)
+    if action == "tables":
+        return build(cfg, "table", None)
+    extra = {
+        name: (paper, fn)
+        for paper in selected_papers(cfg)
+        for name, fn in getattr(registry(paper), "ACTIONS", {}).items()
+    }
+    if action in extra:  # a paper's own action, e.g. pretrain-on-test's `bench`: fn(context, config)
+        paper, fn = extra[action]
+        return fn(make_context(cfg, paper), cfg)
+    known = ["data", "figure", "table", "figures", "tables", *sorted(extra)]
+    raise UsageError(f"unknown action {action!r} for paper={cfg.paper}; choose {', '.join(known)}")
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The config as the `testtask` command would see it (not yet checked: `run` checks it), for notebooks and tests."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
+        cfg = hydra_compose(config_name="config", overrides=overrides or [])
+    OmegaConf.set_struct(cfg, False)
+    return cfg

@@ -1,0 +1,173 @@
+"""The layering rules of docs/architecture.md, checked on the import graph of `src/testtask` (read with `ast`).
+
+- no import cycles (imports inside functions count too: they are the same dependency, only deferred);
+- library code never imports the command line (`testtask.cli`);
+- a paper package never imports another paper's package (shared machinery lives outside the papers).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PAPERS = (
+    "pretrain_on_test",
+    "training_on_the_test_task",
+    "train_before_test",
+    "downstream_predictability",
+    "proxy_tasks",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = SRC / "testtask") -> dict[str, set[str]]:
+    """module -> the `testtask` modules it imports (a `from package import name` names the submodule if one exists)."""
+    modules = {_module_name(p): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative import
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.add(sub if sub in modules else base)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _paper(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in PAPERS else None
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_graph_reader_sees_known_edges(graph):
+    """The rules below are only as good as the graph: edges the code certainly has must be found."""
+    assert "testtask.pipeline" in graph["testtask.cli"]
+    assert "testtask.pretrain_on_test.kernel" in graph["testtask.pretrain_on_test.sampling"]
+    assert "testtask.context" in graph["testtask.pipeline"]
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles(graph):
+    assert cycles(graph) == []
+
+
+def test_library_code_never_imports_the_command_line(graph):
+    offenders = sorted(
+        m for m, targets in graph.items() if "testtask.cli" in targets and m != "testtask.__main__"
+    )
+    assert offenders == []
+
+
+def test_papers_do_not_import_each_other(graph):
+    sideways = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if (own := _paper(module))
+        for target in targets
+        if (other := _paper(target)) and other != own
+    )
+    assert sideways == []
+
+
+def test_the_adding_a_figure_example_of_docs_architecture_works(tmp_path, monkeypatch):
+    """Execute the example block of docs/architecture.md, register it, and build it through the pipeline."""
+    import json
+    import re
+
+    from tests.conftest import write_accuracies
+    from testtask.pipeline import build, compose
+    from testtask.pretrain_on_test import registry
+
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Adding a figure", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    namespace: dict = {}
+    exec(compile(code, "docs/architecture.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    monkeypatch.setitem(registry.FIGURES, "mean-boost", namespace["figure_mean_boost"])
+
+    results = tmp_path / "results"
+    write_accuracies(results / "pretrain-on-test", "accuracies_from_paper", 50, 50, ["bert", "gpt2"], 3, 4)
+    cfg = compose(
+        [
+            "paper=pretrain-on-test",
+            "source=results",
+            f"results_dir={results}",
+            "results_run=null",
+            f"figures_dir={tmp_path / 'figures'}",
+        ]
+    )
+    assert [b["figure"] for b in build(cfg, "figure", ["mean-boost"])] == ["mean-boost"]
+    out = tmp_path / "figures" / "pretrain-on-test"
+    numbers = json.loads((out / "figure-mean-boost.json").read_text())
+    assert len(numbers["mean_boost"]) == 3 and (out / "figure-mean-boost.png").is_file()
+
+
+def test_shared_machinery_imports_no_paper(graph):
+    """`lm/` and `data/` sit below the papers: a paper may use them, never the other way round."""
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.split(".")[1:2] in (["lm"], ["data"])
+        for target in targets
+        if _paper(target)
+    )
+    assert upward == []
