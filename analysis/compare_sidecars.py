@@ -1,0 +1,95 @@
+"""Compare the JSON sidecars of two figure folders: the same numbers before and after a change of the code.
+
+python analysis/compare_sidecars.py OLD_FIGURES NEW_FIGURES [--rtol 1e-9] [--atol 1e-12] [--ignore seconds ...]
+
+Walks every `*.json` under OLD_FIGURES (e.g. `figures/` built at an older commit), pairs it with the file of the
+same relative path under NEW_FIGURES and compares them value by value: numbers within the tolerance, strings,
+booleans and nulls exactly. Prints one line per difference (file, key path, old, new), keys only one side has,
+and a summary; exits 1 when a shared value differs or a file is missing on the new side. Keys the new side adds
+are listed but allowed (a sidecar may gain fields); `--strict` makes them differences too. `--ignore NAME` skips
+every key called NAME (default: the wall-clock fields `seconds`, `fit_seconds`, `total_seconds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TIMINGS = ("seconds", "fit_seconds", "total_seconds")
+
+
+def differences(
+    old: Any, new: Any, path: str, rtol: float, atol: float, ignore: tuple[str, ...] = ()
+) -> Iterator[tuple[str, str, Any, Any]]:
+    """(kind, key path, old, new) for every place the two JSON values differ; kind: changed | removed | added."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            sub = f"{path}.{key}" if path else str(key)
+            if key in ignore:
+                continue
+            if key not in new:
+                yield "removed", sub, old[key], None
+            else:
+                yield from differences(old[key], new[key], sub, rtol, atol, ignore)
+        for key in sorted(new.keys() - old.keys() - set(ignore)):
+            yield "added", f"{path}.{key}" if path else str(key), None, new[key]
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            yield "changed", f"{path}[len]", len(old), len(new)
+        for i, (a, b) in enumerate(zip(old, new, strict=False)):
+            yield from differences(a, b, f"{path}[{i}]", rtol, atol, ignore)
+    elif _number(old) and _number(new):
+        if not math.isclose(float(old), float(new), rel_tol=rtol, abs_tol=atol):
+            yield "changed", path, old, new
+    elif old != new:
+        yield "changed", path, old, new
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--rtol", type=float, default=1e-9)
+    parser.add_argument("--atol", type=float, default=1e-12)
+    parser.add_argument(
+        "--strict", action="store_true", help="keys only the new side has count as differences"
+    )
+    parser.add_argument(
+        "--ignore", action="append", help=f"key names to skip (default: {', '.join(TIMINGS)})"
+    )
+    args = parser.parse_args(argv)
+    files = sorted(p.relative_to(args.old) for p in args.old.rglob("*.json"))
+    bad = added = 0
+    for rel in files:
+        target = args.new / rel
+        if not target.is_file():
+            print(f"{rel}: missing in {args.new}")
+            bad += 1
+            continue
+        old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old / rel, target))
+        ignore = tuple(args.ignore) if args.ignore is not None else TIMINGS
+        for kind, key, a, b in differences(old, new, "", args.rtol, args.atol, ignore):
+            shown = lambda v: json.dumps(v)[:120]  # noqa: E731 - one-line display
+            print(f"{rel}: {kind} {key}: {shown(a)} -> {shown(b)}")
+            if kind == "added" and not args.strict:
+                added += 1
+            else:
+                bad += 1
+    print(
+        f"{len(files)} sidecar(s) compared (rtol {args.rtol:g}, atol {args.atol:g}): "
+        f"{bad} difference(s), {added} added key(s)"
+    )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
