@@ -55,7 +55,17 @@ def training_on_the_test_task(results: Path, scratch: Path) -> dict[str, Any]:
     """The figure-mini panels (before/after per benchmark) and lm-eval's total seconds, from `results`."""
     evaluations = results / TOTT / "evaluations"
     files = sorted(evaluations.rglob("*.json"))
-    seconds = sum(float(json.loads(f.read_text()).get("total_evaluation_time_seconds", 0)) for f in files)
+    by_stage: dict[str, float] = {}
+    for f in files:
+        stage = (
+            "intermediate"
+            if "intermediate" in f.relative_to(evaluations).parts
+            else f.parent.relative_to(evaluations).as_posix()
+        )
+        by_stage[stage] = by_stage.get(stage, 0.0) + float(
+            json.loads(f.read_text()).get("total_evaluation_time_seconds", 0)
+        )
+    seconds = sum(by_stage.values())
     cfg = compose(
         [
             "paper=training-on-the-test-task",
@@ -65,7 +75,12 @@ def training_on_the_test_task(results: Path, scratch: Path) -> dict[str, Any]:
         ]
     )
     numbers = before_after(make_context(cfg, "training-on-the-test-task"))
-    return {"files": len(files), "seconds": seconds, "panels": numbers["panels"]}
+    return {
+        "files": len(files),
+        "seconds": seconds,
+        "seconds_by_stage": by_stage,
+        "panels": numbers["panels"],
+    }
 
 
 def _checkout_results(rev: str, dest: Path) -> Path:
@@ -104,7 +119,9 @@ def _key(panel: dict) -> tuple[str, str]:
 
 def _print_tott(now: dict, before: dict | None) -> None:
     print(
-        f"training-on-the-test-task cpu-mini: {now['files']} result files, {now['seconds']:.0f} s of lm-eval time"
+        f"training-on-the-test-task cpu-mini: {now['files']} result files, {now['seconds']:.0f} s of lm-eval time ("
+        + ", ".join(f"{stage} {sec:.0f} s" for stage, sec in sorted(now.get("seconds_by_stage", {}).items()))
+        + ")"
     )
     old = {_key(p): p for p in before["panels"]} if before else {}
     for p in now["panels"]:

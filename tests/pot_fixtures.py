@@ -8,38 +8,25 @@ tokenizer.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 # One synthetic task for the runner tests and the GPU preflight: its classes, words, prompt vocabulary and
 # (unbalanced, 150-row) class sizes live in the library (testtask.preflight), the tests build their own tiny models.
-from testtask.preflight.data import (
-    CLASS_WORDS,
+from testtask.preflight.data import (  # noqa: F401 - CLASSES, DESCRIPTION, ROWS_PER_CLASS re-exported for the tests
     CLASSES,
-    COMMON_WORDS,
     DESCRIPTION,
     PROMPT_TEXT,
     ROWS_PER_CLASS,
+    classification_frame,
 )
-from testtask.preflight.models import SPECIAL
+from testtask.preflight.models import word_tokenizer
 
 
 def fixture_frame(seed: int = 0) -> pd.DataFrame:
     """A 3-class data set whose texts mix class words and common words (columns `text`, `label`)."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for label, count in enumerate(ROWS_PER_CLASS):
-        for _ in range(count):
-            words = list(rng.choice(CLASS_WORDS[label], size=rng.integers(3, 6))) + list(
-                rng.choice(COMMON_WORDS, size=rng.integers(1, 4))
-            )
-            rng.shuffle(words)
-            rows.append({"text": " ".join(words), "label": label})
-    order = rng.permutation(len(rows))
-    return pd.DataFrame(rows).iloc[order].reset_index(drop=True)
+    return classification_frame(seed)
 
 
 def fixture_spec(path: str = "fixture.csv") -> dict:
@@ -47,40 +34,9 @@ def fixture_spec(path: str = "fixture.csv") -> dict:
     return {"source": "file", "path": path, "classes": list(CLASSES), "description": DESCRIPTION}
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+|[^\w\s]+", text)  # the Whitespace pre-tokenizer's split
-
-
 def build_tokenizer(texts, *, bert: bool, bos: bool = False):
-    """Word-level tokenizer; `bert` adds [CLS]/[SEP], `bos` prepends <s> to every encoding (as Mistral's does)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    specials = list(SPECIAL.values())
-    vocab = {tok: i for i, tok in enumerate(specials)}
-    for text in [*texts, PROMPT_TEXT]:
-        for word in _words(text):
-            vocab.setdefault(word, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    kwargs = {"unk_token": SPECIAL["unk"], "bos_token": SPECIAL["bos"], "eos_token": SPECIAL["eos"]}
-    if bert:
-        cls, sep = SPECIAL["cls"], SPECIAL["sep"]
-        core.post_processor = processors.TemplateProcessing(
-            single=f"{cls} $A {sep}",
-            pair=f"{cls} $A {sep} $B {sep}",
-            special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])],
-        )
-        kwargs.update(cls_token=cls, sep_token=sep, mask_token=SPECIAL["mask"], pad_token=SPECIAL["pad"])
-    else:
-        kwargs.update(pad_token=SPECIAL["pad"])
-        if bos:
-            core.post_processor = processors.TemplateProcessing(
-                single=f"{SPECIAL['bos']} $A",
-                pair=f"{SPECIAL['bos']} $A $B",
-                special_tokens=[(SPECIAL["bos"], vocab[SPECIAL["bos"]])],
-            )
-    return PreTrainedTokenizerFast(tokenizer_object=core, **kwargs)
+    """The preflight's word-level tokenizer over `texts` and the zero-shot prompt's words."""
+    return word_tokenizer([*texts, PROMPT_TEXT], bert=bert, bos=bos)
 
 
 def build_model(kind: str, directory: Path, texts) -> Path:

@@ -85,3 +85,18 @@ def to_jsonable(obj: Any) -> Any:
 
 def atomic_write_json(path: Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+def unique_keys_hook(path: Path, error: type[Exception]) -> Callable[[list[tuple[str, Any]]], dict]:
+    """A `json.loads` object hook that raises `error` naming `path` for a key given twice in one object (plain
+    json keeps the last one silently, so a duplicated field would go unnoticed)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise error(f"{path}: key {key!r} appears twice in one object")
+            seen[key] = value
+        return seen
+
+    return hook

@@ -53,13 +53,15 @@ def _listing(paths: Sequence[str]) -> str:
 
 def verify_release(
     folder: Path, paper: str, drop_keys: Sequence[str] = (), checksums_dir: Path | None = None
-) -> dict[str, Any]:
-    """Raise ReleaseError unless `folder` is a complete, unmodified fetch of `paper`; return its stamp."""
+) -> None:
+    """Raise ReleaseError unless `folder` is a complete, unmodified fetch of `paper`."""
     folder = Path(folder)
-    stamp = _read_stamp(folder, paper)
-    mtime = (folder / STAMP_NAME).stat().st_mtime_ns
+    try:
+        mtime = (folder / STAMP_NAME).stat().st_mtime_ns
+    except FileNotFoundError:
+        _read_stamp(folder, paper)  # raises the missing-stamp error
+        raise
     _verify_cached(str(folder.resolve()), paper, tuple(drop_keys), str(checksums_dir or ""), mtime)
-    return stamp
 
 
 @lru_cache(maxsize=32)

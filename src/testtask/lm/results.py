@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from testtask.io import unique_keys_hook
 from testtask.lm.results_layout import ADJUSTMENTS, FINETUNES, ResultFile, ResultsError, discover
 from testtask.metric_ranges import problem
 
@@ -219,20 +220,6 @@ def _metric_items(
         yield name, _value(value, path, field, name, absent_ok), stderr
 
 
-def _unique_keys(path: Path) -> Callable[[list[tuple[str, Any]]], dict]:
-    """A json object hook that refuses a key given twice (json keeps the last one silently)."""
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict:
-        seen: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in seen:
-                raise ResultsError(f"{path}: key {key!r} appears twice in one object")
-            seen[key] = value
-        return seen
-
-    return hook
-
-
 def _parse(path: Path) -> dict:
     """The decoded JSON of one file: UTF-8 text, valid JSON, no key twice, a `results` object."""
     try:
@@ -242,7 +229,7 @@ def _parse(path: Path) -> dict:
             f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); lm-eval writes UTF-8 JSON"
         ) from None
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys(path))
+        data = json.loads(text, object_pairs_hook=unique_keys_hook(path, ResultsError))
     except json.JSONDecodeError as err:
         raise ResultsError(f"{path}: not valid JSON ({err})") from err
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):

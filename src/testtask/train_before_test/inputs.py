@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.io import unique_keys_hook
 from testtask.metric_ranges import problem
 
 MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
@@ -137,27 +138,15 @@ def parse_results(
     return Results(path=path, scores=scores, stderr=stderr, regimes=regimes)
 
 
-def _unique_keys(path: Path):
-    """A json object hook that refuses a key given twice (json would keep the last one silently)."""
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict:
-        seen: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in seen:
-                raise ResultsFormatError(f"{path}: key {key!r} appears twice in one object")
-            seen[key] = value
-        return seen
-
-    return hook
-
-
 def load_results(path: Path, regimes: dict[str, Regime], metrics: Mapping[str, str] | None = None) -> Results:
     """Read `path`; InputsUnavailable when it does not exist, ResultsFormatError when it is malformed."""
     path = Path(path)
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys(path))
+        data = json.loads(
+            path.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys_hook(path, ResultsFormatError)
+        )
     except UnicodeDecodeError as err:
         raise ResultsFormatError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from None
     except json.JSONDecodeError as err:
