@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import pytest
 
@@ -138,11 +137,10 @@ def test_a_rerun_skips_finished_cells(runs, monkeypatch):
 
     monkeypatch.setattr("testtask.train_before_test.runner.scoring.Scorer.score", refuse)
     monkeypatch.setattr("testtask.train_before_test.runner.cell.train_epochs", refuse)
-    started = time.time()
+    # The patches above are the check that nothing ran again; a wall-clock bound would only add noise.
     with offline_single_thread():
         again = run(tiny_config(root, "benchmark=tbt_tiny"))
     assert again == records["tbt_tiny"]
-    assert time.time() - started < 10
 
 
 def test_a_changed_config_is_refused(runs):
