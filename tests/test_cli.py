@@ -270,5 +270,5 @@ def test_paper_actions_are_dispatched_through_the_registry(tmp_path, monkeypatch
     )
     assert run(_config(tmp_path, "action=bench")) == 7
     assert calls == [("pretrain-on-test", "bench")]
-    with pytest.raises(UsageError, match="unknown action 'bench' for paper=proxy-tasks; choose data, figure"):
+    with pytest.raises(UsageError, match="unknown action 'bench' for paper=proxy-tasks; choose data, checksums, figure"):
         run(_config(tmp_path, "action=bench", "paper=proxy-tasks"))

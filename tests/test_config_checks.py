@@ -21,21 +21,21 @@ from omegaconf import OmegaConf
 
 from testtask.paths import conf_dir
 
-RUNNERS = {  # experiment folder -> (entry config, check function, the module whose `main` is the Hydra entry)
+RUNNERS = {  # experiment folder -> (entry config, check function, paper key for testtask.runners.main)
     "pretrain_on_test": (
         "pretrain_on_test_run",
         "check_pretrain_on_test_run",
-        "testtask.pretrain_on_test.runner.main",
+        "pretrain-on-test",
     ),
     "training_on_the_test_task": (
         "training_on_the_test_task_run",
         "check_training_on_the_test_task_run",
-        "testtask.training_on_the_test_task.runner",
+        "training-on-the-test-task",
     ),
     "train_before_test": (
         "train_before_test_run",
         "check_train_before_test_run",
-        "testtask.train_before_test.runner.main",
+        "train-before-test",
     ),
 }
 
@@ -70,10 +70,10 @@ def violations(fn_name: str, cfg) -> list[str]:
     return []
 
 
-def run_entry(monkeypatch, module: str, tmp_path: Path, *overrides: str) -> None:
+def run_entry(monkeypatch, paper: str, tmp_path: Path, *overrides: str) -> None:
     """The runner's Hydra entry as `python experiments/<paper>/run.py <overrides>` calls it, offline, with Hydra's
     own run folder and logging kept out of the way; HYDRA_FULL_ERROR lets the error through unchanged."""
-    import importlib
+    from testtask.runners import main
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
@@ -87,7 +87,7 @@ def run_entry(monkeypatch, module: str, tmp_path: Path, *overrides: str) -> None
         "hydra/hydra_logging=none",
     ]
     monkeypatch.setattr(sys, "argv", argv)
-    importlib.import_module(module).main()
+    main(paper)
 
 
 def written(tmp_path: Path) -> list[str]:

@@ -734,7 +734,7 @@ def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_r
     """experiments/pretrain_on_test/run.py's main() with command-line overrides, the data set given inline."""
     import sys
 
-    from testtask.pretrain_on_test.runner import main
+    from testtask.runners import main
 
     inline = (
         "+datasets.fixture={source:file,path:fixture.csv,classes:[sports,food,music],"
@@ -760,7 +760,7 @@ def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_r
         "hydra/hydra_logging=disabled",
     ]
     monkeypatch.setattr(sys, "argv", argv)
-    main.main()
+    main("pretrain-on-test")
     csv = cell_dir(tmp_path / "results", M, N, "tiny-gpt2", "fixture") / "accuracies.csv"
     pd.testing.assert_frame_equal(pd.read_csv(csv), pd.read_csv(fewshot_runs["gpt2"]).iloc[:1])
     assert OmegaConf.load(csv.parent / "cell.yaml").dataset_spec.description == DESCRIPTION

@@ -187,12 +187,12 @@ def test_accelerate_commands_for_one_and_two_nodes(tmp_path):
     assert one[1:4] == ["-m", "accelerate.commands.launch", "--config_file"]
     assert one[4] == str(repo_root() / "conf" / "accelerate" / "zero3_1node.yaml")
     assert one[one.index("--num_processes") + 1] == "8" and "--machine_rank" not in one
-    assert one[-4:] == ["-m", "testtask.training_on_the_test_task.runner", "--train-job", str(job)]
+    assert one[-5:] == ["-m", "testtask.runners", "training-on-the-test-task", "--train-job", str(job)]
     env = {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[012-013]"}
     two = runner.accelerate_command(
         _compose("experiment=training_on_the_test_task/paper_2nodes"), job, env=env
     )
-    flags = dict(zip(two[3:-4:2], two[4:-4:2], strict=True))
+    flags = dict(zip(two[3:-5:2], two[4:-5:2], strict=True))
     assert flags["--num_processes"] == "16" and flags["--num_machines"] == "2"
     assert flags["--machine_rank"] == "1" and flags["--main_process_ip"] == "gpu012"
     assert flags["--config_file"].endswith("zero3_2nodes.yaml")
@@ -340,12 +340,14 @@ def test_a_distributed_job_trains_under_accelerate_then_evaluates_once(setup, mo
 
 
 def test_main_dispatches_the_train_job_entry(monkeypatch):
+    """`python -m testtask.runners training-on-the-test-task --train-job <job>` (what accelerate launch starts)
+    reaches the runner's train_job, not Hydra."""
+    from testtask import runners
     from testtask.training_on_the_test_task import runner
 
     calls = []
     monkeypatch.setattr(runner, "train_job", calls.append)
-    monkeypatch.setattr(runner.sys, "argv", ["runner", "--train-job", "/x/job.yaml"])
-    runner.main()
+    runners.main("training-on-the-test-task", ["--train-job", "/x/job.yaml"])
     assert calls == ["/x/job.yaml"]
 
 

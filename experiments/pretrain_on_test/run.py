@@ -4,7 +4,7 @@ python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini 
 python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/paper hydra/launcher=slurm
 """
 
-from testtask.pretrain_on_test.runner.main import main
+from testtask.runners import main
 
 if __name__ == "__main__":
-    main()
+    main("pretrain-on-test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,10 @@ class Context:
     sampler: Any  # sampler config
     seed: int
     cache_dir: Path | None = None  # posterior cache; None disables it
+    settings: Any = None  # this paper's settings, typed and read once from `cfg` by its plug-in
+    # The pipeline's way to another paper's context for the same source (a paper that reads another paper's
+    # release asks for it here instead of building that paper's context itself); None outside the pipeline.
+    related: Callable[[str], Context] | None = None
 
     def collection_root(self, name: str) -> Path:
         """Folder of one collection of raw results (e.g. `accuracies_from_paper`), or InputsUnavailable."""
@@ -28,6 +33,16 @@ class Context:
         if not path.is_dir():
             raise InputsUnavailable(f"{path} does not exist (source={self.source})")
         return path
+
+    def context_of(self, paper: str) -> Context:
+        """The context of `paper` (its data root for this source, its config and settings), from the pipeline."""
+        if paper == self.paper:
+            return self
+        if self.related is None:
+            raise RuntimeError(
+                f"{self.paper}'s context was not built by the pipeline; it cannot give {paper}'s"
+            )
+        return self.related(paper)
 
     def paper_root(self, paper: str) -> Path:
         """Raw results of another paper for the same source (analyses that read other papers' releases or runs).

@@ -7,7 +7,6 @@ downstream-predictability family) call this module; it never imports the command
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from pathlib import Path
@@ -15,34 +14,23 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from testtask import papers
 from testtask.context import Context, InputsUnavailable
+from testtask.papers import Key, Paper
 from testtask.paths import conf_dir, resolve
 
 log = logging.getLogger("testtask")
-
-# Paper key -> module holding FIGURES, TABLES and CONFIG_KEY (the config group with its analysis settings).
-PAPERS: dict[str, str] = {
-    "pretrain-on-test": "testtask.pretrain_on_test.registry",
-    "training-on-the-test-task": "testtask.training_on_the_test_task.registry",
-    "train-before-test": "testtask.train_before_test.registry",
-    "downstream-predictability": "testtask.downstream_predictability.registry",
-    "proxy-tasks": "testtask.proxy_tasks.registry",
-}
 
 
 class UsageError(SystemExit):
     pass
 
 
-def registry(paper: str):
-    return importlib.import_module(PAPERS[paper])
-
-
 def selected_papers(cfg: DictConfig) -> list[str]:
     if cfg.paper == "all":
-        return list(PAPERS)
-    if cfg.paper not in PAPERS:
-        raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(PAPERS)} (or all)")
+        return papers.keys()
+    if cfg.paper not in papers.keys():
+        raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(papers.keys())} (or all)")
     return [cfg.paper]
 
 
@@ -61,7 +49,9 @@ def verify_published(cfg: DictConfig, paper: str) -> None:
 
 
 def make_context(cfg: DictConfig, paper: str) -> Context:
-    reg = registry(paper)
+    """Paper `paper`'s context for `cfg`: where its inputs are for `cfg.source`, where outputs go, its settings
+    (typed by its plug-in, read once here) and the way to the contexts of the papers it reads (`uses`)."""
+    plugin = papers.get(paper)
     if cfg.source == "published":
         verify_published(cfg, paper)
         data_root = resolve(cfg.data.dest) / paper
@@ -72,19 +62,25 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
     else:
         raise UsageError(f"source must be published or results, got {cfg.source!r}")
     cache = cfg.get("cache_dir")
+    section = cfg[plugin.config_key]
+
+    def related(other: str) -> Context:
+        if other not in plugin.uses:
+            raise RuntimeError(f"{paper} asks for {other}'s context but does not list it in its PAPER.uses")
+        return make_context(cfg, other)
+
     return Context(
         paper=paper,
         source=cfg.source,
         data_root=data_root,
         out_dir=resolve(cfg.figures_dir) / paper,
-        cfg=cfg[reg.CONFIG_KEY],
+        cfg=section,
         sampler=cfg.sampler,
         seed=int(cfg.seed),
         cache_dir=resolve(cache) / paper if cache else None,
+        settings=plugin.settings(section),
+        related=related,
     )
-
-
-Key = int | str  # figures are numbered as in the paper; extra outputs (e.g. `mini`) are named
 
 
 def output_key(value: Any) -> Key:
@@ -110,12 +106,12 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     """
     done: list[dict[str, Any]] = []
     skipped: list[str] = []
-    papers = selected_papers(cfg)
-    known = {n for paper in papers for n in getattr(registry(paper), kind.upper() + "S")}
+    chosen = selected_papers(cfg)
+    known = {n for paper in chosen for n in papers.get(paper).outputs(kind)}
     if numbers is not None and not set(numbers) & known:
-        raise UsageError(f"no paper among {papers} has {kind} {numbers}; known: {sorted(known, key=_order)}")
-    for paper in papers:
-        builders = getattr(registry(paper), kind.upper() + "S")
+        raise UsageError(f"no paper among {chosen} has {kind} {numbers}; known: {sorted(known, key=_order)}")
+    for paper in chosen:
+        builders = papers.get(paper).outputs(kind)
         wanted = sorted(builders, key=_order) if numbers is None else [n for n in numbers if n in builders]
         for number in wanted:
             ctx = make_context(cfg, paper)
@@ -132,7 +128,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     summary = f"{kind}s for paper={cfg.paper} source={cfg.source}: {len(done)} built, {len(skipped)} skipped"
     log.info("%s%s", summary, "".join(f"\n  skipped {reason}" for reason in skipped))
     # With one paper, a number names one output; with paper=all it names that number of each paper that has one.
-    if numbers is not None and skipped and len(papers) == 1:
+    if numbers is not None and skipped and len(chosen) == 1:
         raise NothingBuilt(f"not built: {'; '.join(skipped)}")
     if not done:
         raise NothingBuilt(
@@ -165,29 +161,48 @@ def run(cfg: DictConfig) -> Any:
         raise UsageError(f"refusing to analyse: {err}") from err
 
 
-def _run(cfg: DictConfig) -> Any:
-    action = cfg.action
-    if action == "data":
-        from testtask.data.fetch import fetch_from_config
+def _fetch(cfg: DictConfig) -> Any:
+    from testtask.data.fetch import fetch_from_config
 
-        return fetch_from_config(cfg.data, cfg.paper)
-    if action == "figure":
-        return build(cfg, "figure", [output_key(cfg.figure)])
-    if action == "table":
-        return build(cfg, "table", [output_key(cfg.table)])
-    if action == "figures":
-        return build(cfg, "figure", None)
-    if action == "tables":
-        return build(cfg, "table", None)
-    extra = {
-        name: (paper, fn)
-        for paper in selected_papers(cfg)
-        for name, fn in getattr(registry(paper), "ACTIONS", {}).items()
+    return fetch_from_config(cfg.data, cfg.paper)
+
+
+def _checksums(cfg: DictConfig) -> Any:
+    """`action=checksums` (maintainers): fetch the selected papers' releases and record every file in their
+    checksum manifests (conf/data/checksums/<paper>.sha256), as `make data` then verifies them."""
+    from testtask.data.fetch import fetch_from_config
+
+    return fetch_from_config(cfg.data, cfg.paper, write_checksums=True)
+
+
+# The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).
+CORE_ACTIONS: dict[str, Any] = {
+    "data": _fetch,
+    "checksums": _checksums,
+    "figure": lambda cfg: build(cfg, "figure", [output_key(cfg.figure)]),
+    "table": lambda cfg: build(cfg, "table", [output_key(cfg.table)]),
+    "figures": lambda cfg: build(cfg, "figure", None),
+    "tables": lambda cfg: build(cfg, "table", None),
+}
+
+
+def paper_actions(cfg: DictConfig) -> dict[str, tuple[Paper, Any]]:
+    return {
+        name: (plugin, fn)
+        for plugin in map(papers.get, selected_papers(cfg))
+        for name, fn in plugin.actions.items()
     }
-    if action in extra:  # a paper's own action, e.g. pretrain-on-test's `bench`: fn(context, config)
-        paper, fn = extra[action]
-        return fn(make_context(cfg, paper), cfg)
-    known = ["data", "figure", "table", "figures", "tables", *sorted(extra)]
+
+
+def _run(cfg: DictConfig) -> Any:
+    action = str(cfg.action)
+    if action in CORE_ACTIONS:
+        return CORE_ACTIONS[action](cfg)
+    extra = paper_actions(cfg)
+    if action in extra:  # a paper's own action, e.g. pretrain-on-test's `bench`
+        plugin, fn = extra[action]
+        return fn(make_context(cfg, plugin.key), cfg)
+    known = [*CORE_ACTIONS, *sorted(extra)]
     raise UsageError(f"unknown action {action!r} for paper={cfg.paper}; choose {', '.join(known)}")
 
 

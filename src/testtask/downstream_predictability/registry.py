@@ -11,6 +11,7 @@ from collections.abc import Callable
 from testtask.context import Context
 from testtask.downstream_predictability import distribution_figures as dist
 from testtask.downstream_predictability import mechanism_figures as mech
+from testtask.papers import Paper
 
 Builder = Callable[[Context], dict]
 
@@ -23,3 +24,10 @@ FIGURES: dict[int | str, Builder] = {
 }
 TABLES: dict[int | str, Builder] = {}
 CONFIG_KEY = "downstream_predictability"
+
+PAPER = Paper(
+    key="downstream-predictability",
+    config_key=CONFIG_KEY,
+    figures=FIGURES,
+    tables=TABLES,
+)

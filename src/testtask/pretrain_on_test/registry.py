@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
+from testtask.papers import Paper, Runner
 from testtask.pretrain_on_test import bench, descriptive, posterior_figures
 
 Builder = Callable[[Context], dict]
@@ -26,3 +27,12 @@ TABLES: dict[int, Builder] = {1: descriptive.table_1, 2: descriptive.table_2}
 CONFIG_KEY = "pretrain_on_test"
 # Actions beyond figures and tables: `testtask action=<name> paper=pretrain-on-test` (`make bench`).
 ACTIONS = {"bench": bench.bench}
+
+PAPER = Paper(
+    key="pretrain-on-test",
+    config_key=CONFIG_KEY,
+    figures=FIGURES,
+    tables=TABLES,
+    actions=ACTIONS,
+    runner=Runner("pretrain_on_test_run", "testtask.pretrain_on_test.runner.main:run"),
+)

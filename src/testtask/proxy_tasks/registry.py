@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
+from testtask.papers import Paper
 from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, robustness_tables
 
 Builder = Callable[[Context], dict]
@@ -20,3 +21,11 @@ TABLES: dict[int | str, Builder] = {
     "loo": loo_outputs.table_loo,  # every task as the target in turn
 }
 CONFIG_KEY = "proxy_tasks"
+
+PAPER = Paper(
+    key="proxy-tasks",
+    config_key=CONFIG_KEY,
+    figures=FIGURES,
+    tables=TABLES,
+    uses=("train-before-test", "training-on-the-test-task"),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
+from testtask.papers import Paper, Runner
 from testtask.train_before_test import agreement_figures as ag
 from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
@@ -32,3 +33,11 @@ FIGURES: dict[int | str, Builder] = {
 }
 TABLES: dict[int | str, Builder] = {1: tables.table_1, 4: tables.table_4}
 CONFIG_KEY = "train_before_test"
+
+PAPER = Paper(
+    key="train-before-test",
+    config_key=CONFIG_KEY,
+    figures=FIGURES,
+    tables=TABLES,
+    runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
+)

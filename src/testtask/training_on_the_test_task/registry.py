@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
+from testtask.papers import Paper, Runner
 from testtask.training_on_the_test_task import cohort_figures as cf
 from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
@@ -36,3 +37,15 @@ FIGURES: dict[int | str, Builder] = {
 }
 TABLES: dict[int, Builder] = {3: tables.table_3, 4: tables.table_4, 5: tables.table_5}
 CONFIG_KEY = "training_on_the_test_task"
+
+PAPER = Paper(
+    key="training-on-the-test-task",
+    config_key=CONFIG_KEY,
+    figures=FIGURES,
+    tables=TABLES,
+    runner=Runner(
+        "training_on_the_test_task_run",
+        "testtask.training_on_the_test_task.runner:run",
+        {"--train-job": "testtask.training_on_the_test_task.runner:train_job"},
+    ),
+)

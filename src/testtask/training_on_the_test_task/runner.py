@@ -1,4 +1,4 @@
-"""Hydra entry of the training-on-the-test-task runner: fine-tune then evaluate (lm-eval), as the authors' code did
+"""The training-on-the-test-task runner (started by `testtask.runners`): fine-tune then evaluate (lm-eval), as the authors' code did
 (socialfoundations/training-on-the-test-task@c357810); `protocol=training_on_the_test_task/paper_text` gives the
 paper's text where it differs (docs/protocols/training-on-the-test-task.md).
 
@@ -10,7 +10,7 @@ remote code (`trust_remote_code`, off unless the entry says so), which Hub commi
 from_pretrained / lm-eval arguments (`model_args`, `eval_model_args`); the run config can override each.
 
 Several GPUs: with `distributed.accelerate_config` set (the paper sweep's >= 10B classes), the job runs the
-fine-tuning as `accelerate launch --config_file <it> -m testtask.training_on_the_test_task.runner --train-job
+fine-tuning as `accelerate launch --config_file <it> -m testtask.runners training-on-the-test-task --train-job
 <job.yaml>` (ZeRO-3, one process per GPU, on every node of the job), then evaluates in its own process on the first
 node. Launched by hand under `accelerate launch` instead, the whole runner runs in every process.
 
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from testtask import runners
 from testtask.config_checks import check_training_on_the_test_task_run
 from testtask.lm.hf import pick_device
-from testtask.paths import conf_dir, repo_root, resolve
+from testtask.paths import repo_root, resolve
 
 log = logging.getLogger("testtask.tott_runner")
 
@@ -310,7 +310,7 @@ def accelerate_command(cfg: DictConfig, job_file: Path, env: Any = None) -> list
     ]
     if machines > 1:
         command += ["--machine_rank", str(node_rank(env)), "--main_process_ip", main_process_ip(cfg, env)]
-    return [*command, "-m", "testtask.training_on_the_test_task.runner", "--train-job", str(job_file)]
+    return [*command, *runners.command("training-on-the-test-task", "--train-job", str(job_file))]
 
 
 def launch_training(cfg: DictConfig, stage: str) -> Path:
@@ -430,20 +430,3 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     files = evaluate(model_to_evaluate, list(cfg.benchmarks), stage=stage_folder(cfg), **eval_kwargs)
     out["files"] = {k: str(v) for k, v in files.items()}
     return out
-
-
-@hydra.main(version_base=None, config_path=str(conf_dir()), config_name="training_on_the_test_task_run")
-def _main(cfg: DictConfig) -> None:
-    run(cfg)
-
-
-def main() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if len(sys.argv) == 3 and sys.argv[1] == "--train-job":  # a process started by launch_training
-        train_job(sys.argv[2])
-        return
-    _main()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,5 @@
-"""Hydra entry of the pretrain-on-test runner: one job runs one cell; sweeps come from Hydra multirun.
+"""The pretrain-on-test runner's job (started by `testtask.runners`): one job runs one cell; sweeps come from
+Hydra multirun.
 
 python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini
 python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/paper hydra/launcher=slurm
@@ -8,13 +9,10 @@ python experiments/pretrain_on_test/run.py lm=gpt2 dataset=trec m=50 n=100
 from __future__ import annotations
 
 import logging
-import os
 
-import hydra
 from omegaconf import DictConfig
 
 from testtask.config_checks import check_pretrain_on_test_run
-from testtask.paths import conf_dir
 
 
 def run(cfg: DictConfig) -> str:
@@ -38,17 +36,3 @@ def run(cfg: DictConfig) -> str:
     from testtask.pretrain_on_test.runner.cell import run_cell
 
     return str(run_cell(cfg))
-
-
-@hydra.main(version_base=None, config_path=str(conf_dir()), config_name="pretrain_on_test_run")
-def _main(cfg: DictConfig) -> str:
-    return run(cfg)
-
-
-def main() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    _main()
-
-
-if __name__ == "__main__":
-    main()

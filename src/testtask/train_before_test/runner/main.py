@@ -1,4 +1,4 @@
-"""Hydra entry of the train-before-test runner: one job runs one cell (a model × benchmark).
+"""The train-before-test runner's job (started by `testtask.runners`): one cell (a model × benchmark).
 
 python experiments/train_before_test/run.py model=EleutherAI/pythia-160m-deduped benchmark=arc_easy
 python experiments/train_before_test/run.py experiment=train_before_test/paper hydra/launcher=slurm
@@ -8,15 +8,13 @@ python experiments/train_before_test/run.py experiment=train_before_test/tiny   
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.config_checks import check_train_before_test_run
 from testtask.lm.hf import load_tokenizer, pick_device
-from testtask.paths import conf_dir, resolve
+from testtask.paths import resolve
 from testtask.train_before_test.runner.benchmarks import lookup
 from testtask.train_before_test.runner.cell import CellConfig, resolve_variants, run_cell
 from testtask.train_before_test.runner.texts import TextFormat
@@ -90,17 +88,3 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
         torch.set_num_threads(int(cfg.threads))
     return run_cell(cell_config(cfg))
-
-
-@hydra.main(version_base=None, config_path=str(conf_dir()), config_name="train_before_test_run")
-def _main(cfg: DictConfig) -> None:
-    run(cfg)
-
-
-def main() -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    _main()
-
-
-if __name__ == "__main__":
-    main()

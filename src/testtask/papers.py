@@ -1,0 +1,81 @@
+"""The paper plug-in: what a paper package gives the pipeline, and where the pipeline finds each paper.
+
+Each paper package exports one `PAPER` (in its `registry.py`): its key, the config group with its analysis
+settings, a typed settings loader, figure and table builders, optional extra actions (e.g. pretrain-on-test's
+`bench`), an optional reproduction-report hook and an optional experiment runner. The pipeline and the command line
+dispatch everything through it; nothing is hard-wired to one paper.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from testtask.context import Context
+
+Key = int | str  # outputs are numbered as in the paper; our additions (e.g. `mini`, `loo`) are named
+Builder = Callable[[Context], dict]
+Action = Callable[[Context, Any], Any]  # (the paper's context, the whole config) -> result
+
+
+def _untyped(section: Any) -> Any:
+    return section
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A paper's experiment runner: the Hydra config it reads and the function that runs one job of it."""
+
+    config_name: str  # conf/<config_name>.yaml
+    run: str  # "module:function", imported when the runner starts (keeps torch out of analysis imports)
+    # Extra entry points of the same process, by first command-line argument (e.g. the `--train-job` worker that a
+    # multi-process launcher starts): "module:function" taking the remaining arguments.
+    subcommands: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Paper:
+    key: str  # e.g. "pretrain-on-test": the `paper=` value and the folder name under data/ and figures/
+    config_key: str  # the config group with this paper's analysis settings (conf/<config_key>/analysis.yaml)
+    figures: Mapping[Key, Builder]
+    tables: Mapping[Key, Builder]
+    settings: Callable[[Any], Any] = _untyped  # config section -> typed, frozen settings (read once)
+    actions: Mapping[str, Action] = field(default_factory=dict)  # `testtask action=<name> paper=<key>`
+    report: Callable[[Context], dict] | None = (
+        None  # the reproduction report's hook (claims evaluated on ctx)
+    )
+    runner: Runner | None = None
+    uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
+
+    def outputs(self, kind: str) -> Mapping[Key, Builder]:
+        if kind == "figure":
+            return self.figures
+        if kind == "table":
+            return self.tables
+        raise ValueError(f"kind must be figure or table, got {kind!r}")
+
+
+# Paper key -> module that exports PAPER. Adding a paper is one line here (and its package).
+MODULES: dict[str, str] = {
+    "pretrain-on-test": "testtask.pretrain_on_test.registry",
+    "training-on-the-test-task": "testtask.training_on_the_test_task.registry",
+    "train-before-test": "testtask.train_before_test.registry",
+    "downstream-predictability": "testtask.downstream_predictability.registry",
+    "proxy-tasks": "testtask.proxy_tasks.registry",
+}
+
+
+def get(key: str) -> Paper:
+    """The plug-in of paper `key` (KeyError naming the known papers when there is none)."""
+    if key not in MODULES:
+        raise KeyError(f"unknown paper {key!r}; known: {', '.join(MODULES)}")
+    paper = importlib.import_module(MODULES[key]).PAPER
+    if paper.key != key:
+        raise RuntimeError(f"{MODULES[key]}.PAPER has key {paper.key!r}, registered as {key!r}")
+    return paper
+
+
+def keys() -> list[str]:
+    return list(MODULES)
