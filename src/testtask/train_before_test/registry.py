@@ -10,6 +10,7 @@ from testtask.train_before_test import agreement_figures as ag
 from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
 from testtask.train_before_test import tables
+from testtask.train_before_test.actions import ACTIONS
 
 Builder = Callable[[Context], dict]
 
@@ -39,5 +40,6 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    actions=ACTIONS,
     runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
 )

@@ -10,6 +10,7 @@ from testtask.training_on_the_test_task import cohort_figures as cf
 from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
 from testtask.training_on_the_test_task import mini_figure, tables
+from testtask.training_on_the_test_task.actions import ACTIONS
 
 Builder = Callable[[Context], dict]
 
@@ -43,6 +44,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    actions=ACTIONS,
     runner=Runner(
         "training_on_the_test_task_run",
         "testtask.training_on_the_test_task.runner:run",
