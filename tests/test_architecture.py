@@ -2,7 +2,9 @@
 
 - no import cycles (imports inside functions count too: they are the same dependency, only deferred);
 - library code never imports the command line (`testtask.cli`);
-- a paper package never imports another paper's package (shared machinery lives outside the papers).
+- a paper package never imports another paper's package (shared machinery lives outside the papers);
+- only the entry modules parse a command line (argparse, sys.argv): everything else a user runs is a `testtask`
+  action (Hydra) or a Makefile target.
 """
 
 from __future__ import annotations
@@ -171,3 +173,57 @@ def test_shared_machinery_imports_no_paper(graph):
         if _paper(target)
     )
     assert upward == []
+
+
+# Entry modules, the only ones that may parse a command line: the `testtask` command, the runners' Hydra main, the
+# GPU preflight's command and the worker torchrun starts.
+COMMAND_LINE_MODULES = {
+    "testtask.cli",
+    "testtask.runners",
+    "testtask.preflight.cli",
+    "testtask.preflight.worker",
+    "testtask.preflight.__main__",
+}
+
+
+def command_line_readers(root: Path = SRC / "testtask") -> dict[str, list[str]]:
+    """module (dotted, from `root`'s name down) -> what in it parses a command line: an `argparse` import, a
+    `sys.argv` read (also through `from sys import argv`)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        uses: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                uses += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "argparse"]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                if (node.module or "").split(".")[0] == "argparse":
+                    uses.append(f"from {node.module} import ...")
+                elif node.module == "sys" and any(a.name == "argv" for a in node.names):
+                    uses.append("from sys import argv")
+            elif isinstance(node, ast.Attribute) and node.attr == "argv":
+                if isinstance(node.value, ast.Name) and node.value.id == "sys":
+                    uses.append(f"sys.argv (line {node.lineno})")
+        if uses:
+            parts = path.relative_to(root.parent).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = uses
+    return found
+
+
+def test_the_command_line_reader_finder_finds_them(tmp_path):
+    pkg = tmp_path / "testtask"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("import argparse\n")
+    (pkg / "b.py").write_text("import sys\n\n\ndef main():\n    return sys.argv[1:]\n")
+    (pkg / "c.py").write_text("from sys import argv\n")
+    (pkg / "d.py").write_text("from argparse import ArgumentParser\n")
+    (pkg / "e.py").write_text("import sys\n\nsys.exit(0)\n")
+    assert set(command_line_readers(pkg)) == {"testtask.a", "testtask.b", "testtask.c", "testtask.d"}
+
+
+def test_only_entry_modules_parse_a_command_line():
+    """Issue 15: Hydra for everything a user runs with choices (`testtask action=...`, the runners); no library
+    module has an argparse or sys.argv main of its own."""
+    readers = command_line_readers()
+    assert {"testtask.runners", "testtask.preflight.cli"} <= set(readers)  # the entry modules are seen
+    offenders = {m: uses for m, uses in readers.items() if m not in COMMAND_LINE_MODULES}
+    assert offenders == {}

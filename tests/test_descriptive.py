@@ -11,19 +11,15 @@ import pandas as pd
 import pytest
 
 from testtask.context import Context, InputsUnavailable
-from testtask.pretrain_on_test import descriptive as D
+from testtask.pipeline import compose
+from testtask.pretrain_on_test import correlation_figure, difference_figures, tables
+from testtask.pretrain_on_test.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CFG = {
-    "collections": {
-        "few_shot": "accuracies_from_paper",
-        "overtrained": "accuracies_gpt2_epochs_2",
-        "zero_shot": "accuracies_zero_shot",
-        "zero_shot_packing": "accuracies_zero_shot_packing",
-    },
-    "permutation_test": {"permutations": 200, "alpha": 0.05},
-    "figure_8": {"permutations": 3},
-}
+# The paper's analysis config (conf/pretrain_on_test/analysis.yaml) with fewer permutations, for speed.
+CFG = compose(
+    ["pretrain_on_test.permutation_test.permutations=200", "pretrain_on_test.figure_8.permutations=3"]
+)["pretrain_on_test"]
 
 
 def mirror_root() -> Path | None:
@@ -57,8 +53,10 @@ def write_collection(
                 frame.to_csv(folder / "accuracies.csv", index=False)
 
 
-def make_ctx(data_root: Path, out_dir: Path, cfg: dict | None = None) -> Context:
-    return Context("pretrain-on-test", "published", data_root, out_dir, cfg or CFG, None, 0)
+def make_ctx(data_root: Path, out_dir: Path) -> Context:
+    return Context(
+        "pretrain-on-test", "published", data_root, out_dir, CFG, None, 0, settings=Settings.from_config(CFG)
+    )
 
 
 @pytest.fixture
@@ -73,7 +71,7 @@ def synthetic_ctx(tmp_path: Path) -> Context:
 
 
 def test_table_1_synthetic(synthetic_ctx: Context):
-    numbers = D.table_1(synthetic_ctx)
+    numbers = tables.table_1(synthetic_ctx)
     out = synthetic_ctx.out_dir
     table = pd.read_csv(out / "table-1.csv")
     assert list(table.columns) == ["m", "n", "lm_type", "boost_mean", "bias_mean"]
@@ -97,12 +95,12 @@ def test_table_1_synthetic(synthetic_ctx: Context):
 
 def test_table_1_needs_the_few_shot_collection(tmp_path: Path):
     with pytest.raises(InputsUnavailable):
-        D.table_1(make_ctx(tmp_path, tmp_path / "out"))
+        tables.table_1(make_ctx(tmp_path, tmp_path / "out"))
 
 
 @pytest.mark.skipif(mirror_root() is None, reason="no data mirror on this machine")
 def test_table_1_reproduces_the_mirror(tmp_path: Path):
-    D.table_1(make_ctx(mirror_root(), tmp_path))
+    tables.table_1(make_ctx(mirror_root(), tmp_path))
     table = pd.read_csv(tmp_path / "table-1.csv").set_index(["m", "n", "lm_type"])
     # Exact means of the released data (the paper prints 0.19% for the first bias, a rounding of its own).
     assert 100 * table.loc[(50, 50, "bert"), "boost_mean"] == pytest.approx(4.1272, abs=1e-9)
@@ -117,7 +115,7 @@ def test_table_1_reproduces_the_mirror(tmp_path: Path):
 
 
 def test_table_2_covers_present_collections(synthetic_ctx: Context):
-    numbers = D.table_2(synthetic_ctx)
+    numbers = tables.table_2(synthetic_ctx)
     out = synthetic_ctx.out_dir
     table = pd.read_csv(out / "table-2.csv")
     assert list(table.columns) == [
@@ -148,14 +146,14 @@ def test_table_2_covers_present_collections(synthetic_ctx: Context):
 
 def test_table_2_without_any_collection(tmp_path: Path):
     with pytest.raises(InputsUnavailable):
-        D.table_2(make_ctx(tmp_path, tmp_path / "out"))
+        tables.table_2(make_ctx(tmp_path, tmp_path / "out"))
 
 
 # ---------------------------------------------------------------- Figure 8
 
 
 def test_figure_8(synthetic_ctx: Context):
-    numbers = D.figure_8(synthetic_ctx)
+    numbers = correlation_figure.figure_8(synthetic_ctx)
     out = synthetic_ctx.out_dir
     assert all((out / f"figure-8.{ext}").is_file() for ext in ("png", "pdf", "json"))
     observed = numbers["panels"]["a"]["bias"]
@@ -170,20 +168,26 @@ def test_figure_8(synthetic_ctx: Context):
 def test_figure_8_needs_both_lm_types(tmp_path: Path):
     write_collection(tmp_path, "accuracies_from_paper", [(50, 50)], lm_types=("bert",))
     with pytest.raises(InputsUnavailable):
-        D.figure_8(make_ctx(tmp_path, tmp_path / "out"))
+        correlation_figure.figure_8(make_ctx(tmp_path, tmp_path / "out"))
 
 
 # ---------------------------------------------------------------- Figures 13–20
 
 
 def test_figure_numbers():
-    assert D.FIGURE_NUMBERS[(50, 50)] == 13 and D.FIGURE_NUMBERS[(50, 500)] == 16
-    assert D.FIGURE_NUMBERS[(100, 50)] == 17 and D.FIGURE_NUMBERS[(100, 500)] == 20
-    assert D.figure_14.__name__ == "figure_14"
+    assert (
+        difference_figures.FIGURE_NUMBERS[(50, 50)] == 13
+        and difference_figures.FIGURE_NUMBERS[(50, 500)] == 16
+    )
+    assert (
+        difference_figures.FIGURE_NUMBERS[(100, 50)] == 17
+        and difference_figures.FIGURE_NUMBERS[(100, 500)] == 20
+    )
+    assert difference_figures.figure_14.__name__ == "figure_14"
 
 
 def test_difference_figures_build_present_configurations(synthetic_ctx: Context):
-    written = D.difference_figures(synthetic_ctx)
+    written = difference_figures.difference_figures(synthetic_ctx)
     assert set(written) == {"figure-13", "figure-14"}
     out = synthetic_ctx.out_dir
     assert all((out / f"figure-13.{ext}").is_file() for ext in ("png", "pdf", "json"))
@@ -201,9 +205,9 @@ def test_difference_figures_build_present_configurations(synthetic_ctx: Context)
 
 
 def test_single_difference_figure_and_absent_configuration(synthetic_ctx: Context):
-    numbers = D.figure_13(synthetic_ctx)
+    numbers = difference_figures.figure_13(synthetic_ctx)
     assert numbers["figure"] == 13 and (numbers["m"], numbers["n"]) == (50, 50)
     assert (synthetic_ctx.out_dir / "figure-13.png").is_file()
     assert not (synthetic_ctx.out_dir / "figure-14.png").exists()
     with pytest.raises(InputsUnavailable):
-        D.figure_17(synthetic_ctx)
+        difference_figures.figure_17(synthetic_ctx)

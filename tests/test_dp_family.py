@@ -9,6 +9,7 @@ import pytest
 
 from testtask.context import InputsUnavailable
 from testtask.downstream_predictability.family import discover_stages, load_family, stage_compute, task_files
+from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.simulate import write_samples
 from testtask.pipeline import compose
 
@@ -23,6 +24,10 @@ def _tree(root, stages, tasks=("arc", "mmlu_x"), model="tiny"):
 
 
 def _spec(tmp_path, **finetuning):
+    return FamilySpec.from_config("f", _entry(tmp_path, **finetuning))
+
+
+def _entry(tmp_path, **finetuning):
     return {
         "paper": "tott",
         "samples_dir": "samples",
@@ -42,7 +47,6 @@ def test_discovers_every_stage_of_the_runner_layout(tmp_path):
     _tree(root, ["base"], tasks=("arc",), model="other")  # another model's samples are not this family's
     assert discover_stages(root, "tiny") == sorted(stages)
     family = load_family(
-        "f",
         _spec(tmp_path, recorded_steps={"e1/mcaux": 50}, checkpoints_dir=str(tmp_path / "ckpt")),
         lambda paper: tmp_path,
     )
@@ -67,7 +71,7 @@ def test_the_runner_record_wins_and_its_token_count_is_used(tmp_path):
     detail = stage_compute(
         "e1/mcaux",
         "tiny",
-        _spec(tmp_path, recorded_steps={"e1/mcaux": 50}, checkpoints_dir=str(tmp_path / "ckpt"))["compute"],
+        _spec(tmp_path, recorded_steps={"e1/mcaux": 50}, checkpoints_dir=str(tmp_path / "ckpt")).compute,
     )
     assert detail["finetuning_steps"] == 40
     assert detail["finetuning_tokens"] == 123456
@@ -76,32 +80,40 @@ def test_the_runner_record_wins_and_its_token_count_is_used(tmp_path):
 
 def test_a_stage_without_steps_is_left_out_with_a_note(tmp_path):
     _tree(tmp_path / "samples", ["base", "e1/mcaux", "e3/mcaux"])
-    family = load_family("f", _spec(tmp_path, recorded_steps={"e1/mcaux": 50}), lambda paper: tmp_path)
+    family = load_family(_spec(tmp_path, recorded_steps={"e1/mcaux": 50}), lambda paper: tmp_path)
     assert [m.name for m in family.members] == ["base", "e1/mcaux"]
     assert any("e3/mcaux" in note for note in family.notes)
     with pytest.raises(InputsUnavailable, match="a correlation needs 2"):
-        load_family("f", _spec(tmp_path), lambda paper: tmp_path)  # only base is left
+        load_family(_spec(tmp_path), lambda paper: tmp_path)  # only base is left
 
 
 def test_explicit_members_and_missing_inputs(tmp_path):
     _tree(tmp_path / "samples", ["small", "large"])
-    spec = {
-        "paper": "p",
-        "model": "tiny",
-        "members": [
-            {"name": "large", "samples": "large", "compute": 1e21},
-            {"name": "small", "samples": "small", "compute": 1e19},
-        ],
-    }
-    family = load_family("f", spec, lambda paper: tmp_path)
+    spec = FamilySpec.from_config(
+        "f",
+        {
+            "paper": "p",
+            "model": "tiny",
+            "members": [
+                {"name": "large", "samples": "large", "compute": 1e21},
+                {"name": "small", "samples": "small", "compute": 1e19},
+            ],
+        },
+    )
+    family = load_family(spec, lambda paper: tmp_path)
     assert [m.name for m in family.members] == ["small", "large"]
     with pytest.raises(InputsUnavailable, match="does not exist"):
-        load_family("f", spec, lambda paper: tmp_path / "elsewhere")
+        load_family(spec, lambda paper: tmp_path / "elsewhere")
+
+
+def test_a_malformed_family_entry_names_the_family():
+    with pytest.raises(ValueError, match=r"downstream_predictability.families.f: KeyError: 'model'"):
+        FamilySpec.from_config("f", {"paper": "p"})
 
 
 def test_mini_family_compute_from_config():
-    cfg = compose(["paper=downstream-predictability"]).downstream_predictability
-    compute = cfg.families["smollm2-135m-cpu-mini"].compute
+    settings = Settings.from_config(compose(["paper=downstream-predictability"]).downstream_predictability)
+    compute = settings.families["smollm2-135m-cpu-mini"].compute
     base = stage_compute("base", "smollm2-135m", compute)
     assert base["flops"] == pytest.approx(6 * 1.35e8 * 2e12)
     tuned = stage_compute("e1/mcaux", "smollm2-135m", compute)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,11 +11,13 @@ import pytest
 from tests.conftest import REPO
 from testtask.downstream_predictability.analysis import correlation_results, family_tasks
 from testtask.downstream_predictability.family import load_family
+from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.simulate import build_simulated, simulate_family
 from testtask.pipeline import NothingBuilt, build, compose
 
 PAPER = "downstream-predictability"
-SETTINGS = {"methods": ["spearman"], "negate": ["brier"], "undefined": "drop", "compute_scale": "log10"}
+# The default settings (negate brier, drop undefined, log10 compute), Spearman only.
+SETTINGS = replace(Settings.from_config(compose()["downstream_predictability"]), methods=("spearman",))
 
 
 def _numbers(figures, number):
@@ -25,7 +28,8 @@ def _mean_spearman(tmp_path, rho):
     """Mean per-sample Spearman correlation of each quantity for a simulated family with coupling rho."""
     root = tmp_path / f"rho{rho}"
     family = simulate_family(root, PAPER, n_members=6, n_docs=200, rho=rho, seed=11)
-    data = family_tasks(load_family(family.name, family.spec, lambda paper: root), SETTINGS)
+    spec = FamilySpec.from_config(family.name, family.spec)
+    data = family_tasks(load_family(spec, lambda paper: root), SETTINGS)
     results = correlation_results(data.tasks["sim_task"], SETTINGS)
     return {r.quantity: r.summary["mean"] for r in results}, family
 

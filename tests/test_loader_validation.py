@@ -66,8 +66,13 @@ def tott_release(root: Path) -> Path:
     return evaluations
 
 
-def tott_context(root: Path, out: Path) -> Context:
+def tott_context(root: Path, out: Path, absent: tuple[dict, ...] = ()) -> Context:
+    """training-on-the-test-task's context as the pipeline builds it; `absent`: more entries of absent_results."""
+    from testtask.training_on_the_test_task.settings import Settings
+
     cfg = compose([f"paper={PAPER}"])
+    listed = cfg.training_on_the_test_task.absent_results
+    cfg.training_on_the_test_task.absent_results = [*listed, *absent]
     return Context(
         paper=PAPER,
         source="published",
@@ -77,6 +82,7 @@ def tott_context(root: Path, out: Path) -> Context:
         sampler=cfg.sampler,
         seed=0,
         cache_dir=None,
+        settings=Settings.from_config(cfg.training_on_the_test_task),
     )
 
 
@@ -157,10 +163,8 @@ def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path
     ctx = tott_context(tmp_path / "published", tmp_path / "out")
     with pytest.raises(ResultsError, match=r"e3/mmluaux/olmo-7b-mmlu\.json"):
         _figure_17(ctx)
-    listed = list(ctx.cfg["absent_results"]) + [
-        {"model": "olmo-7b", "benchmark": "mmlu", "stage": "e3", "reason": "not fine-tuned in this test"}
-    ]
-    ctx.cfg["absent_results"] = listed
+    listed = {"model": "olmo-7b", "benchmark": "mmlu", "stage": "e3", "reason": "not fine-tuned in this test"}
+    ctx = tott_context(tmp_path / "published", tmp_path / "out", (listed,))
     with caplog.at_level(logging.WARNING):
         numbers = _figure_17(ctx)
     sidecar = json.loads((tmp_path / "out" / "figure-17.json").read_text())

@@ -1,5 +1,6 @@
-"""`make plan-training-on-the-test-task`: every job of the paper sweep with its resources and batch arithmetic,
-computed with the runner's and finetune's own functions, and a GPU-hour estimate beside the paper's."""
+"""`testtask action=plan paper=training-on-the-test-task` (`make plan-training-on-the-test-task`): every job of the
+paper sweep with its resources and batch arithmetic, computed with the runner's and finetune's own functions, and a
+GPU-hour estimate beside the paper's."""
 
 from __future__ import annotations
 
@@ -69,19 +70,60 @@ def test_the_report_has_a_line_per_job_and_the_papers_totals(sweep):
     assert "effective batch 64" in text
 
 
-def test_overrides_change_the_arithmetic_not_the_effective_batch(capsys):
-    args = ["plan.models=[pythia-70m,llama-2-70b]", "recipe.per_device_batch_size=2", "plan.train_tflops=600"]
-    jobs, _ = plan.plan(args)
+def _settings(**changes):
+    settings = plan.default_settings()
+    for key, value in changes.items():
+        settings[key] = value
+    return settings
+
+
+def test_overrides_change_the_arithmetic_not_the_effective_batch():
+    models = ["pythia-70m", "llama-2-70b"]
+    runner = ["recipe.per_device_batch_size=2"]
+    jobs, _ = plan.plan(_settings(models=models, runner_overrides=runner, train_tflops=600))
     trained = {j.model: j for j in jobs if j.stage == "e3" and j.finetune == "mmluaux"}
     assert (trained["pythia-70m"].per_device, trained["pythia-70m"].accumulation) == (2, 32)
     assert (trained["llama-2-70b"].accumulation, trained["llama-2-70b"].ranks) == (2, 16)
     assert all(j.effective_batch == 64 for j in jobs if j.stage != "base")
-    default = {j.model: j for j in plan.plan(args[:2])[0] if j.stage == "e3" and j.finetune == "mmluaux"}
+    default = {
+        j.model: j
+        for j in plan.plan(_settings(models=models, runner_overrides=runner))[0]
+        if j.stage == "e3" and j.finetune == "mmluaux"
+    }
     assert trained["pythia-70m"].train_gpu_hours == pytest.approx(default["pythia-70m"].train_gpu_hours / 2)
     # 6·N·tokens: 3 epochs of ceil(99,842 / 64) steps of 64 examples of 600 tokens (padded) at 600 TFLOP/s
     tokens = 3 * 1561 * 64 * 600
     assert trained["pythia-70m"].train_tokens == tokens
     assert trained["pythia-70m"].train_gpu_hours == pytest.approx(6 * 0.07e9 * tokens / 600e12 / 3600)
-    plan.main(args)
+
+
+def test_the_plan_action_prints_the_report_with_the_configs_settings(tmp_path, capsys):
+    """`testtask action=plan paper=training-on-the-test-task` with `training_on_the_test_task.plan.*` overrides,
+    runner overrides among them, prints what `plan.report` gives for the same settings."""
+    from testtask.pipeline import compose, run
+
+    keys = "training_on_the_test_task.plan"
+    cfg = compose(
+        [
+            "action=plan",
+            "paper=training-on-the-test-task",
+            f"data.dest={tmp_path / 'published'}",
+            f"figures_dir={tmp_path / 'figures'}",
+            f"{keys}.models=[pythia-70m,llama-2-70b]",
+            f"{keys}.train_tflops=600",
+            f"{keys}.runner_overrides=['recipe.per_device_batch_size=2']",
+        ]
+    )
+    text = run(cfg)
     out = capsys.readouterr().out
+    assert out.rstrip("\n") == text
     assert "pythia-70m" in out and "llama-2-70b" in out and "qwen2-7b" not in out
+    assert "training 600 TFLOP/s" in out and "2x32x1=64" in out and "2x2x16=64" in out
+    jobs, settings = plan.plan(
+        _settings(
+            models=["pythia-70m", "llama-2-70b"],
+            train_tflops=600,
+            runner_overrides=["recipe.per_device_batch_size=2"],
+        )
+    )
+    assert text == plan.report(jobs, settings)

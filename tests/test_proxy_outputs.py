@@ -78,7 +78,8 @@ def test_table_5_from_the_papers_ensembles(tmp_path):
 def test_tott_config_is_reachable_from_proxy_tasks():
     cfg = compose([f"paper={PAPER}"])
     ctx = make_context(cfg, PAPER)
-    assert ctx.cfg["tott_analysis"]["benchmarks"]["gsm8k"]["metric"] == "exact_match,flexible-extract"
+    tott = ctx.context_of("training-on-the-test-task")  # built by the pipeline, with that paper's settings
+    assert tott.settings.benchmark("gsm8k").metric == "exact_match,flexible-extract"
     assert ctx.paper_root("training-on-the-test-task").name == "training-on-the-test-task"
 
 

@@ -10,16 +10,15 @@ import pytest
 from testtask.context import InputsUnavailable
 from testtask.train_before_test.inputs import Regime, ResultsFormatError, load_results
 from testtask.train_before_test.layout import layout, present_corpora, present_downstream
+from testtask.train_before_test.settings import Category, Perplexity
 
 REGIMES = {
     "direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct"),
     "train_before_test": Regime("train_before_test", "train_before_test", "train_before_test_stderr", "TBT"),
 }
-CFG = {
-    "categories": {"A": {"name": "Alpha", "benchmarks": ["a1", "a2"]}, "B": {"benchmarks": ["b1"]}},
-    "perplexity": {"corpora": ["wiki_2025"], "higher_is_better": False},
-    "labels": {"a1": "A-one"},
-}
+CATEGORIES = {"A": Category("Alpha", ("a1", "a2")), "B": Category("B", ("b1",))}
+PERPLEXITY = Perplexity(corpora=("wiki_2025",), higher_is_better=False, exclude_model_prefixes=())
+LABELS = {"a1": "A-one"}
 
 
 def _valid() -> dict:
@@ -90,7 +89,7 @@ def test_not_json_and_absent_file(tmp_path):
 
 def test_perplexity_corpora_never_enter_the_downstream_benchmarks(tmp_path):
     res = load_results(_write(tmp_path, _valid()), REGIMES)
-    lay = layout(CFG)
+    lay = layout(CATEGORIES, PERPLEXITY, LABELS)
     present, missing = present_downstream(res, lay)
     assert present == ["a1", "a2", "b1"] and missing == []
     assert "wiki_2025" not in present
@@ -100,12 +99,12 @@ def test_perplexity_corpora_never_enter_the_downstream_benchmarks(tmp_path):
 
 
 def test_layout_rejects_a_corpus_listed_as_benchmark_and_duplicates():
-    bad = {**CFG, "categories": {"A": {"benchmarks": ["a1", "wiki_2025"]}}}
+    bad = {"A": Category("A", ("a1", "wiki_2025"))}
     with pytest.raises(ValueError, match="both downstream benchmarks and perplexity corpora"):
-        layout(bad)
-    dup = {**CFG, "categories": {"A": {"benchmarks": ["a1"]}, "B": {"benchmarks": ["a1"]}}}
+        layout(bad, PERPLEXITY, LABELS)
+    dup = {"A": Category("A", ("a1",)), "B": Category("B", ("a1",))}
     with pytest.raises(ValueError, match="more than once"):
-        layout(dup)
+        layout(dup, PERPLEXITY, LABELS)
 
 
 def test_too_few_benchmarks_or_no_corpus_is_unavailable(tmp_path):
@@ -114,7 +113,7 @@ def test_too_few_benchmarks_or_no_corpus_is_unavailable(tmp_path):
         for bench in ("a2", "b1", "wiki_2025"):
             data[field].pop(bench)
     res = load_results(_write(tmp_path, data), REGIMES)
-    lay = layout(CFG)
+    lay = layout(CATEGORIES, PERPLEXITY, LABELS)
     with pytest.raises(InputsUnavailable, match="only 1 configured downstream"):
         present_downstream(res, lay)
     with pytest.raises(InputsUnavailable, match="none of the perplexity corpora"):

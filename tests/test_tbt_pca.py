@@ -9,6 +9,7 @@ import pytest
 from testtask.train_before_test.compute import compute_table, correlate
 from testtask.train_before_test.pca import explained_variance, pc1
 from testtask.train_before_test.perplexity import agreement, keep_models, oriented, split_by_tuning
+from testtask.train_before_test.settings import pretraining_compute
 
 
 def _rank_one(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -48,24 +49,23 @@ def test_pca_needs_two_models():
 
 
 def test_compute_table_and_perfect_correlation_with_log_compute():
-    cfg = {
-        "pretraining_compute": {
-            "models": {
-                f"m{i}": {"name": f"M{i}", "params_b": 1.0, "tokens_b": 10.0**i, "flops_1e18": 10.0**i}
-                for i in range(1, 5)
-            }
-        }
+    section = {
+        "source": "test",
+        "models": {
+            f"m{i}": {"name": f"M{i}", "params_b": 1.0, "tokens_b": 10.0**i, "flops_1e18": 10.0**i}
+            for i in range(1, 5)
+        },
     }
-    table = compute_table(cfg)
+    table = compute_table(pretraining_compute(section))
     assert table.loc["m2", "log10_flops"] == pytest.approx(20.0)
     pc = pd.Series({"m1": -3.0, "m2": -1.0, "m3": 1.0, "m4": 3.0, "not_in_table": 9.0})
     stats = correlate(pc, table)
     assert stats["n_models"] == 4
     assert stats["pearson_r_log10_flops"] == pytest.approx(1.0)
     assert stats["kendall_tau"] == pytest.approx(1.0)
-    bad = {"pretraining_compute": {"models": {"m1": {"name": "M1", "params_b": 1.0, "tokens_b": 1.0}}}}
+    bad = {"source": "test", "models": {"m1": {"name": "M1", "params_b": 1.0, "tokens_b": 1.0}}}
     with pytest.raises(ValueError, match=r"pretraining_compute.models.m1 lacks \['flops_1e18'\]"):
-        compute_table(bad)
+        pretraining_compute(bad)
 
 
 def test_lower_bpb_means_better_after_orientation():

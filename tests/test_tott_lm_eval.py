@@ -113,9 +113,14 @@ def _output(run: dict, benchmark: str) -> dict:
 
 
 def test_include_path_registers_our_tasks_without_shadowing_lm_evals(capsys):
-    """`list-tasks` (TaskManager with lm-eval's tasks and our include_path) lists ours and only ours."""
-    assert ev.main(["list-tasks"]) == 0
+    """`testtask action=lm-tasks` (TaskManager with lm-eval's tasks and our include_path) lists ours and only
+    ours; `lm_tasks.include_defaults=false` indexes our folder alone and finds the same names."""
+    from testtask.pipeline import compose, run
+
+    listed = run(compose(["action=lm-tasks"]))
     names = capsys.readouterr().out.split()
+    assert names == listed
+    assert run(compose(["action=lm-tasks", "lm_tasks.include_defaults=false"])) == listed
     for name in OURS:
         assert name in names
     assert len([n for n in names if n.endswith("_cloze") and n.startswith("mmlu_")]) == 57 + 5

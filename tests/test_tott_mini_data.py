@@ -1,4 +1,4 @@
-"""Offline data of the CPU mini-replication (`training_on_the_test_task.mini_data`).
+"""Offline data of the CPU mini-replication (`training_on_the_test_task.mini_data`, `testtask action=mini-data`).
 
 Fake asset trees (tiny `save_to_disk` folders and OLMES `requests.jsonl.gz` files) check the layout, the
 determinism, the rerun no-op, the deduplication and the leakage exclusion. One test runs on the real assets
@@ -324,22 +324,34 @@ def test_train_is_deterministic_and_idempotent(assets, tmp_path):
         md.prepare_train_data(assets, tmp_path / "c.jsonl", sources=("sciq",))
 
 
-def test_cli_prints_counts(assets, tmp_path, capsys):
-    args = [
-        "--assets",
-        str(assets),
-        "--out",
-        str(tmp_path / "mini"),
-        "--docs-per-task",
-        "3",
-        "--fewshot-docs",
-        "2",
-    ]
-    assert md.main([*args, "--subjects", *SUBJECTS]) == 0
+def test_mini_data_action_prints_counts(assets, tmp_path, capsys):
+    """`testtask action=mini-data paper=training-on-the-test-task` with `training_on_the_test_task.mini_data.*`."""
+    from testtask.pipeline import compose, run
+
+    keys = "training_on_the_test_task.mini_data"
+    cfg = compose(
+        [
+            "action=mini-data",
+            "paper=training-on-the-test-task",
+            f"data.dest={tmp_path / 'published'}",
+            f"assets.dir={assets}",  # the default of mini_data.assets
+            f"{keys}.out={tmp_path / 'mini'}",
+            f"{keys}.docs_per_task=3",
+            f"{keys}.fewshot_docs=2",
+            f"{keys}.subjects=[{','.join(SUBJECTS)}]",
+            f"{keys}.max_train_docs=null",
+        ]
+    )
+    written = run(cfg)
     out = capsys.readouterr().out
     assert "arc/ARC-Challenge: test 3, train 2, validation 2" in out and "mmlu_marketing_mc\t" in out
     assert "arc_easy: requests" in out and (tmp_path / "mini" / "train.jsonl").is_file()
     assert (tmp_path / "mini" / "eval" / md.MANIFEST).is_file()
+    assert written["train"] == tmp_path / "mini" / "train.jsonl" and "mmlu_anatomy_cloze" in written
+    assert (
+        md.train_counts(written["train"])["total"]["written"]
+        == md.train_counts(written["train"])["total"]["kept"]
+    )
 
 
 # --------------------------------------------------------------------------- the real assets

@@ -23,6 +23,11 @@ from testtask.training_on_the_test_task.regression import (
 ALPHA, C_E, CHANCE = 0.15, 22.0, 0.25
 
 
+def fit_eq1(*args, cov_type="cluster", c_e_search="profile", **kwargs):
+    """fit_emergence with the analysis config's standard errors and c_e search (`regression`)."""
+    return fit_emergence(*args, cov_type=cov_type, c_e_search=c_e_search, **kwargs)
+
+
 def simulate_eq1(theta: float, seed: int, n: int = 60, n_families: int = 12, sd: float = 0.01, c_e=C_E):
     """Eq. 1 data: `n` models in `n_families` families of equal size; every third family is 'newer'."""
     rng = np.random.default_rng(seed)
@@ -46,7 +51,7 @@ def profile_sse(x, y, newer, c_e):
 
 def test_emergence_recovers_parameters():
     x, acc, newer, family = simulate_eq1(theta=0.07, seed=3)
-    fit = fit_emergence(x, acc, newer, CHANCE, family)
+    fit = fit_eq1(x, acc, newer, CHANCE, family)
     assert fit.alpha == pytest.approx(ALPHA, abs=0.01)
     assert fit.c_e == pytest.approx(C_E, abs=0.1)
     assert fit.theta == pytest.approx(0.07, abs=0.008)
@@ -56,8 +61,8 @@ def test_emergence_recovers_parameters():
 
 
 def test_emergence_p_values_null_and_effect():
-    null = fit_emergence(*simulate_eq1(theta=0.0, seed=11)[:3], CHANCE, simulate_eq1(0.0, 11)[3])
-    effect = fit_emergence(*simulate_eq1(theta=0.05, seed=11)[:3], CHANCE, simulate_eq1(0.05, 11)[3])
+    null = fit_eq1(*simulate_eq1(theta=0.0, seed=11)[:3], CHANCE, simulate_eq1(0.0, 11)[3])
+    effect = fit_eq1(*simulate_eq1(theta=0.05, seed=11)[:3], CHANCE, simulate_eq1(0.05, 11)[3])
     assert null.theta_p > 0.05
     assert abs(null.theta) < 0.01
     assert effect.theta_p < 0.01
@@ -66,39 +71,39 @@ def test_emergence_p_values_null_and_effect():
 def test_profile_search_is_global():
     """No c_e on a fine grid beats the fitted one; the local (authors') search lands on the same optimum here."""
     x, acc, newer, family = simulate_eq1(theta=0.03, seed=5, sd=0.03)
-    fit = fit_emergence(x, acc, newer, CHANCE, family)
+    fit = fit_eq1(x, acc, newer, CHANCE, family)
     y = acc - CHANCE
     dense = min(profile_sse(x, y, newer, c) for c in np.linspace(19.0, x.max() - 0.05, 4001))
     assert fit.sse <= dense + 1e-12
     assert fit.sse == pytest.approx(profile_sse(x, y, newer, fit.c_e), rel=1e-10)
-    local = fit_emergence(x, acc, newer, CHANCE, family, c_e_search="local")
+    local = fit_eq1(x, acc, newer, CHANCE, family, c_e_search="local")
     assert local.c_e == pytest.approx(fit.c_e, abs=1e-3)
 
 
 def test_c_e_below_observed_compute_is_found():
     """With emergence before the smallest model the hinge is a line; c_e is its chance crossing."""
     x, acc, newer, family = simulate_eq1(theta=0.02, seed=8, c_e=18.5, sd=0.005)
-    fit = fit_emergence(x, acc, newer, CHANCE, family)
+    fit = fit_eq1(x, acc, newer, CHANCE, family)
     assert fit.c_e == pytest.approx(18.5, abs=0.15)
     assert fit.alpha == pytest.approx(ALPHA, abs=0.01)
 
 
 def test_emergence_r2_definitions_and_predict():
     x, acc, newer, family = simulate_eq1(theta=0.07, seed=2, sd=0.05)
-    fit = fit_emergence(x, acc, newer, CHANCE, family)
+    fit = fit_eq1(x, acc, newer, CHANCE, family)
     resid = acc - fit.predict(x, newer)
     sse = float(resid @ resid)
     assert fit.sse == pytest.approx(sse)
     assert fit.r2_uncentered == pytest.approx(1 - sse / np.sum((acc - CHANCE) ** 2))
     assert fit.r2_centered == pytest.approx(1 - sse / np.sum((acc - acc.mean()) ** 2))
     assert fit.r2_uncentered > fit.r2_centered
-    centered = fit_emergence(x, acc, newer, CHANCE, family, r2_type="centered")
+    centered = fit_eq1(x, acc, newer, CHANCE, family, r2_type="centered")
     assert centered.r2 == pytest.approx(fit.r2_centered)
 
 
 def test_emergence_cluster_se_matches_statsmodels_and_numpy_sandwich():
     x, acc, newer, family = simulate_eq1(theta=0.07, seed=4, sd=0.03)
-    fit = fit_emergence(x, acc, newer, CHANCE, family)
+    fit = fit_eq1(x, acc, newer, CHANCE, family)
     X = np.column_stack([np.maximum(0.0, x - fit.c_e), newer])
     y = acc - CHANCE
     ref = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": family}, use_t=True)
@@ -112,13 +117,13 @@ def test_emergence_cluster_se_matches_statsmodels_and_numpy_sandwich():
 
 def test_emergence_other_covariances():
     x, acc, newer, family = simulate_eq1(theta=0.07, seed=4, sd=0.03)
-    plain = fit_emergence(x, acc, newer, CHANCE)  # no groups: the released code's nonrobust SEs
+    plain = fit_eq1(x, acc, newer, CHANCE)  # no groups: the released code's nonrobust SEs
     assert plain.se_type == "nonrobust" and plain.n_clusters == 0
     X = np.column_stack([np.maximum(0.0, x - plain.c_e), newer])
     ref = sm.OLS(acc - CHANCE, X).fit()
     assert plain.theta_se == pytest.approx(ref.bse[1], rel=1e-9)
     assert plain.theta_p == pytest.approx(ref.pvalues[1], rel=1e-9)
-    hc1 = fit_emergence(x, acc, newer, CHANCE, cov_type="HC1")
+    hc1 = fit_eq1(x, acc, newer, CHANCE, cov_type="HC1")
     assert hc1.se_type == "HC1"
     assert hc1.theta_se == pytest.approx(sm.OLS(acc - CHANCE, X).fit(cov_type="HC1").bse[1], rel=1e-9)
 
@@ -126,7 +131,7 @@ def test_emergence_other_covariances():
 def test_emergence_without_cohort_term_and_json():
     x, acc, newer, _ = simulate_eq1(theta=0.0, seed=9)
     old = newer == 0
-    fit = fit_emergence(x[old], acc[old], None, CHANCE)
+    fit = fit_eq1(x[old], acc[old], None, CHANCE)
     assert fit.c_e == pytest.approx(C_E, abs=0.1)
     assert np.isnan(fit.theta)
     record = fit.to_dict()
@@ -156,15 +161,15 @@ def test_emergence_rejects_degenerate_input(kwargs, message):
     if kwargs.get("groups") == "single":
         family = np.zeros_like(family)
     with pytest.raises(ValueError, match=message):
-        fit_emergence(x, acc, newer, CHANCE, family)
+        fit_eq1(x, acc, newer, CHANCE, family)
 
 
 def test_emergence_rejects_mismatched_lengths():
     x, acc, newer, family = simulate_eq1(theta=0.07, seed=1)
     with pytest.raises(ValueError, match="entries"):
-        fit_emergence(x, acc[:-1], newer, CHANCE, family)
+        fit_eq1(x, acc[:-1], newer, CHANCE, family)
     with pytest.raises(ValueError, match="0/1"):
-        fit_emergence(x, acc, newer * 2, CHANCE, family)
+        fit_eq1(x, acc, newer * 2, CHANCE, family)
 
 
 # --------------------------------------------------------------------------------------------------------------

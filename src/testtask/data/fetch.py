@@ -14,14 +14,12 @@ the stamp does not list, or with a file whose hash changed since the fetch.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-import sys
 import tarfile
 import tempfile
 import urllib.error
@@ -556,7 +554,9 @@ def mirror_from_env(name: str = "TESTTASK_DATA_MIRROR") -> Path | None:
 def fetch_from_config(
     data_cfg: Mapping, paper: str | Sequence[str] = "all", **kwargs: Any
 ) -> dict[str, dict[str, Any]]:
-    """`make data`: fetch per the `data` config group; papers without published data are skipped."""
+    """`make data` (`testtask action=data`): fetch per the `data` config group (`dest`, `sources`, `uses`,
+    `verify`, and the mirror named by the environment variable `mirror_env`); papers without published data are
+    skipped. `kwargs` go to `fetch` (e.g. `write_checksums=True`, `testtask action=checksums`)."""
     from testtask.paths import resolve
 
     sources = data_cfg["sources"]
@@ -568,40 +568,5 @@ def fetch_from_config(
         log.info("%s: no published raw results to fetch", key)
     papers = [k for k in wanted if k in sources]
     mirror = mirror_from_env(str(data_cfg.get("mirror_env", "TESTTASK_DATA_MIRROR")))
+    kwargs.setdefault("verify", bool(data_cfg.get("verify", True)))
     return fetch(papers, sources, resolve(str(data_cfg.get("dest", "data/published"))), mirror, **kwargs)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m testtask.data.fetch [paper ...] [--dest D] [--mirror M] [--write-checksums]`."""
-    from omegaconf import OmegaConf
-
-    from testtask.paths import conf_dir
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("papers", nargs="*", default=["all"])
-    parser.add_argument("--dest", type=Path, help="destination root (default: data.dest from the config)")
-    parser.add_argument("--mirror", type=Path, help="mirror folder (default: $TESTTASK_DATA_MIRROR)")
-    parser.add_argument(
-        "--write-checksums", action="store_true", help="record fetched files in the manifests"
-    )
-    parser.add_argument("--no-verify", action="store_true")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-
-    cfg = OmegaConf.load(conf_dir() / "data" / "sources.yaml")
-    if args.dest is not None:
-        cfg.dest = str(args.dest.resolve())
-    if args.mirror is not None:
-        os.environ[str(cfg.get("mirror_env", "TESTTASK_DATA_MIRROR"))] = str(args.mirror)
-    papers = "all" if args.papers == ["all"] else args.papers
-    reports = fetch_from_config(cfg, papers, verify=not args.no_verify, write_checksums=args.write_checksums)
-    for paper, report in reports.items():
-        print(
-            f"{paper}: {report['status']}, {report.get('files', 0)} file(s), {report.get('verified', 0)} verified, "
-            f"{len(report.get('unverified', []))} unverified, from {report['source']}"
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
 from testtask.context import Context, InputsUnavailable
 from testtask.downstream_predictability.chain import QUANTITIES, chain, normalised_loglik
-from testtask.downstream_predictability.correlations import METHODS, Correlations, per_sample
+from testtask.downstream_predictability.correlations import Correlations, per_sample
 from testtask.downstream_predictability.family import Family, load_family, task_files
 from testtask.downstream_predictability.samples import SamplesError, TaskSamples, read_samples
+from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.statistics import summarise, usable
 
 log = logging.getLogger(__name__)
@@ -78,10 +77,10 @@ def _lm_eval_check(samples: TaskSamples, rows: np.ndarray, values: dict[str, np.
     return out
 
 
-def task_data(family: Family, task: str, files: list, cfg: Mapping[str, Any]) -> TaskData:
+def task_data(family: Family, task: str, files: list, settings: Settings) -> TaskData:
     """Read one task's file of every member, keep the documents all members logged, compute the chain."""
-    delimiter = str(cfg.get("target_delimiter", " "))
-    norm = str(cfg.get("normalisation", "none"))
+    delimiter = settings.target_delimiter
+    norm = settings.normalisation
     samples = [read_samples(path, delimiter) for path in files]
     common = samples[0].doc_ids
     for s in samples[1:]:
@@ -118,14 +117,14 @@ def task_data(family: Family, task: str, files: list, cfg: Mapping[str, Any]) ->
     )
 
 
-def family_tasks(family: Family, cfg: Mapping[str, Any]) -> FamilyData:
-    """Every task logged by all members of `family` (restricted to `cfg.tasks` when that lists some)."""
+def family_tasks(family: Family, settings: Settings) -> FamilyData:
+    """Every task logged by all members of `family` (restricted to `settings.tasks` when that lists some)."""
     per_member = [task_files(m, family.model) for m in family.members]
     all_tasks = sorted(set().union(*per_member))
     complete = [t for t in all_tasks if all(t in files for files in per_member)]
-    wanted = list(cfg.get("tasks") or [])
+    wanted = list(settings.tasks)
     chosen = [t for t in complete if not wanted or t in wanted]
-    tasks = {t: task_data(family, t, [files[t] for files in per_member], cfg) for t in chosen}
+    tasks = {t: task_data(family, t, [files[t] for files in per_member], settings) for t in chosen}
     return FamilyData(family, tasks, sorted(set(all_tasks) - set(complete)))
 
 
@@ -149,18 +148,18 @@ def scale_compute(compute: np.ndarray, scale: str) -> np.ndarray:
     raise ValueError(f"compute_scale must be log10 or linear, got {scale!r}")
 
 
-def correlation_results(data: TaskData, cfg: Mapping[str, Any]) -> list[CorrelationResult]:
+def correlation_results(data: TaskData, settings: Settings) -> list[CorrelationResult]:
     """Per-sample correlations of every quantity with compute for every method, with their statistics.
 
-    Quantities listed in `cfg.negate` (the Brier score, lower is better) are negated first, so that a positive
-    correlation always means the score improves with compute."""
-    x = scale_compute(data.compute, str(cfg.get("compute_scale", "log10")))
-    negate = set(cfg.get("negate") or [])
-    policy = str(cfg.get("undefined", "drop"))
+    Quantities listed in `settings.negate` (the Brier score, lower is better) are negated first, so that a
+    positive correlation always means the score improves with compute."""
+    x = scale_compute(data.compute, settings.compute_scale)
+    negate = set(settings.negate)
+    policy = settings.undefined
     out = []
     for quantity in QUANTITIES:
         y = -data.quantities[quantity] if quantity in negate else data.quantities[quantity]
-        for method in cfg.get("methods") or METHODS:
+        for method in settings.methods:
             corr = per_sample(x, y, str(method))
             values = usable(corr, policy)
             summary = summarise(values) | {
@@ -194,61 +193,57 @@ class Analysis:
         return sorted({t for f in self.families for t in f.tasks})
 
 
-def settings_of(cfg: Mapping[str, Any]) -> dict[str, Any]:
+def settings_of(settings: Settings) -> dict[str, Any]:
+    """The settings every figure's JSON names."""
     return {
-        "normalisation": str(cfg.get("normalisation", "none")),
-        "compute_scale": str(cfg.get("compute_scale", "log10")),
-        "negate": list(cfg.get("negate") or []),
-        "undefined": str(cfg.get("undefined", "drop")),
-        "methods": list(cfg.get("methods") or METHODS),
+        "normalisation": settings.normalisation,
+        "compute_scale": settings.compute_scale,
+        "negate": list(settings.negate),
+        "undefined": settings.undefined,
+        "methods": list(settings.methods),
     }
 
 
 _CACHE: dict[str, Analysis] = {}
 
 
-def _cache_key(ctx: Context, specs: Mapping[str, Any]) -> str:
+def _cache_key(ctx: Context, settings: Settings) -> str:
     """Settings, source and every samples file's path, size and mtime: a figure built after another one in the
     same process (`action=figures`, the notebook) reuses the analysis unless something changed."""
-    cfg = OmegaConf.to_container(ctx.cfg, resolve=True) if isinstance(ctx.cfg, DictConfig) else dict(ctx.cfg)
     files = []
-    for spec in specs.values():
-        root = ctx.paper_root(str(spec["paper"])) / str(spec.get("samples_dir", "samples"))
+    for spec in settings.families.values():
+        root = ctx.paper_root(spec.paper) / spec.samples_dir
         if root.is_dir():
             files += [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*.jsonl"))]
-    return json.dumps([ctx.source, str(ctx.data_root), cfg, files], sort_keys=True, default=str)
+    return json.dumps([ctx.source, str(ctx.data_root), repr(settings), files], sort_keys=True, default=str)
 
 
 def analyse(ctx: Context) -> Analysis:
     """Every configured family (or those in `families_used`) whose samples exist, for `ctx.source`."""
-    cfg = ctx.cfg
     if ctx.source == "published":
         raise InputsUnavailable(
             "the paper released no per-sample logs; build these figures from our runs with source=results"
         )
-    specs = dict(cfg["families"] or {})
-    key = _cache_key(ctx, specs)
+    settings: Settings = ctx.settings
+    key = _cache_key(ctx, settings)
     if key not in _CACHE:
         _CACHE.clear()  # one analysis at a time is enough, and keeps memory flat across configurations
-        _CACHE[key] = _analyse(ctx, specs)
+        _CACHE[key] = _analyse(ctx, settings)
     return _CACHE[key]
 
 
-def _analyse(ctx: Context, specs: Mapping[str, Any]) -> Analysis:
-    cfg = ctx.cfg
-    used = list(cfg.get("families_used") or specs)
-    unknown = sorted(set(used) - set(specs))
-    if unknown:
-        raise ValueError(f"families_used names unknown families {unknown}; known: {sorted(specs)}")
+def _analyse(ctx: Context, settings: Settings) -> Analysis:
+    specs: dict[str, FamilySpec] = settings.families
+    used = list(settings.families_used or specs)  # Settings checked that every name is a family
     families, skipped, warnings = [], {}, []
     for name in used:
         try:
-            family = load_family(name, specs[name], ctx.paper_root)
+            family = load_family(specs[name], ctx.paper_root)
         except InputsUnavailable as err:
             skipped[name] = str(err)
             log.warning("family %s skipped: %s", name, err)
             continue
-        data = family_tasks(family, cfg)
+        data = family_tasks(family, settings)
         if not data.tasks:
             skipped[name] = "no task is logged by every member"
             continue
@@ -261,8 +256,8 @@ def _analyse(ctx: Context, specs: Mapping[str, Any]) -> Analysis:
             )
     if not families:
         raise InputsUnavailable(f"no family has samples for source={ctx.source}: {skipped}")
-    results = [r for f in families for t in f.tasks.values() for r in correlation_results(t, cfg)]
-    return Analysis(families, results, settings_of(cfg), warnings, skipped)
+    results = [r for f in families for t in f.tasks.values() for r in correlation_results(t, settings)]
+    return Analysis(families, results, settings_of(settings), warnings, skipped)
 
 
 def family_summary(data: FamilyData) -> dict[str, Any]:

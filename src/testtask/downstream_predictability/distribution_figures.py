@@ -27,6 +27,7 @@ from testtask.downstream_predictability.figure_common import (
     header,
     step_ccdf,
 )
+from testtask.downstream_predictability.settings import Settings
 from testtask.downstream_predictability.statistics import STATISTIC_LABELS, STATISTICS, ccdf
 from testtask.outputs import save_figure
 
@@ -42,28 +43,29 @@ def _distribution(result: Any, grid: np.ndarray, bins: int) -> dict[str, Any]:
 
 
 def figure_2(ctx: Context) -> dict[str, Any]:
-    cfg, fig2 = ctx.cfg, ctx.cfg["figure_2"]
+    settings: Settings = ctx.settings
+    fig2 = settings.figure_2
     analysis = analyse(ctx)
-    grid = ccdf_grid(cfg)
-    method, quantity, bins = str(cfg["focus"]["method"]), str(fig2["quantity"]), int(fig2["bins"])
+    grid = ccdf_grid(settings.grid_points)
+    method, quantity, bins = settings.focus.method, fig2.quantity, fig2.bins
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     schematic = []
     c = np.linspace(-1.0, 1.0, 401)
-    for spec in fig2["schematic"]:
-        a, b = float(spec["a"]), float(spec["b"])
+    for spec in fig2.schematic:
+        a, b = spec.a, spec.b
         density = beta.pdf((c + 1.0) / 2.0, a, b) / 2.0  # Beta on [0, 1] stretched onto [-1, 1]
         survival = beta.sf((c + 1.0) / 2.0, a, b)
-        axes[0, 0].plot(c, density, label=str(spec["label"]))
-        axes[0, 1].plot(c, survival, label=str(spec["label"]))
+        axes[0, 0].plot(c, density, label=spec.label)
+        axes[0, 1].plot(c, survival, label=spec.label)
         mean = 2.0 * a / (a + b) - 1.0
-        schematic.append({"label": str(spec["label"]), "a": a, "b": b, "mean": mean, "auc_ccdf": mean + 1.0})
+        schematic.append({"label": spec.label, "a": a, "b": b, "mean": mean, "auc_ccdf": mean + 1.0})
     axes[0, 0].set_ylabel("density (schematic)")
     axes[0, 1].set_ylabel("1 − CDF")
     axes[0, 0].legend(frameon=False, fontsize=8)
     panels = {}
     for colour, data in zip(family_colours(len(analysis.families)), analysis.families, strict=True):
         name = data.family.name
-        task = focus_task(data, cfg["focus"]["task"])
+        task = focus_task(data, settings.focus.task)
         result = analysis.result(name, task, quantity, method)
         panels[name] = {"task": task, **_distribution(result, grid, bins)}
         centres = (panels[name]["histogram"]["edges"][:-1] + panels[name]["histogram"]["edges"][1:]) / 2
@@ -98,17 +100,17 @@ def figure_2(ctx: Context) -> dict[str, Any]:
 
 
 def figure_3(ctx: Context) -> dict[str, Any]:
-    cfg = ctx.cfg
+    settings: Settings = ctx.settings
     analysis = analyse(ctx)
-    grid = ccdf_grid(cfg)
-    method = str(cfg["focus"]["method"])
-    quantities = [str(q) for q in cfg["figure_3"]["quantities"]]
+    grid = ccdf_grid(settings.grid_points)
+    method = settings.focus.method
+    quantities = list(settings.figure_3.quantities)
     fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 4.3), sharey=True)
     axes = np.atleast_1d(axes)
     panels: dict[str, dict[str, Any]] = {q: {} for q in [*quantities, "p_vocab"]}
     for colour, data in zip(family_colours(len(analysis.families)), analysis.families, strict=True):
         name = data.family.name
-        task = focus_task(data, cfg["focus"]["task"])
+        task = focus_task(data, settings.focus.task)
         for letter, (ax, quantity) in zip("ABCDEFGH", zip(axes, quantities, strict=True), strict=False):
             result = analysis.result(name, task, quantity, method)
             panels[quantity][name] = {"task": task, "panel": letter, **_distribution(result, grid, 20)}
@@ -169,9 +171,9 @@ def ordering_checks(table: list[dict[str, Any]], ordering: list, tolerance: floa
 
 
 def figure_4(ctx: Context) -> dict[str, Any]:
-    fig4 = ctx.cfg["figure_4"]
+    fig4 = ctx.settings.figure_4
     analysis = analyse(ctx)
-    quantities = [str(q) for q in fig4["quantities"]]
+    quantities = list(fig4.quantities)
     methods = analysis.settings["methods"]
     tasks = analysis.tasks()
     table = [
@@ -240,10 +242,8 @@ def figure_4(ctx: Context) -> dict[str, Any]:
         "tasks": tasks,
         "rows": table,
         "mean_over_tasks": means,
-        "ordering_tolerance": float(fig4.get("tolerance", 1e-9)),
-        "ordering": ordering_checks(
-            table, [list(o) for o in fig4["ordering"]], float(fig4.get("tolerance", 1e-9))
-        ),
+        "ordering_tolerance": fig4.tolerance,
+        "ordering": ordering_checks(table, [list(o) for o in fig4.ordering], fig4.tolerance),
     }
     save_figure(fig, ctx.out_dir, "figure-4", numbers)
     return numbers

@@ -1,8 +1,8 @@
 """A model family: its members (one folder of lm-eval samples each) and each member's training compute.
 
-A family comes from config (`downstream_predictability.families.<name>`): the paper root its samples live under
-(`ctx.paper_root(paper)`), and either an explicit list of members (`name`, `samples` folder relative to that
-root, `compute` in FLOPs) or `members: discover`, which takes every stage folder below `samples_dir` that holds
+A family comes from config (`downstream_predictability.families.<name>`, read as a `settings.FamilySpec`): the
+paper root its samples live under (`ctx.paper_root(paper)`), and either an explicit list of members (`name`,
+`samples` folder relative to that root, `compute` in FLOPs) or `members: discover`, which takes every stage folder below `samples_dir` that holds
 `<model>-<benchmark>/<task>.jsonl` files, the layout of the training-on-the-test-task runner:
 
 - `base`: the pretrained model, compute 6·N·D;
@@ -26,6 +26,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from testtask.context import InputsUnavailable
+from testtask.downstream_predictability.settings import Compute, FamilySpec, Finetuning
 from testtask.paths import resolve
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,11 @@ def task_files(member: Member, model: str) -> dict[str, Path]:
     return found
 
 
-def _runner_settings(finetuning: Mapping[str, Any]) -> dict[str, Any]:
+def _runner_settings(finetuning: Finetuning) -> dict[str, Any]:
     """batch size, context length and checkpoints folder: explicit keys, else the runner's experiment config."""
     settings: dict[str, Any] = {}
-    if finetuning.get("runner_config"):
-        path = resolve(str(finetuning["runner_config"]))
+    if finetuning.runner_config:
+        path = resolve(finetuning.runner_config)
         if not path.is_file():
             raise FileNotFoundError(f"finetuning.runner_config {path} does not exist")
         runner = OmegaConf.load(path)
@@ -86,16 +87,19 @@ def _runner_settings(finetuning: Mapping[str, Any]) -> dict[str, Any]:
             "batch_size": recipe.get("batch_size"),
             "max_length": recipe.get("max_length"),
             "checkpoints_dir": runner.get("checkpoints_dir"),
-            "runner_config": str(finetuning["runner_config"]),
+            "runner_config": finetuning.runner_config,
         }
-    for key in ("batch_size", "max_length", "checkpoints_dir"):
-        if finetuning.get(key) is not None:
-            settings[key] = finetuning[key]
+    explicit = {
+        "batch_size": finetuning.batch_size,
+        "max_length": finetuning.max_length,
+        "checkpoints_dir": finetuning.checkpoints_dir,
+    }
+    settings.update({key: value for key, value in explicit.items() if value is not None})
     return settings
 
 
 def _finetune_steps(
-    stage: str, model: str, finetuning: Mapping[str, Any], settings: Mapping[str, Any]
+    stage: str, model: str, finetuning: Finetuning, settings: Mapping[str, Any]
 ) -> tuple[int, str, dict[str, Any]]:
     """Optimizer steps of fine-tuning behind a stage, where the number comes from, and the runner's record."""
     if stage == "base":
@@ -112,10 +116,9 @@ def _finetune_steps(
             if "steps" not in record:
                 raise ValueError(f"{record_path}: field `steps` is missing")
             return int(record["steps"]), f"runner record {record_path}", record
-        recorded = dict(finetuning.get("recorded_steps") or {})
-        if stage in recorded:
+        if stage in finetuning.recorded_steps:
             return (
-                int(recorded[stage]),
+                finetuning.recorded_steps[stage],
                 "config finetuning.recorded_steps (the runner's record is absent)",
                 {},
             )
@@ -125,17 +128,17 @@ def _finetune_steps(
     raise ValueError(f"stage {stage!r} is not base, e<k>/<finetune> or intermediate/.../step_<s>")
 
 
-def stage_compute(stage: str, model: str, compute_cfg: Mapping[str, Any]) -> dict[str, Any]:
+def stage_compute(stage: str, model: str, compute: Compute) -> dict[str, Any]:
     """Training FLOPs of a discovered stage: 6·N·D of pretraining plus 6·N·tokens of fine-tuning."""
-    pre = compute_cfg["pretraining"]
-    pre_flops = 6.0 * float(pre["parameters"]) * float(pre["tokens"])
-    finetuning = compute_cfg.get("finetuning") or {}
-    detail: dict[str, Any] = {"pretraining_flops": pre_flops, "pretraining_source": pre.get("source")}
+    pre = compute.pretraining
+    pre_flops = 6.0 * pre.parameters * pre.tokens
+    finetuning = compute.finetuning
+    detail: dict[str, Any] = {"pretraining_flops": pre_flops, "pretraining_source": pre.source}
     if stage == "base":
         return {**detail, "flops": pre_flops, "finetuning_flops": 0.0, "finetuning_steps": 0}
     settings = _runner_settings(finetuning)
     steps, steps_source, record = _finetune_steps(stage, model, finetuning, settings)
-    field_name = str(finetuning.get("tokens_field", "tokens_seen"))
+    field_name = finetuning.tokens_field
     if record.get(field_name):
         tokens, basis = float(record[field_name]), f"recorded ({field_name})"
     else:
@@ -144,7 +147,7 @@ def stage_compute(stage: str, model: str, compute_cfg: Mapping[str, Any]) -> dic
             raise ValueError(f"stage {stage}: finetuning needs {missing} (or a runner_config that has them)")
         tokens = float(steps) * float(settings["batch_size"]) * float(settings["max_length"])
         basis = "upper bound: steps × batch size × max_length (the runner records no token count)"
-    ft_flops = 6.0 * float(finetuning.get("parameters", pre["parameters"])) * tokens
+    ft_flops = 6.0 * finetuning.parameters * tokens
     return {
         **detail,
         "flops": pre_flops + ft_flops,
@@ -158,34 +161,37 @@ def stage_compute(stage: str, model: str, compute_cfg: Mapping[str, Any]) -> dic
     }
 
 
-def load_family(name: str, spec: Mapping[str, Any], paper_root: Callable[[str], Path]) -> Family:
-    """Members of family `name` from its config, or InputsUnavailable when its samples are not present."""
-    root = paper_root(str(spec["paper"])) / str(spec.get("samples_dir", "samples"))
+def load_family(spec: FamilySpec, paper_root: Callable[[str], Path]) -> Family:
+    """Members of the family `spec`, or InputsUnavailable when its samples are not present."""
+    name = spec.name
+    root = paper_root(spec.paper) / spec.samples_dir
     if not root.is_dir():
         raise InputsUnavailable(f"family {name}: {root} does not exist")
-    model = str(spec["model"])
-    members_cfg = spec.get("members", "discover")
+    model = spec.model
     notes: list[str] = []
     members: list[Member] = []
-    if members_cfg == "discover":
+    if spec.members is None:  # discover
+        if spec.compute is None:
+            raise ValueError(f"family {name}: members: discover needs `compute`")
         for stage in discover_stages(root, model):
             try:
-                detail = stage_compute(stage, model, spec["compute"])
+                detail = stage_compute(stage, model, spec.compute)
             except (InputsUnavailable, ValueError) as err:
                 notes.append(f"stage {stage} left out: {err}")
                 log.warning("family %s: stage %s left out (%s)", name, stage, err)
                 continue
             members.append(Member(stage, root / stage, float(detail["flops"]), detail))
     else:
-        for entry in members_cfg:
-            folder = root / str(entry["samples"])
+        for entry in spec.members:
+            folder = root / entry.samples
             if not folder.is_dir():
-                raise InputsUnavailable(f"family {name}, member {entry['name']}: {folder} does not exist")
-            flops = float(entry["compute"])
-            members.append(Member(str(entry["name"]), folder, flops, {"flops": flops, "source": "config"}))
+                raise InputsUnavailable(f"family {name}, member {entry.name}: {folder} does not exist")
+            members.append(
+                Member(entry.name, folder, entry.compute, {"flops": entry.compute, "source": "config"})
+            )
     if len(members) < 2:
         raise InputsUnavailable(
             f"family {name}: {len(members)} member(s) with samples under {root}; a correlation needs 2"
         )
     members.sort(key=lambda m: (m.compute, m.name))
-    return Family(name, str(spec.get("label", name)), model, members, notes)
+    return Family(name, spec.label, model, members, notes)

@@ -44,8 +44,9 @@ def chosen_tasks(analysis: Analysis, wanted: list[str], at_most: int = 3) -> lis
     return chosen or present[:at_most]
 
 
-def ccdf_grid(cfg: Any) -> np.ndarray:
-    return np.linspace(-1.0, 1.0, int(cfg.get("grid_points", 401)))
+def ccdf_grid(points: int) -> np.ndarray:
+    """`points` evenly spaced correlations on [-1, 1], where the JSON gives the complementary CDFs."""
+    return np.linspace(-1.0, 1.0, points)
 
 
 def family_colours(n: int) -> list:

@@ -57,9 +57,9 @@ def _pooled(analysis: Analysis, task: str) -> list[tuple[int, TaskData]]:
 
 
 def figure_5(ctx: Context) -> dict[str, Any]:
-    cfg = ctx.cfg["figure_5"]
+    fig5 = ctx.settings.figure_5
     analysis = analyse(ctx)
-    tasks = chosen_tasks(analysis, list(cfg["tasks"]))
+    tasks = chosen_tasks(analysis, list(fig5.tasks))
     rng = np.random.default_rng(ctx.seed)
     styles = member_styles(analysis)
     fig, axes = plt.subplots(len(tasks), 3, figsize=(12, 3.4 * len(tasks) + 1.0), squeeze=False)
@@ -88,9 +88,9 @@ def figure_5(ctx: Context) -> dict[str, Any]:
             if first == "p_vocab":
                 ax.set_xscale("log")
                 lo, hi = np.log10(max(x.min(), 1e-300)), np.log10(max(x.max(), 1e-300))
-                edges = 10 ** np.linspace(lo, hi if hi > lo else lo + 1, int(cfg["bins"]) + 1)
+                edges = 10 ** np.linspace(lo, hi if hi > lo else lo + 1, fig5.bins + 1)
             else:
-                edges = np.linspace(0.0, 1.0, int(cfg["bins"]) + 1)
+                edges = np.linspace(0.0, 1.0, fig5.bins + 1)
             panel: dict[str, Any] = {
                 "task": task,
                 "x": first,
@@ -119,13 +119,11 @@ def figure_5(ctx: Context) -> dict[str, Any]:
 
 
 def figure_6(ctx: Context) -> dict[str, Any]:
-    cfg = ctx.cfg["figure_6"]
+    fig6 = ctx.settings.figure_6
     analysis = analyse(ctx)
-    tasks = chosen_tasks(analysis, list(cfg["tasks"]))
-    mode = str(cfg["incorrect"])
-    if mode not in ("sum", "each"):
-        raise ValueError(f"figure_6.incorrect must be sum or each, got {mode!r}")
-    method = str(ctx.cfg["focus"]["method"])
+    tasks = chosen_tasks(analysis, list(fig6.tasks))
+    mode = fig6.incorrect  # sum | each (checked by Settings)
+    method = ctx.settings.focus.method
     styles = member_styles(analysis)
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.3 * len(tasks), 4.8), squeeze=False)
     panels = []
@@ -159,7 +157,7 @@ def figure_6(ctx: Context) -> dict[str, Any]:
             incorrect_trend.append(per_sample(scaled, data.log_incorrect_sum, method))
         x, y = np.concatenate(xs), np.concatenate(ys)
         lo, hi = float(x.min()), float(x.max())
-        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, int(cfg["bins"]) + 1)
+        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, fig6.bins + 1)
         together = np.concatenate([c.values[c.defined] for c in co_moves])
         trend = np.concatenate([c.values[c.defined] for c in incorrect_trend])
         panels.append(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from testtask.context import Context
 from testtask.downstream_predictability import distribution_figures as dist
 from testtask.downstream_predictability import mechanism_figures as mech
+from testtask.downstream_predictability.settings import Settings
 from testtask.papers import Paper
 
 Builder = Callable[[Context], dict]
@@ -30,4 +31,5 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    settings=Settings.from_config,
 )

@@ -31,13 +31,12 @@ such a config for one task (a dict `lm_eval.simple_evaluate(tasks=[...])` accept
 TaskManager with the overrides for whole groups. A copy for later offline use can be made online with
 `datasets.load_dataset(path, name).save_to_disk(folder / name)`.
 
-CLI: `python -m testtask.lm.evaluation list-tasks` prints our task names as lm-eval
-sees them; `... run --model PATH --tasks arc_challenge_mc hellaswag_mc --results results/...` evaluates.
+`testtask action=lm-tasks` prints our task names as lm-eval sees them (`our_task_names`); the runners call
+`evaluate`.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import logging
@@ -468,84 +467,3 @@ def evaluate(
         atomic_write_text(paths[benchmark], dumps_result(out, indent=2) + "\n")
         log.info("%s: wrote %s (%.0f s)", benchmark, paths[benchmark], time.time() - started)
     return paths
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _local_data_arg(values: Sequence[str] | None) -> dict[str, Path]:
-    out = {}
-    for value in values or []:
-        benchmark, sep, folder = value.partition("=")
-        if not sep:
-            raise argparse.ArgumentTypeError(f"--local-data {value!r}: expected BENCHMARK=FOLDER")
-        out[benchmark] = Path(folder)
-    return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`list-tasks`: our task names as lm-eval indexes them; `run`: `evaluate` from the command line."""
-    parser = argparse.ArgumentParser(prog="python -m testtask.lm.evaluation")
-    sub = parser.add_subparsers(dest="command", required=True)
-    lister = sub.add_parser("list-tasks", help="print our task, group and tag names as lm-eval sees them")
-    lister.add_argument("--no-defaults", action="store_true", help="index only our folder (faster)")
-    run = sub.add_parser("run", help="evaluate a model and write results in the published layout")
-    run.add_argument("--model", required=True, help="local model folder or Hugging Face id")
-    run.add_argument("--tasks", nargs="+", required=True)
-    run.add_argument("--results", required=True, type=Path, help="folder that gets evaluations/ and samples/")
-    run.add_argument("--stage", default="base", help="folder below evaluations/, e.g. base or e3/mmluaux")
-    run.add_argument("--model-name")
-    run.add_argument("--num-fewshot", type=int)
-    run.add_argument("--limit", type=float)
-    run.add_argument("--batch-size", default="1")
-    run.add_argument("--device")
-    run.add_argument("--dtype", help="passed to the hf model, e.g. bfloat16")
-    run.add_argument("--trust-remote-code", action="store_true")
-    run.add_argument(
-        "--add-bos-token",
-        choices=["true", "false"],
-        help="prepend BOS to every request (the authors' fork: false except Gemma); default: the tokenizer's",
-    )
-    run.add_argument("--no-log-samples", action="store_true")
-    run.add_argument("--local-data", nargs="*", metavar="BENCHMARK=FOLDER")
-    run.add_argument("--overwrite", action="store_true")
-    ns = parser.parse_args(argv)
-    if ns.command == "list-tasks":
-        from lm_eval.tasks import TaskManager
-
-        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=not ns.no_defaults)
-        for name in our_task_names(manager):
-            print(name)
-        return 0
-    logging.basicConfig(level=logging.INFO)
-    model_args: dict[str, Any] = {}
-    if ns.dtype:
-        model_args["dtype"] = ns.dtype
-    if ns.trust_remote_code:
-        model_args["trust_remote_code"] = True
-    if ns.add_bos_token:
-        model_args["add_bos_token"] = ns.add_bos_token == "true"
-    limit = ns.limit if ns.limit is None or ns.limit < 1 else int(ns.limit)
-    batch_size = int(ns.batch_size) if ns.batch_size.isdigit() else ns.batch_size
-    paths = evaluate(
-        ns.model,
-        ns.tasks,
-        ns.results,
-        stage=ns.stage,
-        model_name=ns.model_name,
-        num_fewshot=ns.num_fewshot,
-        limit=limit,
-        batch_size=batch_size,
-        device=ns.device,
-        log_samples=not ns.no_log_samples,
-        local_data=_local_data_arg(ns.local_data),
-        model_args=model_args,
-        overwrite=ns.overwrite,
-    )
-    for benchmark, path in paths.items():
-        print(f"{benchmark}\t{path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

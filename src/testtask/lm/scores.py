@@ -48,14 +48,31 @@ class BenchmarkSpec:
         return self.metric if self.aggregate == "own" else f"{self.metric}|{ENTRIES_MEAN}"
 
 
-def benchmark_spec(cfg: Mapping[str, Any], key: str) -> BenchmarkSpec:
-    benchmarks = cfg["benchmarks"]
-    if key not in benchmarks:
-        raise KeyError(f"benchmark {key!r} is not configured; known: {', '.join(benchmarks)}")
-    entry = dict(benchmarks[key])
-    if entry.get("aggregate") not in ("own", ENTRIES_MEAN):
-        raise ValueError(f"benchmarks.{key}.aggregate must be 'own' or {ENTRIES_MEAN!r}")
-    return BenchmarkSpec(key=key, **entry)
+def benchmark_specs(benchmarks: Mapping[str, Mapping[str, Any]]) -> dict[str, BenchmarkSpec]:
+    """Every benchmark of a `benchmarks` config (key -> label, file, metric, aggregate, chance, finetune and the
+    optional suite, higher_is_better), checked, in config order."""
+    optional = {"suite": str, "higher_is_better": bool}
+    specs = {}
+    for key, node in benchmarks.items():
+        entry = dict(node)
+        if entry.get("aggregate") not in ("own", ENTRIES_MEAN):
+            raise ValueError(f"benchmarks.{key}.aggregate must be 'own' or {ENTRIES_MEAN!r}")
+        unknown = sorted(
+            set(entry) - {"label", "file", "metric", "aggregate", "chance", "finetune", *optional}
+        )
+        if unknown:
+            raise ValueError(f"benchmarks.{key}: unknown field(s) {unknown}")
+        specs[str(key)] = BenchmarkSpec(
+            key=str(key),
+            label=str(entry["label"]),
+            file=str(entry["file"]),
+            metric=str(entry["metric"]),
+            aggregate=str(entry["aggregate"]),
+            chance=float(entry["chance"]),
+            finetune=str(entry["finetune"]),
+            **{name: cast(entry[name]) for name, cast in optional.items() if name in entry},
+        )
+    return specs
 
 
 def select(

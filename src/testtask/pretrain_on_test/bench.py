@@ -23,9 +23,9 @@ from testtask.paths import resolve
 PAPER_M = (50, 100)
 
 
-def _with_proxy(ctx, scratch: Path) -> list[int]:
+def _with_proxy(ctx: Context, scratch: Path) -> list[int]:
     """Copy the few-shot collection into `scratch`, adding relabelled copies for each missing m of the paper."""
-    collection = ctx.cfg["collections"]["few_shot"]
+    collection = ctx.settings.collections.few_shot
     source = ctx.collection_root(collection)
     present = sorted(int(p.name[1:]) for p in source.glob("m*") if p.name[1:].isdigit())
     target = scratch / collection
@@ -39,7 +39,7 @@ def _with_proxy(ctx, scratch: Path) -> list[int]:
 
 def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
     """The `bench` action of pretrain-on-test: `ctx` is the paper's context, `cfg` the whole config."""
-    from testtask.pretrain_on_test.posterior_figures import figure_3
+    from testtask.pretrain_on_test.boost_bias_figures import figure_3
 
     ctx.cache_dir = None
     ctx.out_dir = resolve(cfg.figures_dir) / "pretrain-on-test" / "bench"
@@ -71,7 +71,7 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
     ok = bool((table.r_hat <= 1.01).all() and (table.ess_bulk >= 400).all())
     print(
         f"\n{len(rows)} fits ({int(table.proxy.sum())} on relabelled proxy data), {total:.0f} s in all including the "
-        f"posterior predictive (sampler={cfg.sampler.name}, backend={cfg.pretrain_on_test.model.backend}, "
+        f"posterior predictive (sampler={cfg.sampler.name}, backend={ctx.settings.model.backend}, "
         f"{cfg.sampler.chains} chains x {cfg.sampler.draws} draws after {cfg.sampler.tune} tuning steps); "
         f"r_hat <= 1.01 and bulk ESS >= 400 for beta in every fit: {ok}"
     )

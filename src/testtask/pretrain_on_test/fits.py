@@ -21,6 +21,7 @@ from testtask.io import atomic_save
 from testtask.pretrain_on_test import accuracies
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.sampling import fit
+from testtask.pretrain_on_test.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -81,5 +82,6 @@ def configuration_data(frame: pd.DataFrame, effect: str) -> ModelData:
     return ModelData.from_long(accuracies.paired_long(frame, effect))
 
 
-def spec_from(cfg: Any, **overrides: Any) -> ModelSpec:
-    return ModelSpec.from_config(plain(cfg["model"]), **overrides)
+def spec_from(settings: Settings, **overrides: Any) -> ModelSpec:
+    """The configured model (`settings.model`), with `overrides` (e.g. interaction=False) replaced."""
+    return dataclasses.replace(settings.model, **overrides)

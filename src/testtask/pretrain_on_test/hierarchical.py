@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import arviz as az
 import numpy as np
@@ -67,14 +66,6 @@ class ModelSpec:
     noncentered_t: bool | str = "auto"  # True, False, or "auto" (chosen from the data: `choose_noncentered`)
     priors: Priors = field(default_factory=Priors)
     formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
-
-    @classmethod
-    def from_config(cls, cfg: Any, **overrides: Any) -> ModelSpec:
-        cfg = dict(cfg)
-        priors = Priors(**dict(cfg.pop("priors", {})))
-        keep = {k: v for k, v in cfg.items() if k in {"backend", "interaction", "formula", "noncentered_t"}}
-        keep.update(overrides)
-        return cls(priors=priors, **keep)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from testtask.context import Context
 from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
-from testtask.proxy_tasks.settings import Settings, settings_from_cfg
+from testtask.proxy_tasks.settings import Settings
 
 
 def plain(cfg: Any) -> Any:
@@ -25,9 +25,15 @@ def labels(ctx: Context) -> dict[str, str]:
     return {str(k): str(v) for k, v in ctx.cfg["robustness"]["ensemble_labels"].items()}
 
 
+def settings_of(ctx: Context) -> Settings:
+    """The method's settings, read once by the pipeline (`PAPER.settings`)."""
+    return ctx.settings
+
+
 def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Settings]:
+    """Matrix `key` and the method's settings with that matrix's overrides (`top_t`, `n_models`, `robustness`)."""
     matrix = load_matrix(ctx, key)
-    return matrix, settings_from_cfg(ctx.cfg, ctx.cfg["matrices"][key])
+    return matrix, settings_of(ctx).for_matrix(ctx.cfg["matrices"][key])
 
 
 def ensembles_for(ctx: Context, settings: Settings) -> pd.DataFrame | None:

@@ -3,9 +3,9 @@
 - train-before-test: `all_results.json` = {regime: {benchmark: {HF model id: score}}, regime_stderr: ...}.
   The three `*_2025` corpora are bits per byte (lower is better): excluded, or negated with `perplexity: flip`.
 - training-on-the-test-task: lm-eval JSONs read by the shared reader that paper's analyses use too
-  (`testtask.lm.release` with that paper's analysis config, `testtask.lm.scores.before_after`), with the metric
-  its config assigns to each benchmark; stage `base` (no fine-tuning) or `adjusted` (max of the score before and
-  after its fine-tuning stage, the authors' adjustment).
+  (`testtask.lm.release` with that paper's settings, from its context as the pipeline builds it,
+  `testtask.lm.scores.before_after`), with the metric its config assigns to each benchmark; stage `base` (no
+  fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors' adjustment).
 
 Every matrix is complete (models lacking a used task are dropped, listed in `dropped_models` and logged) and
 oriented higher-is-better. Every score is checked: a finite number within its metric's range, else an error naming
@@ -154,21 +154,6 @@ def train_before_test(
     return complete(key, str(entry["label"]), scores, stderr, f"{path} [{regime}]", notes)
 
 
-def _tott_context(ctx: Context, tott_cfg: Any) -> Context:
-    """A context of training-on-the-test-task for the same source, with that paper's analysis config."""
-    paper = "training-on-the-test-task"
-    return Context(
-        paper=paper,
-        source=ctx.source,
-        data_root=ctx.paper_root(paper),
-        out_dir=ctx.out_dir,
-        cfg=tott_cfg,
-        sampler=ctx.sampler,
-        seed=ctx.seed,
-        cache_dir=None,
-    )
-
-
 def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
     """Standard errors of one benchmark; for an `entries_mean` metric, those of the benchmark's own entry."""
     rows = results[
@@ -182,28 +167,31 @@ def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
     return rows.drop_duplicates("model").set_index("model")["stderr"]
 
 
-def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], tott_cfg: Any) -> ScoreMatrix:
-    """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted."""
-    from testtask.lm import release
-    from testtask.lm.scores import before_after, benchmark_spec, excluded_records, usable
+TOTT = "training-on-the-test-task"
 
-    tctx = _tott_context(ctx, tott_cfg)
-    results = release.results(tctx)  # InputsUnavailable when absent
-    reg = release.registry(tctx)
-    kinds = tuple(tott_cfg["model_kinds"])
+
+def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any]) -> ScoreMatrix:
+    """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted, read with
+    that paper's settings (its context, from the pipeline: its config with any overrides)."""
+    from testtask.lm import release
+    from testtask.lm.scores import before_after, excluded_records, usable
+
+    tctx = ctx.context_of(TOTT)
+    tott = tctx.settings  # training_on_the_test_task.settings.Settings (that paper's PAPER.settings)
+    results = release.results(tctx.data_root, tott.release, tctx.source)  # InputsUnavailable when absent
+    reg = tott.release.registry
+    kinds = tott.model_kinds
     stage = str(entry["stage"])
     if stage not in ("base", "adjusted"):
         raise ValueError(f"proxy_tasks.matrices.{key}.stage must be base or adjusted, got {stage!r}")
-    adj = tott_cfg["adjustment"]
-    absent = release.absent(tctx)
+    adj = tott.adjustment
+    absent = tott.release.absent
     # the registry's models of these kinds, in order of pretraining compute (as that paper's model tables)
     models = sorted((n for n in reg.names() if reg.get(n).kind in kinds), key=lambda n: reg.get(n).compute)
     cols, ses, gaps = {}, {}, []
     for bench in entry["benchmarks"]:
-        spec = benchmark_spec(tott_cfg, str(bench))
-        table = before_after(
-            results, spec, models, stage=str(adj["stage"]), use_max=bool(adj["use_max"]), absent=absent
-        )
+        spec = tott.benchmark(str(bench))
+        table = before_after(results, spec, models, stage=adj.stage, use_max=adj.use_max, absent=absent)
         if table.empty or table["before"].isna().all():
             raise ValueError(f"{spec.key}: no results for models of kind {kinds}")
         # a model without the score is dropped below (complete); here each gap is named, or refused unlisted
@@ -217,7 +205,7 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], 
             cols[spec.key] = sign * table["before"]
             ses[spec.key] = before_se
         else:
-            after_se = _stderr(results, spec, str(adj["stage"])).reindex(table.index)
+            after_se = _stderr(results, spec, adj.stage).reindex(table.index)
             cols[spec.key] = sign * table["adjusted"]
             # the standard error of whichever score the adjustment kept
             took_before = np.isclose(table["adjusted"], table["before"])
@@ -229,8 +217,8 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any], 
         "standard errors of MMLU-style entries_mean metrics are those of the benchmark's own aggregate entry",
     ]
     if stage == "adjusted":
-        notes.append(f"adjusted = max(before, after {adj['stage']}) with use_max={bool(adj['use_max'])}")
-    root = tctx.data_root / str(tott_cfg["evaluations_dir"])
+        notes.append(f"adjusted = max(before, after {adj.stage}) with use_max={adj.use_max}")
+    root = tctx.data_root / tott.release.evaluations_dir
     return complete(
         key, str(entry["label"]), scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps)
     )
@@ -248,7 +236,7 @@ def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
         path = ctx.paper_root("train-before-test") / str(settings["file"])
         return train_before_test(path, key, entry, settings)
     if reader == "training_on_the_test_task":
-        return training_on_the_test_task(ctx, key, entry, ctx.cfg["tott_analysis"])
+        return training_on_the_test_task(ctx, key, entry)
     raise ValueError(
         f"proxy_tasks.matrices.{key}.reader must be train_before_test or training_on_the_test_task"
     )

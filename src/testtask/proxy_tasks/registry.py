@@ -7,6 +7,7 @@ from collections.abc import Callable
 from testtask.context import Context
 from testtask.papers import Paper
 from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, robustness_tables
+from testtask.proxy_tasks.settings import Settings
 
 Builder = Callable[[Context], dict]
 
@@ -27,5 +28,6 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    settings=Settings.from_config,
     uses=("train-before-test", "training-on-the-test-task"),
 )

@@ -15,7 +15,7 @@ from testtask.context import Context
 from testtask.outputs import save_figure
 from testtask.proxy_tasks.consistency import top_tasks
 from testtask.proxy_tasks.correlation import correlate
-from testtask.proxy_tasks.inputs import matrix_and_settings, settings_dict
+from testtask.proxy_tasks.inputs import matrix_and_settings, settings_dict, settings_of
 from testtask.proxy_tasks.normalise import Normaliser
 
 COLOURS = {"pearson": "#0072B2", "spearman": "#E69F00", "kendall": "#009E73"}
@@ -70,7 +70,7 @@ def figure_1(ctx: Context) -> dict:
             )
         ax.set_yticks(pos, order, fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
-        ax.axvline(float(ctx.cfg["relevance"]["threshold"]), color="grey", lw=0.8, ls="--")
+        ax.axvline(settings_of(ctx).eps_c, color="grey", lw=0.8, ls="--")
         ax.set_title(panel["matrix"]["label"], fontsize=9)
         ax.set_xlabel(f"Relevance to {target} ({panel['normalisation']} normalised)")
         ax.grid(alpha=0.25, lw=0.5, axis="x")
@@ -81,7 +81,7 @@ def figure_1(ctx: Context) -> dict:
         "figure": 1,
         "source": ctx.source,
         "what": "correlation across all models of each candidate task with the target (the paper's Figure 1)",
-        "relevance_threshold_eps_c": float(ctx.cfg["relevance"]["threshold"]),
+        "relevance_threshold_eps_c": settings_of(ctx).eps_c,
         "panels": panels,
     }
     save_figure(fig, ctx.out_dir, "figure-1", numbers)

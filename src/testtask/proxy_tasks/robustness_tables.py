@@ -8,7 +8,7 @@ from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.outputs import save_table
 from testtask.proxy_tasks.combine import sigmoid
-from testtask.proxy_tasks.inputs import labels, matrix_and_settings, paper_ensembles
+from testtask.proxy_tasks.inputs import labels, matrix_and_settings, paper_ensembles, settings_of
 from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, variance_ratio
 
 
@@ -18,7 +18,7 @@ def table_5(ctx: Context) -> dict:
     long, spec = paper_ensembles(ctx, relpath)
     long = validate_ensembles(long, labels(ctx), relpath)
     ratio = variance_ratio(long, labels(ctx))
-    k = float(ctx.cfg["robustness"]["sigmoid_k"])
+    k = settings_of(ctx).sigmoid_k
     reported = pd.DataFrame.from_dict(dict(spec.get("paper_reported_table5") or {}), orient="index")
     frame = ratio.assign(f_ratio=sigmoid(ratio["ratio"], k))
     table = frame.reset_index(names="task")[["task", "var_noise", "var_data", "ratio", "f_ratio"]]
@@ -44,7 +44,7 @@ def table_5(ctx: Context) -> dict:
 def table_robustness(ctx: Context) -> dict:
     """The stderr proxy of R per task of each published matrix, over all its models."""
     rows, details = [], {}
-    k = float(ctx.cfg["robustness"]["sigmoid_k"])
+    k = settings_of(ctx).sigmoid_k
     for key in ctx.cfg["table_robustness"]["matrices"]:
         matrix, _ = matrix_and_settings(ctx, key)
         if matrix.stderr is None:
@@ -68,7 +68,7 @@ def table_robustness(ctx: Context) -> dict:
             "score across the matrix's models (ddof=1), var_noise = mean squared published standard error "
             "(evaluation sampling noise only, no training-seed noise)"
         ),
-        "threshold_eps_r": float(ctx.cfg["robustness"]["threshold"]),
+        "threshold_eps_r": settings_of(ctx).eps_r,
         "sigmoid_k": k,
         "matrices": details,
     }

@@ -53,25 +53,39 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Settings:
+        """Settings of `cfg` (the proxy_tasks config), read once (the pipeline builds them: `ctx.settings`)."""
+        rel, cons, rob, comb = cfg["relevance"], cfg["consistency"], cfg["robustness"], cfg["combination"]
+        max_proxies = comb["max_proxies"]
+        return cls(
+            normalisation=str(cfg["normalisation"]),
+            metrics=tuple(str(m) for m in rel["metrics"]),
+            metric=str(rel["metric"]),
+            fallback_metric=str(rel["fallback_metric"]),
+            eps_c=float(rel["threshold"]),
+            n_models=int(cons["n_models"]),
+            samples=int(cons["samples"]),
+            top_t=int(cons["top_t"]),
+            min_top_frequency=float(cons["min_top_frequency"]),
+            robustness=str(rob["mode"]),
+            eps_r=float(rob["threshold"]),
+            sigmoid_k=float(rob["sigmoid_k"]),
+            max_proxies=None if max_proxies is None else int(max_proxies),
+            if_none_selected=str(comb["if_none_selected"]),
+        )
+
+    def for_matrix(self, matrix: Mapping[str, Any]) -> Settings:
+        """These settings with the overrides of one `proxy_tasks.matrices` entry (`top_t`, `n_models`,
+        `robustness`)."""
+        return self.with_(
+            n_models=int(matrix.get("n_models", self.n_models)),
+            top_t=int(matrix.get("top_t", self.top_t)),
+            robustness=str(matrix.get("robustness", self.robustness)),
+        )
+
 
 def settings_from_cfg(cfg: Mapping[str, Any], matrix: Mapping[str, Any] | None = None) -> Settings:
-    """Settings of `cfg` (the proxy_tasks config); a matrix entry may override `top_t` and `n_models`."""
-    rel, cons, rob, comb = cfg["relevance"], cfg["consistency"], cfg["robustness"], cfg["combination"]
-    matrix = matrix or {}
-    max_proxies = comb.get("max_proxies")
-    return Settings(
-        normalisation=str(cfg["normalisation"]),
-        metrics=tuple(str(m) for m in rel["metrics"]),
-        metric=str(rel["metric"]),
-        fallback_metric=str(rel["fallback_metric"]),
-        eps_c=float(rel["threshold"]),
-        n_models=int(matrix.get("n_models", cons["n_models"])),
-        samples=int(cons["samples"]),
-        top_t=int(matrix.get("top_t", cons["top_t"])),
-        min_top_frequency=float(cons["min_top_frequency"]),
-        robustness=str(matrix.get("robustness", rob["mode"])),
-        eps_r=float(rob["threshold"]),
-        sigmoid_k=float(rob["sigmoid_k"]),
-        max_proxies=None if max_proxies is None else int(max_proxies),
-        if_none_selected=str(comb["if_none_selected"]),
-    )
+    """Settings of `cfg` (the proxy_tasks config); a matrix entry may override `top_t`, `n_models` and
+    `robustness`."""
+    return Settings.from_config(cfg).for_matrix(matrix or {})

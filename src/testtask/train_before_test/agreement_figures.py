@@ -35,7 +35,7 @@ _TAU_CACHE: dict[tuple, tuple[object, dict[str, pd.DataFrame]]] = {}
 def tau_matrices(ctx: Context, prep: Prepared, kind: str) -> dict[str, pd.DataFrame]:
     """Benchmark x benchmark tau per regime (`kind`: kendall or significance_ties), computed once per process
     for the same results and settings (Figures 2, 9 and 10 share theirs)."""
-    key = (kind, tuple(prep.benchmarks), repr(dict(ctx.cfg["ties"])))
+    key = (kind, tuple(prep.benchmarks), ctx.settings.ties)
     cached = _TAU_CACHE.get(key)
     if cached is None or cached[0] is not prep.results:  # results re-read (file changed): recompute
         _TAU_CACHE[key] = (prep.results, _compute_tau_matrices(ctx, prep, kind))
@@ -48,8 +48,8 @@ def _compute_tau_matrices(ctx: Context, prep: Prepared, kind: str) -> dict[str, 
         if kind == "kendall":
             out[key], _ = kendall_matrix(prep.downstream(key), prep.benchmarks)
         elif kind == "significance_ties":
-            z = z_value(float(ctx.cfg["ties"]["confidence"]))
-            rule = str(ctx.cfg["ties"]["rule"])
+            z = z_value(ctx.settings.ties.confidence)
+            rule = ctx.settings.ties.rule
             out[key] = tie_aware_matrix(prep.downstream(key), prep.stderr(key), prep.benchmarks, z, rule)
         else:
             raise ValueError(f"unknown agreement kind {kind!r}; known: {list(KINDS)}")
@@ -58,8 +58,8 @@ def _compute_tau_matrices(ctx: Context, prep: Prepared, kind: str) -> dict[str, 
 
 def _ties_settings(ctx: Context, prep: Prepared) -> dict[str, Any]:
     """The tie rule, z, and per benchmark the share of model pairs tied and of missing standard errors."""
-    confidence = float(ctx.cfg["ties"]["confidence"])
-    z, rule = z_value(confidence), str(ctx.cfg["ties"]["rule"])
+    confidence = ctx.settings.ties.confidence
+    z, rule = z_value(confidence), ctx.settings.ties.rule
     shares: dict[str, dict[str, float]] = {}
     missing_se: dict[str, int] = {}
     for key in prep.regimes:
@@ -116,11 +116,11 @@ def _heatmaps(ctx: Context, number: int, kind: str) -> dict:
     numbers, taus = agreement_numbers(ctx, prep, kind, number)
     labels = [prep.layout.label(b) for b in prep.benchmarks]
     cuts = category_boundaries(prep.benchmarks, prep.layout.category_of)
-    vmin, vmax = shared_range(list(taus.values()), float(ctx.cfg["heatmap"]["vmax"]))
+    vmin, vmax = shared_range(list(taus.values()), ctx.settings.heatmap.vmax)
     fig, axes = plt.subplots(1, 2, figsize=(14.5, 6.2))
     fig.subplots_adjust(wspace=0.32)  # room for the right panel's row labels
     for ax, (key, tau) in zip(axes, taus.items(), strict=True):
-        image = heatmap(ax, tau, labels, labels, vmin, vmax, str(ctx.cfg["heatmap"]["cmap"]), separators=cuts)
+        image = heatmap(ax, tau, labels, labels, vmin, vmax, ctx.settings.heatmap.cmap, separators=cuts)
         ax.set_title(f"{prep.regimes[key].label} (mean {numbers[f'mean_kendall_{key}']:.2f})")
     fig.colorbar(
         image,
@@ -138,12 +138,12 @@ def _category_figure(ctx: Context, number: int, kind: str) -> dict:
     taus = tau_matrices(ctx, prep, kind)
     cats = prep.layout.categories
     means = {k: category_means(t, cats) for k, t in taus.items()}
-    vmin, vmax = shared_range([m for m, _ in means.values()], float(ctx.cfg["heatmap"]["vmax"]))
+    vmin, vmax = shared_range([m for m, _ in means.values()], ctx.settings.heatmap.vmax)
     keys = list(cats)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
     for ax, (key, (mean, _)) in zip(axes, means.items(), strict=True):
         image = heatmap(
-            ax, mean, keys, keys, vmin, vmax, str(ctx.cfg["heatmap"]["cmap"]), annotate=True, fontsize=9
+            ax, mean, keys, keys, vmin, vmax, ctx.settings.heatmap.cmap, annotate=True, fontsize=9
         )
         ax.set_title(prep.regimes[key].label)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="mean Kendall's tau")
@@ -189,7 +189,7 @@ def _detail(ctx: Context, number: int, kind: str, regime_index: int) -> dict:
     tau = tau_matrices(ctx, prep, kind)[key]
     labels = [prep.layout.label(b) for b in prep.benchmarks]
     cuts = category_boundaries(prep.benchmarks, prep.layout.category_of)
-    vmin, vmax = shared_range([tau], float(ctx.cfg["heatmap"]["vmax"]))
+    vmin, vmax = shared_range([tau], ctx.settings.heatmap.vmax)
     fig, ax = plt.subplots(figsize=(11, 9.5))
     image = heatmap(
         ax,
@@ -198,7 +198,7 @@ def _detail(ctx: Context, number: int, kind: str, regime_index: int) -> dict:
         labels,
         vmin,
         vmax,
-        str(ctx.cfg["heatmap"]["cmap"]),
+        ctx.settings.heatmap.cmap,
         annotate=True,
         separators=cuts,
         fontsize=8,

@@ -3,27 +3,20 @@ to it (Figure 7)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, pearsonr, spearmanr
 
-COLUMNS = ("name", "params_b", "tokens_b", "flops_1e18")
+from testtask.train_before_test.settings import PretrainingCompute
 
 
-def compute_table(cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """`pretraining_compute.models` of the config as a frame indexed by model id; ValueError naming a bad entry."""
-    rows = {}
-    for model, spec in cfg["pretraining_compute"]["models"].items():
-        missing = [c for c in COLUMNS if c not in spec]
-        if missing:
-            raise ValueError(f"train_before_test.pretraining_compute.models.{model} lacks {missing}")
-        flops = float(spec["flops_1e18"])
-        if not flops > 0:
-            raise ValueError(f"train_before_test.pretraining_compute.models.{model}.flops_1e18 must be > 0")
-        rows[str(model)] = {c: spec[c] for c in COLUMNS}
+def compute_table(compute: PretrainingCompute) -> pd.DataFrame:
+    """The models of `compute` (the settings' transcription of Table 4, checked when read) as a frame indexed by
+    model id: name, params_b, tokens_b, flops_1e18 and log10_flops."""
+    rows = {model: asdict(spec) for model, spec in compute.models.items()}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table["log10_flops"] = np.log10(table["flops_1e18"].astype(float)) + 18.0
     return table

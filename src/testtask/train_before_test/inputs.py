@@ -54,13 +54,6 @@ class Results:
         return set.intersection(*sets) if sets else set()
 
 
-def regimes_from_config(cfg: Mapping[str, Any]) -> dict[str, Regime]:
-    return {
-        key: Regime(key, str(spec["field"]), str(spec["stderr_field"]), str(spec["label"]))
-        for key, spec in cfg["regimes"].items()
-    }
-
-
 def benchmark_metrics() -> dict[str, str]:
     """Benchmark -> the lm-eval metric it is run with (every preset of conf/train_before_test/benchmarks).
 
@@ -159,10 +152,10 @@ _CACHE: dict[tuple[str, float, str], Results] = {}
 
 def results(ctx: Context) -> Results:
     """The results file of `ctx`'s source, read once per process (re-read when the file changes)."""
-    path = ctx.data_root / str(ctx.cfg["results_file"])
+    path = ctx.data_root / ctx.settings.results_file
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist (source={ctx.source})")
-    regimes = regimes_from_config(ctx.cfg)
+    regimes = dict(ctx.settings.regimes)
     key = (
         str(path),
         os.stat(path).st_mtime,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from testtask.context import InputsUnavailable
 from testtask.train_before_test.inputs import Results
+from testtask.train_before_test.settings import Category, Perplexity
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +32,13 @@ class Layout:
         return next(key for key, benches in self.categories.items() if bench in benches)
 
 
-def layout(cfg: Mapping[str, Any]) -> Layout:
-    """The layout of the config; ValueError when a benchmark is listed twice or is also a perplexity corpus."""
-    categories = {str(k): [str(b) for b in v["benchmarks"]] for k, v in cfg["categories"].items()}
-    names = {str(k): str(v.get("name", k)) for k, v in cfg["categories"].items()}
-    corpora = [str(c) for c in cfg["perplexity"]["corpora"]]
+def layout(
+    categories_of: Mapping[str, Category], perplexity: Perplexity, labels: Mapping[str, str]
+) -> Layout:
+    """The layout of the settings; ValueError when a benchmark is listed twice or is also a perplexity corpus."""
+    categories = {k: list(v.benchmarks) for k, v in categories_of.items()}
+    names = {k: v.name for k, v in categories_of.items()}
+    corpora = list(perplexity.corpora)
     flat = [b for benches in categories.values() for b in benches]
     repeated = sorted({b for b in flat if flat.count(b) > 1})
     if repeated:
@@ -50,8 +52,8 @@ def layout(cfg: Mapping[str, Any]) -> Layout:
         categories=categories,
         category_names=names,
         corpora=corpora,
-        corpora_higher_is_better=bool(cfg["perplexity"]["higher_is_better"]),
-        labels={str(k): str(v) for k, v in cfg.get("labels", {}).items()},
+        corpora_higher_is_better=perplexity.higher_is_better,
+        labels=dict(labels),
     )
 
 

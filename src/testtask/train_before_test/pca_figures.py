@@ -49,7 +49,7 @@ def common_matrices(prep: Prepared, prefix: str = "") -> dict[str, pd.DataFrame]
 
 
 def _pca_settings(ctx: Context, prep: Prepared | None = None) -> dict[str, Any]:
-    standardize = bool(ctx.cfg["pca"]["standardize"])
+    standardize = ctx.settings.pca.standardize
     settings = {
         "standardize": standardize,
         "preprocessing": "each benchmark z-scored across models" if standardize else "each benchmark centred",
@@ -63,8 +63,8 @@ def _pca_settings(ctx: Context, prep: Prepared | None = None) -> dict[str, Any]:
 def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict:
     prep = prepare(ctx)
     matrices = common_matrices(prep, prefix)
-    standardize = bool(ctx.cfg["pca"]["standardize"])
-    shown = int(ctx.cfg["pca"]["n_components"])
+    standardize = ctx.settings.pca.standardize
+    shown = ctx.settings.pca.n_components
     ratios = {key: explained_variance(m, standardize) for key, m in matrices.items()}
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     width = 0.8 / len(ratios)
@@ -98,7 +98,7 @@ def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict
 
 def pc1_by_regime(ctx: Context, prep: Prepared) -> dict[str, tuple[pd.Series, pd.Series, float]]:
     """PC1 scores, loadings and share per regime (all common models)."""
-    standardize = bool(ctx.cfg["pca"]["standardize"])
+    standardize = ctx.settings.pca.standardize
     return {key: pc1(m, standardize) for key, m in common_matrices(prep).items()}
 
 
@@ -109,14 +109,14 @@ def figure_6(ctx: Context) -> dict:
 
 def figure_8(ctx: Context) -> dict:
     """Explained-variance ratios for one model family (the case study: Qwen)."""
-    case = ctx.cfg["pca"]["case_study"]
-    return _variance_figure(ctx, 8, str(case["model_prefix"]), f"{case['name']} models")
+    case = ctx.settings.pca.case_study
+    return _variance_figure(ctx, 8, case.model_prefix, f"{case.name} models")
 
 
 def figure_7(ctx: Context) -> dict:
     """PC1 score against pretraining compute (models of Table 4), per regime."""
     prep = prepare(ctx)
-    table = compute_table(ctx.cfg)
+    table = compute_table(ctx.settings.pretraining_compute)
     components = pc1_by_regime(ctx, prep)
     fig, axes = plt.subplots(1, len(components), figsize=(9.5, 3.6), sharey=False)
     panels = {}
@@ -149,7 +149,7 @@ def figure_7(ctx: Context) -> dict:
     numbers = {
         **base_numbers(ctx, prep, "figure", 7),
         **_pca_settings(ctx, prep),
-        "compute_source": str(ctx.cfg["pretraining_compute"]["source"]),
+        "compute_source": ctx.settings.pretraining_compute.source,
         "pc1_sign": "oriented so that the PC1 loadings sum to a positive number (higher = better overall)",
         "correlation": "PC1 score vs log10 pretraining FLOPs (Pearson), and rank correlations",
         "panels": panels,

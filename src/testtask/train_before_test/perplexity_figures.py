@@ -27,7 +27,7 @@ MODEL_POLICY = (
 def _frames(ctx: Context, prep: Prepared, regime: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(corpora oriented higher = better, downstream scores), without the excluded models."""
     corpora = present_corpora(prep.results, prep.layout)
-    exclude = list(ctx.cfg["perplexity"]["exclude_model_prefixes"])
+    exclude = list(ctx.settings.perplexity.exclude_model_prefixes)
     ppl = oriented(prep.results.scores[regime][corpora], prep.layout.corpora_higher_is_better)
     ppl = keep_models(ppl.dropna(how="all"), exclude)
     down = keep_models(prep.downstream(regime), exclude)
@@ -38,7 +38,7 @@ def models_without_perplexity(ctx: Context, prep: Prepared) -> dict[str, Any]:
     """Models of the file with no value on any present corpus (left out of every perplexity tau), per regime,
     logged; on the release these are the Gemma models, which `exclude_model_prefixes` drops anyway."""
     corpora = present_corpora(prep.results, prep.layout)
-    exclude = list(ctx.cfg["perplexity"]["exclude_model_prefixes"])
+    exclude = list(ctx.settings.perplexity.exclude_model_prefixes)
     out: dict[str, Any] = {}
     for key in prep.regimes:
         frame = prep.results.scores[key][corpora]
@@ -63,7 +63,7 @@ def _settings(ctx: Context, prep: Prepared, ppl: pd.DataFrame) -> dict[str, Any]
         "corpus_metric": "bits per byte, "
         + ("higher" if prep.layout.corpora_higher_is_better else "lower")
         + " is better (oriented before tau)",
-        "excluded_model_prefixes": list(ctx.cfg["perplexity"]["exclude_model_prefixes"]),
+        "excluded_model_prefixes": list(ctx.settings.perplexity.exclude_model_prefixes),
         "models_without_perplexity": models_without_perplexity(ctx, prep),
         "model_policy": MODEL_POLICY,
         "benchmarks": prep.benchmarks,
@@ -94,12 +94,12 @@ def figure_4(ctx: Context) -> dict:
         result = agreement(ppl, down)
         panels[key] = _summary(result)
         matrices[key] = pd.concat([result["tau_between_corpora"], result["tau_with_downstream"]], axis=1)
-    vmin, vmax = shared_range(list(matrices.values()), float(ctx.cfg["heatmap"]["vmax"]))
+    vmin, vmax = shared_range(list(matrices.values()), ctx.settings.heatmap.vmax)
     fig, axes = plt.subplots(2, 1, figsize=(12, 5.4))
     for ax, (key, matrix) in zip(axes, matrices.items(), strict=True):
         rows = [prep.layout.label(c) for c in matrix.index]
         cols = [prep.layout.label(c) for c in matrix.columns]
-        cmap = str(ctx.cfg["heatmap"]["cmap"])
+        cmap = ctx.settings.heatmap.cmap
         image = heatmap(ax, matrix, rows, cols, vmin, vmax, cmap, annotate=True, separators=[len(rows)])
         ax.tick_params(labelbottom=ax is axes[-1])  # both panels share their columns
         p = panels[key]
@@ -126,7 +126,7 @@ def figure_5(ctx: Context) -> dict:
     before, after = list(prep.regimes)
     frames = {key: _frames(ctx, prep, key) for key in prep.regimes}
     ppl, down = frames[before][0], frames[after][1]
-    groups = split_by_tuning(list(ppl.index), list(ctx.cfg["instruction_tuned_suffixes"]))
+    groups = split_by_tuning(list(ppl.index), list(ctx.settings.instruction_tuned_suffixes))
     panels, matrices = {}, {}
     for group, models in groups.items():
         if len(models) < 3:
@@ -139,12 +139,12 @@ def figure_5(ctx: Context) -> dict:
             for key, (p, d) in frames.items()
         }
         matrices[group] = result["tau_with_downstream"]
-    vmin, vmax = shared_range(list(matrices.values()), float(ctx.cfg["heatmap"]["vmax"]))
+    vmin, vmax = shared_range(list(matrices.values()), ctx.settings.heatmap.vmax)
     fig, axes = plt.subplots(2, 1, figsize=(11, 4.6))
     for ax, (group, matrix) in zip(axes, matrices.items(), strict=True):
         rows = [prep.layout.label(c) for c in matrix.index]
         cols = [prep.layout.label(c) for c in matrix.columns]
-        image = heatmap(ax, matrix, rows, cols, vmin, vmax, str(ctx.cfg["heatmap"]["cmap"]), annotate=True)
+        image = heatmap(ax, matrix, rows, cols, vmin, vmax, ctx.settings.heatmap.cmap, annotate=True)
         ax.tick_params(labelbottom=ax is axes[-1])  # both panels share their columns
         name = group.replace("_", "-")
         ax.set_title(
@@ -157,7 +157,7 @@ def figure_5(ctx: Context) -> dict:
         **_settings(ctx, prep, ppl),
         "perplexity_regime": before,
         "downstream_regime": after,
-        "instruction_tuned_suffixes": list(ctx.cfg["instruction_tuned_suffixes"]),
+        "instruction_tuned_suffixes": list(ctx.settings.instruction_tuned_suffixes),
         "panels": panels,
         "colour_scale": [vmin, vmax],
     }

@@ -33,7 +33,8 @@ class Prepared:
 
 def prepare(ctx: Context) -> Prepared:
     res = results(ctx)
-    lay = layout(ctx.cfg)
+    settings = ctx.settings
+    lay = layout(settings.categories, settings.perplexity, settings.labels)
     if len(res.regimes) != 2:
         raise ValueError(f"train_before_test.regimes must name two regimes, got {list(res.regimes)}")
     benchmarks, missing = present_downstream(res, lay)

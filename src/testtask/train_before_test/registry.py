@@ -1,4 +1,4 @@
-"""Figures and tables of `train-before-test`, by number."""
+"""Figures and tables of `train-before-test`, by number; its typed settings and its actions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
 from testtask.train_before_test import tables
 from testtask.train_before_test.actions import ACTIONS
+from testtask.train_before_test.settings import Settings
 
 Builder = Callable[[Context], dict]
 
@@ -40,6 +41,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    settings=Settings.from_config,
     actions=ACTIONS,
     runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
 )

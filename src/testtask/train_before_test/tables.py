@@ -44,7 +44,7 @@ def table_4(ctx: Context) -> dict:
     """Pretraining compute of the models with public token counts (the config's transcription of Table 4), with
     the PC1 score of each under both regimes."""
     prep = prepare(ctx)
-    table = compute_table(ctx.cfg)
+    table = compute_table(ctx.settings.pretraining_compute)
     components = pc1_by_regime(ctx, prep)
     frame = table.reset_index(names="model")
     for key, (scores, _, _) in components.items():
@@ -52,7 +52,7 @@ def table_4(ctx: Context) -> dict:
     save_table(frame, ctx.out_dir, "table-4", floatfmt=".3f")
     numbers = {
         **base_numbers(ctx, prep, "table", 4),
-        "compute_source": str(ctx.cfg["pretraining_compute"]["source"]),
+        "compute_source": ctx.settings.pretraining_compute.source,
         "flops": "6 N D, in units of 1e18 (as printed in the paper)",
         "models_without_scores": sorted(set(table.index) - set(next(iter(components.values()))[0].index)),
         "rows": frame.to_dict(orient="records"),

@@ -1,8 +1,54 @@
-"""This paper's actions beyond figures and tables: `testtask action=<name> paper=<key>` (fn(context, config))."""
+"""This paper's actions beyond figures and tables: `testtask action=<name> paper=<key>` (fn(context, config)).
+
+- `plan`: the paper sweep's jobs, their resources, batch arithmetic and GPU-hours (plan.py), per
+  `training_on_the_test_task.plan`: `testtask action=plan paper=training-on-the-test-task`
+  (`make plan-training-on-the-test-task`).
+- `mini-data`: the offline data of the CPU mini-replication (mini_data.py) written to
+  `training_on_the_test_task.mini_data.out`: `testtask action=mini-data paper=training-on-the-test-task`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-ACTIONS: dict[str, Callable[[Any, Any], Any]] = {}
+from testtask.context import Context
+from testtask.paths import resolve
+
+
+def plan(ctx: Context, cfg: Any) -> str:
+    """Print and return the plan of the sweeps of `training_on_the_test_task.plan`."""
+    from testtask.training_on_the_test_task import (
+        plan as planner,
+    )  # the runner's config and finetune: when run
+
+    jobs, settings = planner.plan(ctx.cfg.plan)
+    text = planner.report(jobs, settings)
+    print(text)
+    return text
+
+
+def mini_data(ctx: Context, cfg: Any) -> dict[str, Path]:
+    """Prepare the mini-replication's data per `training_on_the_test_task.mini_data`, print the counts and return
+    benchmark -> evaluation folder (the training file under `train`)."""
+    from testtask.training_on_the_test_task import mini_data as md  # datasets: imported when run
+
+    settings = ctx.cfg.mini_data
+    out = resolve(str(settings.out))
+    max_docs = settings.get("max_train_docs")
+    local, train = md.prepare(
+        resolve(str(settings.assets)),
+        out,
+        docs_per_task=int(settings.docs_per_task),
+        fewshot_docs=int(settings.fewshot_docs),
+        subjects=[str(s) for s in settings.subjects],
+        sources=[str(s) for s in settings.sources],
+        max_train_docs=None if max_docs is None else int(max_docs),
+        seed=int(settings.seed),
+    )
+    print(md.report(out, local))
+    return {**local, "train": train}
+
+
+ACTIONS: dict[str, Callable[[Any, Any], Any]] = {"plan": plan, "mini-data": mini_data}

@@ -19,7 +19,6 @@ from testtask.lm import release
 from testtask.lm.scores import (
     BenchmarkSpec,
     Gap,
-    benchmark_spec,
     check_gaps,
     excluded_records,
     lookup,
@@ -28,10 +27,16 @@ from testtask.lm.scores import (
 from testtask.outputs import save_figure
 from testtask.training_on_the_test_task.model_table import model_table
 from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
+from testtask.training_on_the_test_task.settings import Settings
 
 
-def _kinds(ctx: Context) -> tuple[str, ...]:
-    return tuple(ctx.cfg["model_kinds"])
+def _settings(ctx: Context) -> Settings:
+    return ctx.settings
+
+
+def results(ctx: Context) -> pd.DataFrame:
+    """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent)."""
+    return release.results(ctx.data_root, _settings(ctx).release, ctx.source)
 
 
 def cohort_table(
@@ -42,20 +47,21 @@ def cohort_table(
     kinds: Sequence[str] | None = None,
 ) -> tuple[BenchmarkSpec, pd.DataFrame]:
     """Per-model scores of one benchmark before and after the adjustment, cohort in `group`."""
-    spec = benchmark_spec(ctx.cfg, key)
-    results = release.results(ctx)
-    if not (results["benchmark"] == spec.file).any():
+    settings = _settings(ctx)
+    spec = settings.benchmark(key)
+    scores = results(ctx)
+    if not (scores["benchmark"] == spec.file).any():
         raise InputsUnavailable(f"no {spec.file} results under {ctx.data_root}")
     table = model_table(
-        results,
-        release.registry(ctx),
+        scores,
+        settings.release.registry,
         spec,
-        cutoff=cutoff or str(ctx.cfg["cutoff"]),
-        stage=str(ctx.cfg["adjustment"]["stage"]),
-        use_max=bool(ctx.cfg["adjustment"]["use_max"]),
-        kinds=tuple(kinds or _kinds(ctx)),
+        cutoff=cutoff or settings.cutoff,
+        stage=settings.adjustment.stage,
+        use_max=settings.adjustment.use_max,
+        kinds=tuple(kinds or settings.model_kinds),
         group_by=group_by,
-        absent=release.absent(ctx),
+        absent=settings.release.absent,
     )
     return spec, table
 
@@ -74,8 +80,8 @@ def _save(
         "paper": ctx.paper,
         "figure": number,
         "source": ctx.source,
-        "cutoff": str(ctx.cfg["cutoff"]),
-        "cov_type": str(ctx.cfg["regression"]["cov_type"]),
+        "cutoff": _settings(ctx).cutoff,
+        "cov_type": _settings(ctx).regression.cov_type,
         "r2_reported": "uncentred R² of the no-intercept fit of A − r (as statsmodels reports it)",
         **extra,
         "excluded_models": _excluded(records, gaps),
@@ -86,14 +92,7 @@ def _save(
 
 
 def _grid(ctx: Context, panels: list[Panel], ncols: int) -> tuple[Any, list[dict]]:
-    reg = ctx.cfg["regression"]
-    return draw_grid(
-        panels,
-        ncols,
-        cov_type=str(reg["cov_type"]),
-        alpha_level=float(reg["alpha_level"]),
-        c_e_search=str(reg.get("c_e_search", "profile")),
-    )
+    return draw_grid(panels, ncols, _settings(ctx).regression)
 
 
 def before_after_figure(
@@ -106,7 +105,7 @@ def before_after_figure(
     kinds: Sequence[str] | None = None,
 ) -> dict:
     """Row 1: benchmarks before adjustment; row 2: after fine-tuning on the test task (Figures 1, 11-13, 15, 16, 20)."""
-    cutoff = cutoff or str(ctx.cfg["cutoff"])
+    cutoff = cutoff or _settings(ctx).cutoff
     labels = labels or cohort_labels(cutoff)
     tables = [cohort_table(ctx, key, cutoff, group_by, kinds) for key in keys]
     panels = [
@@ -119,55 +118,52 @@ def before_after_figure(
 
 
 def figure_1(ctx: Context) -> dict:
-    return before_after_figure(ctx, 1, ctx.cfg["figure_1"]["benchmarks"])
+    return before_after_figure(ctx, 1, _settings(ctx).figure_1.benchmarks)
 
 
 def figure_11(ctx: Context) -> dict:
-    return before_after_figure(
-        ctx, 11, ctx.cfg["figure_1"]["benchmarks"], cutoff=ctx.cfg["robustness_cutoffs"][0]
-    )
+    settings = _settings(ctx)
+    return before_after_figure(ctx, 11, settings.figure_1.benchmarks, cutoff=settings.robustness_cutoffs[0])
 
 
 def figure_12(ctx: Context) -> dict:
-    return before_after_figure(
-        ctx, 12, ctx.cfg["figure_1"]["benchmarks"], cutoff=ctx.cfg["robustness_cutoffs"][1]
-    )
+    settings = _settings(ctx)
+    return before_after_figure(ctx, 12, settings.figure_1.benchmarks, cutoff=settings.robustness_cutoffs[1])
 
 
 def figure_13(ctx: Context) -> dict:
     labels = ("Trained primarily on EN data", "Trained on EN+CN data")
-    return before_after_figure(ctx, 13, ctx.cfg["figure_13"]["benchmarks"], group_by="en_cn", labels=labels)
+    return before_after_figure(ctx, 13, _settings(ctx).figure_13.benchmarks, group_by="en_cn", labels=labels)
 
 
 def figure_15(ctx: Context) -> dict:
-    return before_after_figure(ctx, 15, ctx.cfg["figure_15"]["benchmarks"])
+    return before_after_figure(ctx, 15, _settings(ctx).figure_15.benchmarks)
 
 
 def figure_16(ctx: Context) -> dict:
-    return before_after_figure(ctx, 16, ctx.cfg["figure_16"]["benchmarks"])
+    return before_after_figure(ctx, 16, _settings(ctx).figure_16.benchmarks)
 
 
 def figure_20(ctx: Context) -> dict:
-    cfg = ctx.cfg["figure_20"]
-    kinds = tuple(cfg["kinds"])
-    results = release.results(ctx)
-    reg = release.registry(ctx)
-    present = {name for name in results["model"].unique() if reg.get(name).kind in kinds}
+    cfg = _settings(ctx).figure_20
+    kinds = cfg.kinds
+    reg = _settings(ctx).release.registry
+    present = {name for name in results(ctx)["model"].unique() if reg.get(name).kind in kinds}
     if not present:
         raise InputsUnavailable(
             "no instruct/chat model results in this source: the authors' release holds base models only, "
             "so Figure 20 (Appendix G) cannot be drawn from it; run the evaluation runners on the "
             "instruct models of the registry to produce it"
         )
-    return before_after_figure(ctx, 20, cfg["benchmarks"], kinds=kinds)
+    return before_after_figure(ctx, 20, cfg.benchmarks, kinds=kinds)
 
 
 def figure_4(ctx: Context) -> dict:
     """ARC and HellaSwag: cloze (standard), MMLU-style, MMLU-style after fine-tuning on MMLU auxiliary data."""
-    cfg = ctx.cfg["figure_4"]
-    labels = cohort_labels(str(ctx.cfg["cutoff"]))
+    cfg = _settings(ctx).figure_4
+    labels = cohort_labels(_settings(ctx).cutoff)
     panels = []
-    for cloze_key, mc_key in zip(cfg["unadjusted"], cfg["reformulated"], strict=True):
+    for cloze_key, mc_key in zip(cfg.unadjusted, cfg.reformulated, strict=True):
         spec_c, table_c = cohort_table(ctx, cloze_key)
         spec_m, table_m = cohort_table(ctx, mc_key)
         panels += [
@@ -180,7 +176,7 @@ def figure_4(ctx: Context) -> dict:
 
 
 def single_row_figure(ctx: Context, number: int, keys: Sequence[str], ncols: int) -> dict:
-    labels = cohort_labels(str(ctx.cfg["cutoff"]))
+    labels = cohort_labels(_settings(ctx).cutoff)
     panels = []
     for key in keys:
         spec, table = cohort_table(ctx, key)
@@ -191,12 +187,12 @@ def single_row_figure(ctx: Context, number: int, keys: Sequence[str], ncols: int
 
 def figure_5(ctx: Context) -> dict:
     """MMLU with multiple-choice prompts, with cloze prompts, and scored by Brier score."""
-    return single_row_figure(ctx, 5, ctx.cfg["figure_5"]["benchmarks"], ncols=3)
+    return single_row_figure(ctx, 5, _settings(ctx).figure_5.benchmarks, ncols=3)
 
 
 def figure_18(ctx: Context) -> dict:
     """ARC and HellaSwag: cloze, MMLU-style, MMLU-style by Brier score (rows: ARC, HellaSwag)."""
-    return single_row_figure(ctx, 18, ctx.cfg["figure_18"]["benchmarks"], ncols=3)
+    return single_row_figure(ctx, 18, _settings(ctx).figure_18.benchmarks, ncols=3)
 
 
 def split_control_treatment(
@@ -228,17 +224,15 @@ def _stage_max(
 
 def figure_3(ctx: Context) -> dict:
     """Control (older models) vs treatment (older models fine-tuned one epoch), before and after adjustment."""
-    cfg = ctx.cfg["figure_3"]
-    results = release.results(ctx)
-    reg = release.registry(ctx)
-    cutoff = str(ctx.cfg["cutoff"])
-    labels = tuple(cfg["labels"])
-    if len(labels) != 2:
-        raise ValueError(f"training_on_the_test_task.figure_3.labels needs 2 labels, got {list(labels)}")
-    stages = {
-        s for arm in ("control", "treatment") for col in ("unadjusted", "adjusted") for s in cfg[arm][col]
-    }
-    missing = sorted(s for s in stages if not (results["adjustment"] == s).any())
+    settings = _settings(ctx)
+    cfg = settings.figure_3
+    scores = results(ctx)
+    reg = settings.release.registry
+    cutoff = settings.cutoff
+    labels = cfg.labels
+    arm_names, columns = ("control", "treatment"), ("unadjusted", "adjusted")
+    stages = {s for arm in arm_names for col in columns for s in cfg.arm(arm).of(col)}
+    missing = sorted(s for s in stages if not (scores["adjustment"] == s).any())
     if missing:
         raise InputsUnavailable(f"fine-tuning stages {missing} not in this source")
     panels_by_col: dict[str, list[Panel]] = {"unadjusted": [], "adjusted": []}
@@ -246,23 +240,25 @@ def figure_3(ctx: Context) -> dict:
     # Only older models with every stage of both arms, for every benchmark, can be assigned either way; one
     # split serves all benchmarks. An older model lacking a stage is left out of every panel (named, and
     # allowed only where config lists the result as absent).
-    older = [n for n in reg.names() if reg.get(n).kind in _kinds(ctx) and not reg.get(n).is_newer(cutoff)]
-    absent = release.absent(ctx)
+    older = [
+        n for n in reg.names() if reg.get(n).kind in settings.model_kinds and not reg.get(n).is_newer(cutoff)
+    ]
+    absent = settings.release.absent
     lacking: dict[tuple, Gap] = {}
-    for key in cfg["benchmarks"]:
-        spec = benchmark_spec(ctx.cfg, key)
-        for arm in ("control", "treatment"):
-            for col in ("unadjusted", "adjusted"):
-                arms[key, arm, col], found = _stage_max(results, spec, cfg[arm][col], older, absent)
+    for key in cfg.benchmarks:
+        spec = settings.benchmark(key)
+        for arm in arm_names:
+            for col in columns:
+                arms[key, arm, col], found = _stage_max(scores, spec, cfg.arm(arm).of(col), older, absent)
                 lacking.update({(g.model, g.benchmark, g.stage): g for g in found})
     gaps = check_gaps(lacking.values(), "figure 3 (pool of older models)")
     names = sorted(set(older) - {g.model for g in gaps})
     table = pd.DataFrame({"model": names, "compute": [reg.get(n).compute for n in names]})
-    control, treatment = split_control_treatment(table, float(cfg["min_compute"]), int(cfg["seed"]))
+    control, treatment = split_control_treatment(table, cfg.min_compute, cfg.seed)
     splits = {"control": sorted(control), "treatment": sorted(treatment)}
-    for key in cfg["benchmarks"]:
-        spec = benchmark_spec(ctx.cfg, key)
-        for col in ("unadjusted", "adjusted"):
+    for key in cfg.benchmarks:
+        spec = settings.benchmark(key)
+        for col in columns:
             rows = []
             for group, names in ((0, control), (1, treatment)):
                 arm = "control" if group == 0 else "treatment"
@@ -283,16 +279,13 @@ def figure_3(ctx: Context) -> dict:
                 Panel(spec, pd.DataFrame(rows), "score", title, labels, col == "adjusted")
             )
     panels = panels_by_col["unadjusted"] + panels_by_col["adjusted"]
-    fig, records = _grid(ctx, panels, ncols=len(cfg["benchmarks"]))
+    fig, records = _grid(ctx, panels, ncols=len(cfg.benchmarks))
     rule = (
         f"older (train date < {cutoff}) models with every stage for every benchmark (the others: excluded_models); "
-        f"compute >= {float(cfg['min_compute']):.3g} "
-        f"shuffled by random.Random({int(cfg['seed'])}) after sorting, first half control, second half treatment"
+        f"compute >= {cfg.min_compute:.3g} "
+        f"shuffled by random.Random({cfg.seed}) after sorting, first half control, second half treatment"
     )
-    stage_choice = {
-        arm: {col: list(cfg[arm][col]) for col in ("unadjusted", "adjusted")}
-        for arm in ("control", "treatment")
-    }
+    stage_choice = {arm: {col: list(cfg.arm(arm).of(col)) for col in columns} for arm in arm_names}
     return _save(ctx, 3, fig, records, gaps, split_rule=rule, splits=splits, stages=stage_choice)
 
 
@@ -301,32 +294,33 @@ def older_finetuned_scores(
 ) -> tuple[np.ndarray, list[Gap | None]]:
     """Per row of a cohort table: older models at fine-tuning checkpoint `step`, newer models as they are
     (Figure 14, Table 5), and the Gap of each row without a score (None where it has one)."""
-    results = release.results(ctx)
-    if select(results, spec, "intermediate", step=step).empty:
+    scores = results(ctx)
+    if select(scores, spec, "intermediate", step=step).empty:
         raise InputsUnavailable(f"no step_{step} checkpoints of {spec.finetune} in this source")
     older = list(table.loc[table["newer"] == 0, "model"])
-    tuned, missing = lookup(results, spec, "intermediate", older, release.absent(ctx), step=step)
+    tuned, missing = lookup(scores, spec, "intermediate", older, _settings(ctx).release.absent, step=step)
     newer = table["newer"].to_numpy() == 1
-    scores = np.where(newer, table["before"], table["model"].map(tuned))
+    values = np.where(newer, table["before"], table["model"].map(tuned))
     gaps = [
         before if is_newer else missing.get(name)
         for name, is_newer, before in zip(table["model"], newer, table["gap_before"], strict=True)
     ]
-    return scores.astype(float), gaps
+    return values.astype(float), gaps
 
 
 def figure_14(ctx: Context) -> dict:
     """Older models after `step` fine-tuning steps (64,000 examples) against newer models as they are."""
-    cfg = ctx.cfg["figure_14"]
-    step = int(cfg["step"])
-    batch = int(ctx.cfg["emergence"]["batch_size"])
-    cutoff = str(ctx.cfg["cutoff"])
+    settings = _settings(ctx)
+    cfg = settings.figure_14
+    step = cfg.step
+    batch = settings.emergence.batch_size
+    cutoff = settings.cutoff
     labels = (
         f"Trained before {cutoff_words(cutoff)}, fine-tuned ({step * batch:,} examples)",
         cohort_labels(cutoff)[1],
     )
     panels = []
-    for key in cfg["benchmarks"]:
+    for key in cfg.benchmarks:
         spec, table = cohort_table(ctx, key)
         scores, gaps = older_finetuned_scores(ctx, spec, table, step)
         table = table.assign(score=scores, gap_score=gaps)
@@ -340,17 +334,17 @@ def figure_14(ctx: Context) -> dict:
 def figure_9(ctx: Context) -> dict:
     """Learning-rate sweep (Appendix B.3): adjusted scores with the original learning rates (left) and with
     newer models at the best learning rate of the sweep (right). Read from `<evaluations>/lr_sweep/<lr>/...`."""
-    cfg = ctx.cfg["figure_9"]
-    results = release.results(ctx)
-    if not (results["adjustment"] == "lr_sweep").any():
-        root = ctx.data_root / str(ctx.cfg["evaluations_dir"]) / "lr_sweep"
+    settings = _settings(ctx)
+    scores = results(ctx)
+    if not (scores["adjustment"] == "lr_sweep").any():
+        root = ctx.data_root / settings.release.evaluations_dir / "lr_sweep"
         raise InputsUnavailable(
             f"no learning-rate sweep results ({root}): the sweep of Appendix B.3 is not in the authors' release; "
             "Figure 9 is drawn from sweep results in this layout (lr_sweep/<lr>/<finetune>/<model>-<bench>.json)"
         )
-    key = str(cfg["benchmark"])
+    key = settings.figure_9.benchmark
     spec, table = cohort_table(ctx, key)
-    best = select(results, spec, "lr_sweep")
+    best = select(scores, spec, "lr_sweep")
     swept = table["model"].map(best)
     table = table.assign(
         swept=np.where(
@@ -360,8 +354,8 @@ def figure_9(ctx: Context) -> dict:
         ),
         gap_swept=table["gap_adjusted"],
     )
-    labels = cohort_labels(str(ctx.cfg["cutoff"]))
-    rates = sorted(results.loc[results["adjustment"] == "lr_sweep", "learning_rate"].dropna().unique())
+    labels = cohort_labels(settings.cutoff)
+    rates = sorted(scores.loc[scores["adjustment"] == "lr_sweep", "learning_rate"].dropna().unique())
     panels = [
         Panel(spec, table, "adjusted", f"{spec.label}, original learning rates", labels, True),
         Panel(

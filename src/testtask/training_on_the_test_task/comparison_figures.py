@@ -19,18 +19,23 @@ from testtask.training_on_the_test_task.pareto import (
     staircase,
 )
 from testtask.training_on_the_test_task.ranking import rank_shifts, shift_summary
+from testtask.training_on_the_test_task.settings import Settings
 
 FAMILY_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 
 
 def _base_numbers(ctx: Context, number: int) -> dict[str, Any]:
-    return {"paper": ctx.paper, "figure": number, "source": ctx.source, "cutoff": str(ctx.cfg["cutoff"])}
+    return {"paper": ctx.paper, "figure": number, "source": ctx.source, "cutoff": _settings(ctx).cutoff}
+
+
+def _settings(ctx: Context) -> Settings:
+    return ctx.settings
 
 
 def figure_2(ctx: Context) -> dict:
     """Gain from fine-tuning on task data (adjusted − before) against compute, by cohort."""
-    keys = ctx.cfg["figure_2"]["benchmarks"]
-    labels = cohort_labels(str(ctx.cfg["cutoff"]))
+    keys = _settings(ctx).figure_2.benchmarks
+    labels = cohort_labels(_settings(ctx).cutoff)
     fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.4), squeeze=False)
     panels, excluded = [], []
     for ax, key in zip(axes.flat, keys, strict=True):
@@ -80,9 +85,9 @@ def figure_2(ctx: Context) -> dict:
 
 def figure_6(ctx: Context) -> dict:
     """Three model families before and after adjustment."""
-    cfg = ctx.cfg["figure_6"]
-    families = dict(cfg["families"])
-    keys = cfg["benchmarks"]
+    cfg = _settings(ctx).figure_6
+    families = cfg.families
+    keys = cfg.benchmarks
     fig, axes = plt.subplots(2, len(keys), figsize=(4.4 * len(keys), 6.6), squeeze=False)
     panels: list[dict[str, Any]] = []
     excluded: list[Gap] = []
@@ -125,8 +130,8 @@ def figure_6(ctx: Context) -> dict:
 
 def figure_7(ctx: Context) -> dict:
     """Pareto frontiers (older models; all models) and the area of improvement, before and after adjustment."""
-    keys = ctx.cfg["figure_7"]["benchmarks"]
-    labels = cohort_labels(str(ctx.cfg["cutoff"]))
+    keys = _settings(ctx).figure_7.benchmarks
+    labels = cohort_labels(_settings(ctx).cutoff)
     fig, axes = plt.subplots(2, len(keys), figsize=(4.4 * len(keys), 6.6), squeeze=False)
     panels, comparisons, excluded = [], {}, []
     for col, key in enumerate(keys):
@@ -209,7 +214,7 @@ def figure_7(ctx: Context) -> dict:
 
 def figure_17(ctx: Context) -> dict:
     """MMLU ranks before and after adjustment, one line per model."""
-    key = ctx.cfg["figure_17"]["benchmark"]
+    key = _settings(ctx).figure_17.benchmark
     spec, table = cohort_table(ctx, key)
     data, gaps = usable(table, "adjusted", f"figure 17 ({key})")
     # `adjusted` already applies the configured use_max choice

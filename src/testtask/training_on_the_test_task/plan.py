@@ -1,11 +1,16 @@
-"""`make plan-training-on-the-test-task`: the paper sweep's jobs before any GPU hour is spent on them.
+"""`testtask action=plan paper=training-on-the-test-task` (`make plan-training-on-the-test-task`): the paper
+sweep's jobs before any GPU hour is spent on them.
 
 One line per (model, stage[, finetune data]) of the sweeps in `plan.experiments` (the paper sweep split by App.
 B.2's size classes, conf/experiment/training_on_the_test_task/paper*.yaml), each composed exactly as the runner
 composes it: parameters, the GPUs and nodes its SLURM launcher asks for, precision, per-device batch x gradient
 accumulation x ranks = effective batch (the accumulation from finetune's own `gradient_accumulation`), peak
-learning rate, remote code, and an estimate of its GPU-hours. Hydra overrides work as on the runner
-(`make plan-training-on-the-test-task ARGS='recipe.per_device_batch_size=8 plan.train_tflops=400'`).
+learning rate, remote code, and an estimate of its GPU-hours. The plan's settings are
+`training_on_the_test_task.plan` (conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are Hydra
+overrides of the runner's config, each quoted as it holds `=`:
+
+    testtask action=plan paper=training-on-the-test-task training_on_the_test_task.plan.train_tflops=400
+        "training_on_the_test_task.plan.runner_overrides=['recipe.per_device_batch_size=8']"   (one command)
 
 The estimate is arithmetic, not a measurement: training FLOPs = 6 x N x tokens, with tokens = optimizer steps x 64
 x tokens per example (`recipe.max_length` when every example is padded to it, as the authors' collator does, else
@@ -18,8 +23,7 @@ Activation checkpointing (>= 10B) adds about a third to the training FLOPs and i
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,11 +77,21 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     """The runner's config with `overrides`, hydra node included (launcher, sweeper params)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.initialize import get_gh_backup, restore_gh_from_backup
 
     from testtask.paths import conf_dir
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        cfg = hydra_compose(ENTRY, overrides=list(overrides), return_hydra_config=True)
+    # Inside the `testtask` command Hydra is initialised already (for conf/config.yaml): set it aside, compose the
+    # runner's config as the runner would, and put it back.
+    running = get_gh_backup()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+            cfg = hydra_compose(ENTRY, overrides=list(overrides), return_hydra_config=True)
+    finally:
+        if running is not None:
+            restore_gh_from_backup(running)
     OmegaConf.set_struct(cfg, False)
     return cfg
 
@@ -101,10 +115,17 @@ def _precision(recipe: dict[str, Any], parameters: float) -> str:
     return "bf16" if ft.uses_bf16(recipe, "cuda", parameters) else "fp32"
 
 
-def _tokens_per_example(cfg: DictConfig, recipe: dict[str, Any], finetune: str) -> float:
-    table = cfg.plan.get("tokens_per_example")
+def default_settings() -> DictConfig:
+    """The plan settings of conf/training_on_the_test_task/analysis.yaml (`training_on_the_test_task.plan`)."""
+    from testtask.paths import conf_dir
+
+    return OmegaConf.load(conf_dir() / "training_on_the_test_task" / "analysis.yaml").plan
+
+
+def _tokens_per_example(settings: DictConfig, recipe: dict[str, Any], finetune: str) -> float:
+    table = settings.get("tokens_per_example")
     if table is not None:
-        return float(table[finetune] if isinstance(table, DictConfig) else table)
+        return float(table[finetune] if isinstance(table, Mapping) else table)
     if recipe.get("pad_to_max_length", True):
         return float(recipe["max_length"])
     raise ValueError(
@@ -112,16 +133,19 @@ def _tokens_per_example(cfg: DictConfig, recipe: dict[str, Any], finetune: str) 
     )
 
 
-def _eval_tokens(cfg: DictConfig, benchmarks: Sequence[str]) -> float:
-    table = {str(k): float(v) for k, v in (cfg.plan.get("eval_tokens") or {}).items()}
+def _eval_tokens(settings: DictConfig, benchmarks: Sequence[str]) -> float:
+    table = {str(k): float(v) for k, v in (settings.get("eval_tokens") or {}).items()}
     missing = [b for b in benchmarks if b not in table]
     if missing:
         raise ValueError(f"plan.eval_tokens has no estimate for benchmark(s) {missing}")
     return sum(table[b] for b in benchmarks)
 
 
-def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str | None) -> Job:
-    """The plan line of one job, computed with the runner's and finetune's own functions."""
+def job(
+    cfg: DictConfig, settings: DictConfig, experiment: str, model: str, stage: str, finetune: str | None
+) -> Job:
+    """The plan line of one job (runner config `cfg`, plan `settings`), computed with the runner's and finetune's
+    own functions."""
     from testtask.lm import finetune as ft
     from testtask.training_on_the_test_task import runner
 
@@ -132,8 +156,8 @@ def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str 
     gpus = int(launcher.get("gpus_per_node") or 0) * nodes
     path, parameters = runner.model_source(cfg)
     n = parameters
-    eval_tflops = float(cfg.plan.eval_tflops) * 1e12
-    evaluations = _eval_tokens(cfg, [str(b) for b in cfg.benchmarks])
+    eval_tflops = float(settings.eval_tflops) * 1e12
+    evaluations = _eval_tokens(settings, [str(b) for b in cfg.benchmarks])
     common = {
         "experiment": experiment,
         "launcher": str(launcher.get("name") or ""),
@@ -174,17 +198,17 @@ def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str 
     zero3 = bool(recipe.get("deepspeed")) or (
         distributed and "zero3" in str(dist.get("accelerate_config")) and bool(recipe.get("zero3_config"))
     )
-    examples = float(cfg.plan.finetune_examples[finetune])
+    examples = float(settings.finetune_examples[finetune])
     steps = math.ceil(examples / batch) * int(recipe["epochs"])
     if recipe.get("max_steps"):
         steps = min(steps, int(recipe["max_steps"]))
-    tokens = steps * batch * _tokens_per_example(cfg, recipe, finetune)
-    train_hours = 6 * n * tokens / (float(cfg.plan.train_tflops) * 1e12) / 3600
+    tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
+    train_hours = 6 * n * tokens / (float(settings.train_tflops) * 1e12) / 3600
     checkpoints = 0
     if spec:  # the emergence checkpoints this stage saves and evaluates
         saved = ft.emergence_schedule(spec.get("steps", []), spec.get("every"), steps)
         checkpoints = len(saved)
-        evaluations += checkpoints * _eval_tokens(cfg, [str(b) for b in spec.get("benchmarks", [])])
+        evaluations += checkpoints * _eval_tokens(settings, [str(b) for b in spec.get("benchmarks", [])])
     return Job(
         **common,
         finetune=finetune,
@@ -201,16 +225,23 @@ def job(cfg: DictConfig, experiment: str, model: str, stage: str, finetune: str 
     )
 
 
-def plan(overrides: Sequence[str] = ()) -> tuple[list[Job], DictConfig]:
-    """Every job of the `plan.experiments` sweeps (base once per model), and the plan settings."""
+def plan(settings: Mapping[str, Any] | None = None) -> tuple[list[Job], DictConfig]:
+    """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings.
+
+    `settings`: `training_on_the_test_task.plan` (None: as in conf/training_on_the_test_task/analysis.yaml); its
+    `runner_overrides` are applied to every composition of the runner's config."""
     from testtask.lm.models import ModelRegistry
     from testtask.training_on_the_test_task.runner import fixed_registry
 
-    settings = compose(overrides)
-    wanted = set(settings.plan.models) if settings.plan.get("models") else None
+    chosen = default_settings() if settings is None else settings
+    settings = OmegaConf.create(
+        OmegaConf.to_container(chosen, resolve=True) if isinstance(chosen, DictConfig) else dict(chosen)
+    )
+    overrides = [str(o) for o in settings.get("runner_overrides") or []]
+    wanted = set(settings.models) if settings.get("models") else None
     jobs: list[Job] = []
-    with fixed_registry(ModelRegistry.from_config(settings.models)):
-        for experiment in settings.plan.experiments:
+    with fixed_registry(ModelRegistry.from_config(compose(overrides).models)):
+        for experiment in settings.experiments:
             cfg = compose([f"experiment={experiment}", *overrides])
             for finetune in sweep_values(cfg, "finetune_data"):
                 data = cfg
@@ -223,7 +254,7 @@ def plan(overrides: Sequence[str] = ()) -> tuple[list[Job], DictConfig]:
                         if stage == "base" and any(j.model == model and j.stage == "base" for j in jobs):
                             continue  # launched once per finetune dataset; the second run finds the files
                         ft = None if stage == "base" else finetune
-                        jobs.append(job(data, str(experiment), model, stage, ft))
+                        jobs.append(job(data, settings, str(experiment), model, stage, ft))
     return jobs, settings
 
 
@@ -273,16 +304,16 @@ HEADER = [
 
 
 def report(jobs: Sequence[Job], settings: DictConfig) -> str:
-    """The plan as text: the assumptions, one line per job, and the totals beside the paper's."""
+    """The plan as text: the assumptions (plan `settings`), one line per job, and the totals beside the paper's."""
     rows = [HEADER, *(_row(j) for j in jobs)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines = [
         "Training on the test task: the paper sweep by App. B.2 size class (estimates, not measurements)",
-        f"  sweeps: {', '.join(str(e) for e in settings.plan.experiments)}",
-        f"  assumed throughput per GPU: training {settings.plan.train_tflops:g} TFLOP/s (6·N·tokens), "
-        f"lm-eval {settings.plan.eval_tflops:g} TFLOP/s (2·N·tokens)",
+        f"  sweeps: {', '.join(str(e) for e in settings.experiments)}",
+        f"  assumed throughput per GPU: training {settings.train_tflops:g} TFLOP/s (6·N·tokens), "
+        f"lm-eval {settings.eval_tflops:g} TFLOP/s (2·N·tokens)",
         "  training tokens = steps x 64 x tokens per example (recipe.max_length when padded to it); examples: "
-        + ", ".join(f"{k} {float(v):,.0f}" for k, v in settings.plan.finetune_examples.items()),
+        + ", ".join(f"{k} {float(v):,.0f}" for k, v in settings.finetune_examples.items()),
         "",
     ]
     for i, row in enumerate(rows):
@@ -294,7 +325,7 @@ def report(jobs: Sequence[Job], settings: DictConfig) -> str:
     held = sum(j.held_gpu_hours for j in jobs)
     trained = [j for j in jobs if j.effective_batch is not None]
     batches = sorted({j.effective_batch for j in trained})
-    paper = settings.plan.paper_gpu_hours
+    paper = settings.paper_gpu_hours
     over = [j for j in jobs if j.timeout_min and j.wall_hours * 60 > j.timeout_min]
     lines += [
         "",
@@ -312,13 +343,3 @@ def report(jobs: Sequence[Job], settings: DictConfig) -> str:
             "(max_num_timeout) and resume from their last checkpoint"
         )
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    overrides = list(sys.argv[1:] if argv is None else argv)
-    jobs, settings = plan(overrides)
-    print(report(jobs, settings))
-
-
-if __name__ == "__main__":
-    main()

@@ -11,6 +11,7 @@ from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
 from testtask.training_on_the_test_task import mini_figure, tables
 from testtask.training_on_the_test_task.actions import ACTIONS
+from testtask.training_on_the_test_task.settings import Settings
 
 Builder = Callable[[Context], dict]
 
@@ -44,6 +45,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
+    settings=Settings.from_config,
     actions=ACTIONS,
     runner=Runner(
         "training_on_the_test_task_run",

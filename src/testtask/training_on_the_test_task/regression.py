@@ -34,6 +34,7 @@ import statsmodels.api as sm
 from scipy import optimize
 
 CovType = Literal["cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3"]
+CeSearch = Literal["profile", "local"]
 MIN_MODELS = 4
 
 
@@ -268,9 +269,9 @@ def fit_emergence(
     chance: float,
     groups: Any = None,
     *,
-    cov_type: CovType = "cluster",
+    cov_type: CovType,
+    c_e_search: CeSearch,
     c_e_grid: Sequence[float] | np.ndarray | None = None,
-    c_e_search: Literal["profile", "local"] = "profile",
     c_e_start: float = 22.0,
     c_e_margin: float = 1.0,
     n_grid: int = 201,
@@ -292,7 +293,7 @@ def fit_emergence(
             in ``n_grid`` steps, plus every observed value).
         c_e_search: ``"profile"`` (global grid + bounded refinement of the profile SSE) or ``"local"`` (the
             authors' unconstrained BFGS on all three parameters from (0, ``c_e_start``, 0); it can stop at a
-            local minimum, so ``"profile"`` is the default; both minimise the same objective).
+            local minimum, hence ``"profile"`` in the analysis config; both minimise the same objective).
         use_t: t-distribution p-values and intervals (the authors' statsmodels default); else normal.
         r2_type: which R² fills ``r2``: ``"uncentered"`` (authors: no-intercept OLS of A − r) or ``"centered"``.
         ci_level: coverage of ``theta_ci``.

@@ -13,10 +13,12 @@ from testtask.outputs import save_table
 from testtask.training_on_the_test_task.cohort_figures import cohort_table, older_finetuned_scores
 from testtask.training_on_the_test_task.discriminator import loo_balanced_accuracy
 from testtask.training_on_the_test_task.mediation import direct_effect, indirect_effect
+from testtask.training_on_the_test_task.settings import Settings
 
 
 def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
-    keys = ctx.cfg[f"table_{number}"]["benchmarks"]
+    settings: Settings = ctx.settings
+    keys = {3: settings.table_3, 4: settings.table_4}[number].benchmarks
     rows, details, excluded = [], {}, []
     for key in keys:
         spec, table = cohort_table(ctx, key)
@@ -37,7 +39,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
                 "coef": fit.coef,
                 "se": fit.se,
                 "p": fit.p,
-                "significant": bool(fit.p < float(ctx.cfg["regression"]["alpha_level"])),
+                "significant": bool(fit.p < settings.regression.alpha_level),
                 "r2": fit.r2,
                 "n_models": fit.n,
             }
@@ -73,13 +75,13 @@ def table_4(ctx: Context) -> dict[str, Any]:
 
 def table_5(ctx: Context) -> dict[str, Any]:
     """Leave-one-out balanced accuracy of XGBoost telling newer from older models by (compute, accuracy)."""
-    cfg = ctx.cfg["table_5"]
-    step = int(cfg["step"])
-    params = dict(cfg.get("xgboost") or {})
+    cfg = ctx.settings.table_5
+    step = cfg.step
+    params = dict(cfg.xgboost)
     rows, details, excluded = [], {}, []
     comparisons = ("Older models vs newer models", "Fine-tuned, older models vs newer models")
     cells: dict[str, dict[str, float]] = {c: {} for c in comparisons}
-    for key in cfg["benchmarks"]:
+    for key in cfg.benchmarks:
         spec, table = cohort_table(ctx, key)
         tuned, tuned_gaps = older_finetuned_scores(ctx, spec, table, step)
         variants = {

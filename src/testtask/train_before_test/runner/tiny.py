@@ -7,12 +7,11 @@ perplexity corpus of 30 short documents over the same words (one `text` column, 
 runner cuts 8:1:1 like the paper's 2025 corpora. The model is a randomly initialised one-layer Llama (hidden
 size 16) with a word-level tokenizer covering the fixture's words.
 
-python -m testtask.train_before_test.runner.tiny --out data/mini/train-before-test/tiny
+testtask action=tiny-data paper=train-before-test   (writes it to train_before_test.tiny_data.out)
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -106,16 +105,3 @@ def build(root: Path) -> dict[str, Path]:
         "tasks": write_task(root / "tasks").parent,
         "model": build_model(root / "model"),
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m testtask.train_before_test.runner.tiny")
-    parser.add_argument("--out", type=Path, default=Path("data/mini/train-before-test/tiny"))
-    paths = build(parser.parse_args(argv).out)
-    for name, path in paths.items():
-        print(f"{name}\t{path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

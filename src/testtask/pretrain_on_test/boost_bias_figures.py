@@ -1,0 +1,182 @@
+"""The posterior distributions of the boost and the bias: Figures 3 (few-shot, §7), 4 (task-level bias, eq. 12),
+5 (GPT-2 pretrained for 2 epochs, §8) and 6 (zero-shot Mistral-7B, §9)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from testtask.context import Context, InputsUnavailable
+from testtask.outputs import save_figure
+from testtask.pretrain_on_test import predictive
+from testtask.pretrain_on_test.fits import plain
+from testtask.pretrain_on_test.posterior_panels import fit_collection
+
+EFFECT_LABEL = {"boost": "pretraining boost (extra − base)", "bias": "evaluation bias (test − extra)"}
+COLORS = {"boost": "tab:blue", "bias": "tab:orange"}
+
+
+# --- drawing -------------------------------------------------------------------------------------------------
+
+
+def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str) -> None:
+    chosen = [r for r in results if r["panel"]["effect"] == effect]
+    positions = np.arange(len(chosen))
+    draws = [100 * r["predictive"].average for r in chosen]
+    if draws:
+        parts = ax.violinplot(
+            draws, positions=positions, orientation="horizontal", showextrema=False, widths=0.8
+        )
+        for body in parts["bodies"]:
+            body.set_facecolor(COLORS[effect])
+            body.set_alpha(0.45)
+    for pos, r in zip(positions, chosen, strict=True):
+        lo, hi = r["panel"]["average_difference"]["hdi_89"]
+        ax.hlines(pos, 100 * lo, 100 * hi, color="k", lw=2)
+        ax.plot(100 * r["panel"]["average_difference"]["mean"], pos, "ko", ms=4)
+        ax.plot(100 * r["panel"]["raw_mean_difference"], pos, "x", color="tab:red", ms=6)
+    ax.axvline(0, color="grey", lw=1, ls="--")
+    ax.set_yticks(positions, [f"n = {r['panel']['n']}" for r in chosen])
+    ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
+    ax.set_title(title)
+
+
+def average_difference_figure(results: list[dict], suptitle: str, by: str = "m") -> plt.Figure:
+    """Rows: effects; columns: one per value of `by` (m, or a variant label)."""
+    effects = list(dict.fromkeys(r["panel"]["effect"] for r in results))
+    columns = list(dict.fromkeys(r["panel"][by] for r in results))
+    fig, axes = plt.subplots(
+        len(effects),
+        len(columns),
+        figsize=(
+            5.2 * len(columns),
+            2.0 + 1.1 * len(results) / max(1, len(columns) * len(effects)) * len(effects),
+        ),
+        squeeze=False,
+    )
+    for row, effect in enumerate(effects):
+        for col, value in enumerate(columns):
+            subset = [r for r in results if r["panel"][by] == value]
+            label = f"m = {value}" if by == "m" else str(value)
+            _violin_panel(axes[row, col], subset, effect, f"{label}: {effect}")
+    fig.suptitle(
+        suptitle + "\n(violin: eq. 11 posterior predictive; bar: 89% HDI; x: observed mean)", fontsize=10
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _sidecar(ctx: Context, results: list[dict], started: float, **extra: Any) -> dict:
+    return {
+        "paper": ctx.paper,
+        "source": ctx.source,
+        "sampler": plain(ctx.sampler),
+        "model": dataclasses.asdict(ctx.settings.model),
+        "panels": [r["panel"] for r in results],
+        "total_seconds": time.perf_counter() - started,
+        **extra,
+    }
+
+
+def figure_3(ctx: Context) -> dict:
+    """Eq. 11 distributions of the boost and the bias for every (m, n), LM types pooled."""
+    started = time.perf_counter()
+    results = fit_collection(ctx, "few_shot")
+    fig = average_difference_figure(results, "Figure 3: average accuracy differences (BERT and GPT-2 pooled)")
+    numbers = _sidecar(ctx, results, started)
+    save_figure(fig, ctx.out_dir, "figure-3", numbers)
+    return numbers
+
+
+def figure_4(ctx: Context) -> dict:
+    """Eq. 12 per-task bias distributions for tasks whose average bias reaches the threshold anywhere."""
+    started = time.perf_counter()
+    threshold = ctx.settings.figure_4.threshold
+    results = fit_collection(ctx, "few_shot", effects=["bias"])
+    rows = []
+    for r in results:
+        pp, data = r["predictive"], r["predictive"].data
+        for j, task in enumerate(data.datasets):
+            for i, lm in enumerate(data.lm_types):
+                draws = pp.per_task[:, j, i]
+                if np.isnan(draws).all():
+                    continue
+                rows.append(
+                    {
+                        "m": r["panel"]["m"],
+                        "n": r["panel"]["n"],
+                        "lm_type": lm,
+                        "dataset": task,
+                        "draws": draws,
+                        **predictive.interval(draws),
+                    }
+                )
+    table = pd.DataFrame(rows)
+    selected = sorted(table.loc[table["mean"] >= threshold, "dataset"].unique())
+    shown = table[table.dataset.isin(selected)]
+    fig, axes = plt.subplots(
+        1, max(1, len(selected)), figsize=(3.2 * max(1, len(selected)), 4.5), squeeze=False, sharex=True
+    )
+    for ax, task in zip(axes[0], selected, strict=False):
+        sub = shown[shown.dataset == task].sort_values(["lm_type", "m", "n"])
+        labels = [f"{lm} m={m} n={n}" for lm, m, n in zip(sub.lm_type, sub.m, sub.n, strict=True)]
+        parts = ax.violinplot([100 * d for d in sub.draws], orientation="horizontal", showextrema=False)
+        for body in parts["bodies"]:
+            body.set_alpha(0.4)
+        ax.set_yticks(np.arange(1, len(sub) + 1), labels, fontsize=7)
+        ax.axvline(0, color="grey", ls="--", lw=1)
+        ax.axvline(100 * threshold, color="tab:red", ls=":", lw=1)
+        ax.set_title(task, fontsize=9)
+        ax.set_xlabel("bias, accuracy points")
+    if not selected:
+        axes[0, 0].text(
+            0.5, 0.5, f"no task reaches {100 * threshold:.0f}%", ha="center", transform=axes[0, 0].transAxes
+        )
+    fig.suptitle(f"Figure 4: task-level evaluation bias (eq. 12) for tasks reaching +{100 * threshold:.0f}%")
+    fig.tight_layout()
+    numbers = {
+        "paper": ctx.paper,
+        "source": ctx.source,
+        "threshold": threshold,
+        "selected_tasks": selected,
+        "selected_lm_types": sorted(table.loc[table["mean"] >= threshold, "lm_type"].unique()),
+        "tasks": shown.drop(columns="draws").to_dict(orient="records"),
+        "all_task_means": table.drop(columns="draws").to_dict(orient="records"),
+        "total_seconds": time.perf_counter() - started,
+    }
+    save_figure(fig, ctx.out_dir, "figure-4", numbers)
+    return numbers
+
+
+def figure_5(ctx: Context) -> dict:
+    """§8: GPT-2 pretrained for 2 epochs."""
+    started = time.perf_counter()
+    results = fit_collection(ctx, "overtrained")
+    fig = average_difference_figure(results, "Figure 5: GPT-2 pretrained for 2 epochs instead of 1 (§8)")
+    numbers = _sidecar(ctx, results, started)
+    save_figure(fig, ctx.out_dir, "figure-5", numbers)
+    return numbers
+
+
+def figure_6(ctx: Context) -> dict:
+    """§9: zero-shot QLoRA on Mistral-7B, padding (left) and packing (right), whichever are present."""
+    started = time.perf_counter()
+    results, missing = [], []
+    for role, label in (("zero_shot", "padding"), ("zero_shot_packing", "packing")):
+        try:
+            for r in fit_collection(ctx, role):
+                r["panel"]["variant"] = label
+                results.append(r)
+        except InputsUnavailable as err:
+            missing.append(f"{label}: {err}")
+    if not results:
+        raise InputsUnavailable("; ".join(missing))
+    fig = average_difference_figure(results, "Figure 6: zero-shot Mistral-7B QLoRA (§9)", by="variant")
+    numbers = _sidecar(ctx, results, started, missing=missing)
+    save_figure(fig, ctx.out_dir, "figure-6", numbers)
+    return numbers
