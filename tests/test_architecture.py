@@ -227,3 +227,37 @@ def test_only_entry_modules_parse_a_command_line():
     assert {"testtask.runners", "testtask.preflight.cli"} <= set(readers)  # the entry modules are seen
     offenders = {m: uses for m, uses in readers.items() if m not in COMMAND_LINE_MODULES}
     assert offenders == {}
+
+
+def config_reads(source: str) -> list[int]:
+    """Lines of `source` that read the untyped config through a context: an attribute `cfg` of a name `ctx`
+    (`ctx.cfg`, `ctx.cfg["x"]`, `ctx.cfg.plan`)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "cfg"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ctx"
+    )
+
+
+def test_the_config_read_finder_finds_them():
+    snippet = 'def f(ctx):\n    a = ctx.settings.x\n    return ctx.cfg["x"], a\n\n\ndef g(ctx):\n    return ctx.cfg.plan\n'
+    assert config_reads(snippet) == [3, 7]
+    assert config_reads("def f(ctx, cfg):\n    return cfg.x, ctx.settings.cfg, ctx.config\n") == []
+
+
+def test_paper_modules_read_typed_settings_not_the_config():
+    """Issue 15: a paper's figures, tables and actions read `ctx.settings` (typed, read once by `PAPER.settings`),
+    never `ctx.cfg`. The runners (`<paper>/runner/`) read their own run config and are not concerned."""
+    offenders = {}
+    for paper in PAPERS:
+        root = SRC / "testtask" / paper
+        for path in sorted(root.rglob("*.py")):
+            if "runner" in path.relative_to(root).parts[:-1]:
+                continue
+            lines = config_reads(path.read_text(encoding="utf-8"))
+            if lines:
+                offenders[str(path.relative_to(SRC))] = lines
+    assert offenders == {}

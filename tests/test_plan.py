@@ -4,6 +4,8 @@ GPU-hour estimate beside the paper's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from testtask.lm.models import ModelRegistry
@@ -71,10 +73,12 @@ def test_the_report_has_a_line_per_job_and_the_papers_totals(sweep):
 
 
 def _settings(**changes):
-    settings = plan.default_settings()
-    for key, value in changes.items():
-        settings[key] = value
-    return settings
+    """The default plan settings (typed, frozen) with `changes` (lists become tuples, numbers floats)."""
+    typed = {
+        k: tuple(v) if isinstance(v, list) else float(v) if isinstance(v, int) else v
+        for k, v in changes.items()
+    }
+    return dataclasses.replace(plan.default_settings(), **typed)
 
 
 def test_overrides_change_the_arithmetic_not_the_effective_batch():

@@ -15,13 +15,13 @@ from testtask.proxy_tasks.normalise import Normaliser
 from testtask.proxy_tasks.predict import leave_one_model_out
 from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, variance_ratio
 from testtask.proxy_tasks.selection import fit_proxies
-from testtask.proxy_tasks.settings import Settings
+from testtask.proxy_tasks.settings import Method
 
 LABELS = {"data": "data_variability", "noise": "random_noise"}
 
 
-def settings(**changes) -> Settings:
-    base = Settings(
+def settings(**changes) -> Method:
+    base = Method(
         normalisation="two_step",
         metrics=("pearson", "spearman", "kendall"),
         metric="auto",

@@ -53,6 +53,15 @@ def test_the_composed_default_config_gives_typed_settings():
     assert s.figure_20.kinds == ("instruct",)
     assert s.figure_mini.stage == "e1" and s.figure_mini.benchmarks["mmlu_mc"] == "acc,none"
     assert "mmlu_mc" in s.figure_mini.brier
+    # the actions' sections: action=plan, action=mini-data
+    assert s.plan.experiments[0] == "training_on_the_test_task/paper" and s.plan.models is None
+    assert (
+        s.plan.runner_overrides == () and s.plan.train_tflops == 300.0 and s.plan.tokens_per_example is None
+    )
+    assert s.plan.finetune_examples["mmluaux"] == 99842.0 and s.plan.eval_tokens["gsm8k"] == 1.5e6
+    assert (s.plan.paper_gpu_hours.finetune, s.plan.paper_gpu_hours.evaluation) == (10000.0, 400.0)
+    assert s.mini_data.assets == "assets/pypi" and s.mini_data.max_train_docs == 800
+    assert s.mini_data.subjects[0] == "high_school_biology" and s.mini_data.seed == 0
 
 
 def test_settings_are_frozen():
@@ -67,6 +76,10 @@ def test_settings_are_frozen():
         s.figure_6.families["Falcon"] = "falcon"  # type: ignore[index]
     with pytest.raises(KeyError, match="not configured"):
         s.benchmark("no_such_benchmark")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.plan.train_tflops = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        s.plan.eval_tokens["mmlu"] = 1.0  # type: ignore[index]
 
 
 def test_the_pipeline_builds_them_once_with_overrides():

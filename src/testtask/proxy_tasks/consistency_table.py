@@ -14,21 +14,21 @@ from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.outputs import save_table
 from testtask.proxy_tasks.consistency import sampling_consistency
-from testtask.proxy_tasks.inputs import matrix_and_settings
+from testtask.proxy_tasks.inputs import analysis, matrix_and_settings
 from testtask.proxy_tasks.normalise import Normaliser
 
 
 def table_3(ctx: Context) -> dict:
-    cfg = ctx.cfg["table_3"]
-    target = str(cfg["target"])
-    repeats = int(cfg["repeats"])
+    out = analysis(ctx).outputs.table_3
+    target = out.target
+    repeats = out.repeats
     rows, details = [], []
-    for key in cfg["matrices"]:
+    for key in out.matrices:
         matrix, settings = matrix_and_settings(ctx, key)
         candidates = [c for c in matrix.scores.columns if c != target]
-        t = int(cfg["top_t"]) if len(candidates) >= 2 * int(cfg["top_t"]) else settings.top_t
+        t = out.top_t if len(candidates) >= 2 * out.top_t else settings.top_t
         p = Normaliser.fit(matrix.scores, candidates, settings.normalisation).transform(matrix.scores).values
-        for n, k in cfg["configs"]:
+        for n, k in out.configs:
             s = {m: [] for m in settings.metrics}
             r = {m: [] for m in settings.metrics}
             chosen = []

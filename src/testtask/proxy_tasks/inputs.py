@@ -1,4 +1,5 @@
-"""What the builders share: a matrix with its settings, ensemble tables from config, plain-JSON settings."""
+"""What the builders share: the settings (`ctx.settings`), a matrix with the method's settings for it, ensemble
+tables, plain-JSON settings."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from testtask.context import Context
 from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
-from testtask.proxy_tasks.settings import Settings
+from testtask.proxy_tasks.settings import Method, Settings
 
 
 def plain(cfg: Any) -> Any:
@@ -21,29 +22,35 @@ def plain(cfg: Any) -> Any:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
 
 
-def labels(ctx: Context) -> dict[str, str]:
-    return {str(k): str(v) for k, v in ctx.cfg["robustness"]["ensemble_labels"].items()}
-
-
-def settings_of(ctx: Context) -> Settings:
-    """The method's settings, read once by the pipeline (`PAPER.settings`)."""
+def analysis(ctx: Context) -> Settings:
+    """proxy-tasks' settings, read once by the pipeline (`PAPER.settings`)."""
     return ctx.settings
 
 
-def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Settings]:
+def settings_of(ctx: Context) -> Method:
+    """The method's settings (without a matrix's overrides)."""
+    return analysis(ctx).method
+
+
+def labels(ctx: Context) -> dict[str, str]:
+    """robustness.ensemble_labels as a plain dict (it goes to worker processes)."""
+    return dict(analysis(ctx).ensembles.labels)
+
+
+def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
     """Matrix `key` and the method's settings with that matrix's overrides (`top_t`, `n_models`, `robustness`)."""
     matrix = load_matrix(ctx, key)
-    return matrix, settings_of(ctx).for_matrix(ctx.cfg["matrices"][key])
+    return matrix, analysis(ctx).method_for(key)
 
 
-def ensembles_for(ctx: Context, settings: Settings) -> pd.DataFrame | None:
+def ensembles_for(ctx: Context, settings: Method) -> pd.DataFrame | None:
     """The ensemble score table when robustness.mode=ensembles (robustness.ensembles_file), else None."""
     if settings.robustness != "ensembles":
         return None
-    path = ctx.cfg["robustness"].get("ensembles_file")
+    path = analysis(ctx).ensembles.file
     if not path:
         raise ValueError("proxy_tasks.robustness.mode=ensembles needs proxy_tasks.robustness.ensembles_file")
-    return read_ensembles(resolve(str(path)), labels(ctx))
+    return read_ensembles(resolve(path), labels(ctx))
 
 
 def paper_ensembles(ctx: Context, relpath: str) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -58,7 +65,7 @@ def paper_ensembles(ctx: Context, relpath: str) -> tuple[pd.DataFrame, dict[str,
     return ensembles_from_wide(spec, str(path)), spec
 
 
-def settings_dict(settings: Settings) -> dict[str, Any]:
+def settings_dict(settings: Method) -> dict[str, Any]:
     out = asdict(settings)
     out["max_proxies_effective"] = settings.proxies_cap
     return out

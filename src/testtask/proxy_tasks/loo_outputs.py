@@ -17,12 +17,12 @@ from testtask.io import atomic_write_json
 from testtask.outputs import save_figure, save_table
 from testtask.parallel import process_pool
 from testtask.proxy_tasks.evaluate import lomo_numbers
-from testtask.proxy_tasks.inputs import ensembles_for, labels, matrix_and_settings, settings_dict
+from testtask.proxy_tasks.inputs import analysis, ensembles_for, labels, matrix_and_settings, settings_dict
 from testtask.proxy_tasks.matrices import ScoreMatrix
 from testtask.proxy_tasks.predict import leave_one_model_out
 from testtask.proxy_tasks.robustness import variance_ratio
 from testtask.proxy_tasks.selection import fit_proxies
-from testtask.proxy_tasks.settings import Settings
+from testtask.proxy_tasks.settings import Method
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def lomo_job(
     scores: pd.DataFrame,
     stderr: pd.DataFrame | None,
     target: str,
-    settings: Settings,
+    settings: Method,
     seed: int,
     ensembles: pd.DataFrame | None,
     ensemble_labels: dict[str, str],
@@ -69,7 +69,7 @@ def lomo_job(
     return numbers
 
 
-def _job_args(ctx: Context, matrix: ScoreMatrix, settings: Settings, target: str) -> tuple:
+def _job_args(ctx: Context, matrix: ScoreMatrix, settings: Method, target: str) -> tuple:
     return (
         matrix.scores,
         matrix.stderr,
@@ -78,15 +78,15 @@ def _job_args(ctx: Context, matrix: ScoreMatrix, settings: Settings, target: str
         ctx.seed,
         ensembles_for(ctx, settings),
         labels(ctx),
-        int(ctx.cfg["evaluation"]["bootstrap"]),
+        analysis(ctx).evaluation.bootstrap,
     )
 
 
-def run_lomo(ctx: Context, matrix: ScoreMatrix, settings: Settings, target: str) -> dict[str, Any]:
+def run_lomo(ctx: Context, matrix: ScoreMatrix, settings: Method, target: str) -> dict[str, Any]:
     return lomo_job(*_job_args(ctx, matrix, settings, target))
 
 
-def _common(ctx: Context, settings: Settings) -> dict[str, Any]:
+def _common(ctx: Context, settings: Method) -> dict[str, Any]:
     return {
         "paper": ctx.paper,
         "source": ctx.source,
@@ -103,12 +103,11 @@ def _common(ctx: Context, settings: Settings) -> dict[str, Any]:
 
 
 def figure_loo(ctx: Context) -> dict:
-    panels_cfg = list(ctx.cfg["figure_loo"]["panels"])
     panels = []
     settings = None
-    for entry in panels_cfg:
-        matrix, settings = matrix_and_settings(ctx, str(entry["matrix"]))
-        target = str(entry["target"])
+    for entry in analysis(ctx).outputs.figure_loo:
+        matrix, settings = matrix_and_settings(ctx, entry.matrix)
+        target = entry.target
         numbers = run_lomo(ctx, matrix, settings, target)
         panels.append({"matrix": matrix.describe(), "settings": settings_dict(settings), **numbers})
         log.info(
@@ -167,21 +166,21 @@ def figure_loo(ctx: Context) -> dict:
     return numbers
 
 
-def _targets(cfg_targets: Any, matrix: ScoreMatrix) -> list[str]:
-    if str(cfg_targets) == "all":
+def _targets(targets: tuple[str, ...] | None, matrix: ScoreMatrix) -> list[str]:
+    """The targets of table `loo` in `matrix`: every task (None: `targets: all`) or those listed that it has."""
+    if targets is None:
         return list(matrix.scores.columns)
-    wanted = [str(t) for t in cfg_targets]
-    return [t for t in wanted if t in matrix.scores.columns]
+    return [t for t in targets if t in matrix.scores.columns]
 
 
 def table_loo(ctx: Context) -> dict:
-    cfg = ctx.cfg["table_loo"]
+    out = analysis(ctx).outputs.table_loo
     jobs, settings = [], None
-    for key in cfg["matrices"]:
-        matrix, settings = matrix_and_settings(ctx, str(key))
-        for target in _targets(cfg["targets"], matrix):
-            jobs.append((str(key), target, _job_args(ctx, matrix, settings, target)))
-    workers = int(cfg.get("workers", 1))
+    for key in out.matrices:
+        matrix, settings = matrix_and_settings(ctx, key)
+        for target in _targets(out.targets, matrix):
+            jobs.append((key, target, _job_args(ctx, matrix, settings, target)))
+    workers = out.workers
     if workers > 1 and len(jobs) > 1:
         pool = process_pool(workers)
         futures = [pool.submit(lomo_job, *args) for _, _, args in jobs]
@@ -217,7 +216,7 @@ def table_loo(ctx: Context) -> dict:
     frame = pd.DataFrame(rows)
     save_table(frame, ctx.out_dir, "table-loo")
     summary = {}
-    for key in cfg["matrices"]:
+    for key in out.matrices:
         part = frame[frame["matrix"] == key]
         summary[str(key)] = {
             "targets": int(len(part)),

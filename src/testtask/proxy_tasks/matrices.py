@@ -27,6 +27,7 @@ import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
 from testtask.metric_ranges import problem
+from testtask.proxy_tasks.settings import TrainBeforeTestReader
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +107,12 @@ def _stderr_value(value: Any, path: Path, field_name: str) -> float:
 
 
 def train_before_test(
-    path: Path, key: str, entry: Mapping[str, Any], reader: Mapping[str, Any]
+    path: Path, key: str, entry: Mapping[str, Any], reader: TrainBeforeTestReader | Mapping[str, Any]
 ) -> ScoreMatrix:
-    """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json."""
+    """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json.
+
+    `entry`: the matrix's entry (its `regime` and `label`); `reader`: `Settings.train_before_test`, or a mapping
+    of its `perplexity_tasks` and `perplexity`."""
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
     from testtask.lm.benchmarks import preset_metrics
@@ -125,8 +129,10 @@ def train_before_test(
     for field_name in (regime, f"{regime}_stderr"):
         if not isinstance(data.get(field_name), dict):
             raise ValueError(f"{path}: field {field_name!r} is missing or not a mapping; has {sorted(data)}")
-    ppl = set(reader["perplexity_tasks"])
-    how = str(reader["perplexity"])
+    if isinstance(reader, TrainBeforeTestReader):
+        ppl, how = set(reader.perplexity_tasks), reader.perplexity
+    else:
+        ppl, how = {str(t) for t in reader["perplexity_tasks"]}, str(reader["perplexity"])
     if how not in ("exclude", "flip"):
         raise ValueError(f"proxy_tasks.train_before_test.perplexity must be exclude or flip, got {how!r}")
     notes = []
@@ -226,15 +232,13 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any]) 
 
 def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
     """Matrix `key` of `proxy_tasks.matrices`, read by its configured reader."""
-    matrices = ctx.cfg["matrices"]
-    if key not in matrices:
-        raise KeyError(f"proxy_tasks.matrices has no {key!r}; known: {', '.join(matrices)}")
-    entry = matrices[key]
+    settings = ctx.settings  # proxy_tasks.settings.Settings (PAPER.settings)
+    entry = settings.matrix(key)  # KeyError naming the known ones
     reader = str(entry["reader"])
     if reader == "train_before_test":
-        settings = ctx.cfg["train_before_test"]
-        path = ctx.paper_root("train-before-test") / str(settings["file"])
-        return train_before_test(path, key, entry, settings)
+        tbt = settings.train_before_test
+        path = ctx.paper_root("train-before-test") / tbt.file
+        return train_before_test(path, key, entry, tbt)
     if reader == "training_on_the_test_task":
         return training_on_the_test_task(ctx, key, entry)
     raise ValueError(

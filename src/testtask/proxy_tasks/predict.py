@@ -24,7 +24,7 @@ import pandas as pd
 from testtask.proxy_tasks import normalise
 from testtask.proxy_tasks.robustness import variance_ratio
 from testtask.proxy_tasks.selection import robustness_values, select
-from testtask.proxy_tasks.settings import Settings
+from testtask.proxy_tasks.settings import Method
 
 PREDICTORS = ("proxy", "mean_of_tasks", "best_single")
 
@@ -53,7 +53,7 @@ def _fold(
     cand: np.ndarray,
     tasks: list[str],
     held: int,
-    settings: Settings,
+    settings: Method,
     rng: np.random.Generator,
     ens_ratio: np.ndarray | None,
 ) -> tuple[dict[str, float], dict]:
@@ -98,7 +98,7 @@ def _fold(
 def leave_one_model_out(
     scores: pd.DataFrame,
     target: str,
-    settings: Settings,
+    settings: Method,
     seed: int,
     stderr: pd.DataFrame | None = None,
     ensembles: pd.DataFrame | None = None,

@@ -15,7 +15,7 @@ from testtask.context import Context
 from testtask.outputs import save_figure
 from testtask.proxy_tasks.consistency import top_tasks
 from testtask.proxy_tasks.correlation import correlate
-from testtask.proxy_tasks.inputs import matrix_and_settings, settings_dict, settings_of
+from testtask.proxy_tasks.inputs import analysis, matrix_and_settings, settings_dict, settings_of
 from testtask.proxy_tasks.normalise import Normaliser
 
 COLOURS = {"pearson": "#0072B2", "spearman": "#E69F00", "kendall": "#009E73"}
@@ -32,9 +32,9 @@ def relevance_table(
 
 
 def figure_1(ctx: Context) -> dict:
-    cfg = ctx.cfg["figure_1"]
-    target = str(cfg["target"])
-    keys = list(cfg["matrices"])
+    out = analysis(ctx).outputs.figure_1
+    target = out.target
+    keys = list(out.matrices)
     panels = []
     tables = []
     for key in keys:

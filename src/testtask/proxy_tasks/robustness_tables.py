@@ -8,13 +8,13 @@ from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.outputs import save_table
 from testtask.proxy_tasks.combine import sigmoid
-from testtask.proxy_tasks.inputs import labels, matrix_and_settings, paper_ensembles, settings_of
+from testtask.proxy_tasks.inputs import analysis, labels, matrix_and_settings, paper_ensembles, settings_of
 from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, variance_ratio
 
 
 def table_5(ctx: Context) -> dict:
     """sigma_r^2, sigma_d^2 and R = sigma_d^2 / sigma_r^2 from the paper's Table 4 scores, beside its Table 5."""
-    relpath = str(ctx.cfg["table_5"]["ensembles"])
+    relpath = analysis(ctx).outputs.table_5.ensembles
     long, spec = paper_ensembles(ctx, relpath)
     long = validate_ensembles(long, labels(ctx), relpath)
     ratio = variance_ratio(long, labels(ctx))
@@ -45,7 +45,7 @@ def table_robustness(ctx: Context) -> dict:
     """The stderr proxy of R per task of each published matrix, over all its models."""
     rows, details = [], {}
     k = settings_of(ctx).sigmoid_k
-    for key in ctx.cfg["table_robustness"]["matrices"]:
+    for key in analysis(ctx).outputs.table_robustness:
         matrix, _ = matrix_and_settings(ctx, key)
         if matrix.stderr is None:
             details[key] = {"matrix": matrix.describe(), "rows": None, "note": "no standard errors"}

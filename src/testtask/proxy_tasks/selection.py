@@ -23,7 +23,7 @@ from testtask.proxy_tasks.consistency import Consistency, consistency_arrays
 from testtask.proxy_tasks.correlation import correlate
 from testtask.proxy_tasks.normalise import Normalised, Normaliser
 from testtask.proxy_tasks.robustness import stderr_ratio
-from testtask.proxy_tasks.settings import Settings
+from testtask.proxy_tasks.settings import Method
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ArraySelection:
 
 
 def robustness_values(
-    settings: Settings, x: np.ndarray, se: np.ndarray | None, ensemble_ratio: np.ndarray | None
+    settings: Method, x: np.ndarray, se: np.ndarray | None, ensemble_ratio: np.ndarray | None
 ) -> np.ndarray | None:
     """R per candidate column of `x` for the configured mode (None: mode none)."""
     if settings.robustness == "none":
@@ -57,7 +57,7 @@ def select(
     p_cand: np.ndarray,
     p_target: np.ndarray,
     tasks: list[str] | tuple[str, ...],
-    settings: Settings,
+    settings: Method,
     rng: np.random.Generator,
     robustness: np.ndarray | None,
 ) -> ArraySelection:
@@ -121,7 +121,7 @@ class ProxyFit:
 def fit_proxies(
     scores: pd.DataFrame,
     target: str,
-    settings: Settings,
+    settings: Method,
     rng: np.random.Generator,
     stderr: pd.DataFrame | None = None,
     ensemble_ratio: pd.DataFrame | None = None,

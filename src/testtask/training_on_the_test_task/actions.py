@@ -23,7 +23,7 @@ def plan(ctx: Context, cfg: Any) -> str:
         plan as planner,
     )  # the runner's config and finetune: when run
 
-    jobs, settings = planner.plan(ctx.cfg.plan)
+    jobs, settings = planner.plan(ctx.settings.plan)
     text = planner.report(jobs, settings)
     print(text)
     return text
@@ -34,18 +34,17 @@ def mini_data(ctx: Context, cfg: Any) -> dict[str, Path]:
     benchmark -> evaluation folder (the training file under `train`)."""
     from testtask.training_on_the_test_task import mini_data as md  # datasets: imported when run
 
-    settings = ctx.cfg.mini_data
-    out = resolve(str(settings.out))
-    max_docs = settings.get("max_train_docs")
+    settings = ctx.settings.mini_data
+    out = resolve(settings.out)
     local, train = md.prepare(
-        resolve(str(settings.assets)),
+        resolve(settings.assets),
         out,
-        docs_per_task=int(settings.docs_per_task),
-        fewshot_docs=int(settings.fewshot_docs),
-        subjects=[str(s) for s in settings.subjects],
-        sources=[str(s) for s in settings.sources],
-        max_train_docs=None if max_docs is None else int(max_docs),
-        seed=int(settings.seed),
+        docs_per_task=settings.docs_per_task,
+        fewshot_docs=settings.fewshot_docs,
+        subjects=list(settings.subjects),
+        sources=list(settings.sources),
+        max_train_docs=settings.max_train_docs,
+        seed=settings.seed,
     )
     print(md.report(out, local))
     return {**local, "train": train}

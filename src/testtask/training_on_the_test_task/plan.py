@@ -29,6 +29,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.training_on_the_test_task.settings import Plan
+
 ENTRY = "training_on_the_test_task_run"
 
 
@@ -115,15 +117,15 @@ def _precision(recipe: dict[str, Any], parameters: float) -> str:
     return "bf16" if ft.uses_bf16(recipe, "cuda", parameters) else "fp32"
 
 
-def default_settings() -> DictConfig:
+def default_settings() -> Plan:
     """The plan settings of conf/training_on_the_test_task/analysis.yaml (`training_on_the_test_task.plan`)."""
     from testtask.paths import conf_dir
 
-    return OmegaConf.load(conf_dir() / "training_on_the_test_task" / "analysis.yaml").plan
+    return Plan.from_config(OmegaConf.load(conf_dir() / "training_on_the_test_task" / "analysis.yaml").plan)
 
 
-def _tokens_per_example(settings: DictConfig, recipe: dict[str, Any], finetune: str) -> float:
-    table = settings.get("tokens_per_example")
+def _tokens_per_example(settings: Plan, recipe: dict[str, Any], finetune: str) -> float:
+    table = settings.tokens_per_example
     if table is not None:
         return float(table[finetune] if isinstance(table, Mapping) else table)
     if recipe.get("pad_to_max_length", True):
@@ -133,8 +135,8 @@ def _tokens_per_example(settings: DictConfig, recipe: dict[str, Any], finetune: 
     )
 
 
-def _eval_tokens(settings: DictConfig, benchmarks: Sequence[str]) -> float:
-    table = {str(k): float(v) for k, v in (settings.get("eval_tokens") or {}).items()}
+def _eval_tokens(settings: Plan, benchmarks: Sequence[str]) -> float:
+    table = settings.eval_tokens
     missing = [b for b in benchmarks if b not in table]
     if missing:
         raise ValueError(f"plan.eval_tokens has no estimate for benchmark(s) {missing}")
@@ -142,7 +144,7 @@ def _eval_tokens(settings: DictConfig, benchmarks: Sequence[str]) -> float:
 
 
 def job(
-    cfg: DictConfig, settings: DictConfig, experiment: str, model: str, stage: str, finetune: str | None
+    cfg: DictConfig, settings: Plan, experiment: str, model: str, stage: str, finetune: str | None
 ) -> Job:
     """The plan line of one job (runner config `cfg`, plan `settings`), computed with the runner's and finetune's
     own functions."""
@@ -156,7 +158,7 @@ def job(
     gpus = int(launcher.get("gpus_per_node") or 0) * nodes
     path, parameters = runner.model_source(cfg)
     n = parameters
-    eval_tflops = float(settings.eval_tflops) * 1e12
+    eval_tflops = settings.eval_tflops * 1e12
     evaluations = _eval_tokens(settings, [str(b) for b in cfg.benchmarks])
     common = {
         "experiment": experiment,
@@ -198,12 +200,12 @@ def job(
     zero3 = bool(recipe.get("deepspeed")) or (
         distributed and "zero3" in str(dist.get("accelerate_config")) and bool(recipe.get("zero3_config"))
     )
-    examples = float(settings.finetune_examples[finetune])
+    examples = settings.finetune_examples[finetune]
     steps = math.ceil(examples / batch) * int(recipe["epochs"])
     if recipe.get("max_steps"):
         steps = min(steps, int(recipe["max_steps"]))
     tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
-    train_hours = 6 * n * tokens / (float(settings.train_tflops) * 1e12) / 3600
+    train_hours = 6 * n * tokens / (settings.train_tflops * 1e12) / 3600
     checkpoints = 0
     if spec:  # the emergence checkpoints this stage saves and evaluates
         saved = ft.emergence_schedule(spec.get("steps", []), spec.get("every"), steps)
@@ -225,20 +227,18 @@ def job(
     )
 
 
-def plan(settings: Mapping[str, Any] | None = None) -> tuple[list[Job], DictConfig]:
+def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
     """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings.
 
-    `settings`: `training_on_the_test_task.plan` (None: as in conf/training_on_the_test_task/analysis.yaml); its
-    `runner_overrides` are applied to every composition of the runner's config."""
+    `settings`: `training_on_the_test_task.plan`, typed (`Settings.plan`; None: as in
+    conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are applied to every composition of the
+    runner's config (a DictConfig, composed here)."""
     from testtask.lm.models import ModelRegistry
     from testtask.training_on_the_test_task.runner import fixed_registry
 
-    chosen = default_settings() if settings is None else settings
-    settings = OmegaConf.create(
-        OmegaConf.to_container(chosen, resolve=True) if isinstance(chosen, DictConfig) else dict(chosen)
-    )
-    overrides = [str(o) for o in settings.get("runner_overrides") or []]
-    wanted = set(settings.models) if settings.get("models") else None
+    settings = default_settings() if settings is None else settings
+    overrides = list(settings.runner_overrides)
+    wanted = set(settings.models) if settings.models else None
     jobs: list[Job] = []
     with fixed_registry(ModelRegistry.from_config(compose(overrides).models)):
         for experiment in settings.experiments:
@@ -303,7 +303,7 @@ HEADER = [
 ]
 
 
-def report(jobs: Sequence[Job], settings: DictConfig) -> str:
+def report(jobs: Sequence[Job], settings: Plan) -> str:
     """The plan as text: the assumptions (plan `settings`), one line per job, and the totals beside the paper's."""
     rows = [HEADER, *(_row(j) for j in jobs)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]

