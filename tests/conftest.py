@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,23 @@ FAST_SAMPLER = {
     "target_accept": 0.8,
     "progressbar": False,
 }
+
+
+@pytest.fixture(autouse=True)
+def loggers_stay_enabled() -> Iterator[None]:
+    """Fail a test that leaves a `testtask` logger disabled (and re-enable it), instead of letting a later test's
+    log assertion fail for no reason of its own. A logging config with `disable_existing_loggers: true` does this,
+    e.g. Hydra's `hydra/job_logging=disabled` run in-process: use `hydra/job_logging=none` in tests."""
+    yield
+    disabled = [
+        name
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and logger.disabled and name.split(".")[0] == "testtask"
+    ]
+    for name in disabled:
+        logging.getLogger(name).disabled = False
+    if disabled:
+        pytest.fail(f"this test left loggers disabled: {', '.join(sorted(disabled))}", pytrace=False)
 
 
 def mirror_dir() -> Path | None:

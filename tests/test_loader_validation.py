@@ -155,8 +155,6 @@ def test_finding_4_loader_refuses_null_and_out_of_range_but_keeps_lm_eval_na_std
 
 def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path, caplog, monkeypatch):
     """A result missing from the source stops the figure unless config lists it; a listed one is named."""
-    # A logging config applied by an earlier in-process runner test can leave existing loggers disabled.
-    monkeypatch.setattr(logging.getLogger("testtask.lm.scores"), "disabled", False)
     evaluations = tott_release(tmp_path / "published")
     gone = evaluations / "e3" / "mmluaux" / "olmo-7b-mmlu.json"
     gone.unlink()

@@ -18,7 +18,7 @@ Two backends build it:
   identified by the data) is integrated out in closed form:
   s_j ~ N(μ + β/2, sqrt(σ_U² + σ_W²/2)), t_j ~ N(β, sqrt(2)·σ_W), independent; c_jk ~ N(s_j, σ_V).
   Every parameter of interest (μ, α, β, σ_U, σ_V, σ_W) keeps exactly its posterior under the original model;
-  `tests/test_hierarchical.py` checks the two backends agree.
+  `tests/pretrain_on_test/test_hierarchical.py` checks the two backends agree.
 
 Data enter as a dense (dataset, subsample, lm_type, arm) array. Cells without data (datasets with fewer
 subsamples, a single LM type) carry zero trials, and their latent c_jk then only sees its prior, which

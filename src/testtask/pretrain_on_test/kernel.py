@@ -3,7 +3,7 @@
 PyTensor's numba backend spends about 1 ms per gradient on a (25, 100, 2, 2) data array here (no AVX, two cores),
 three times the cost of one fused loop with one `exp` and one `log1p` per cell. This module is that loop, plus the
 priors of `hierarchical.build_marginal`, in the same unconstrained coordinates (log σ's). It is compiled once and
-cached on disk by numba, so no fit pays a per-shape compile. `tests/test_kernel.py` checks log density differences
+cached on disk by numba, so no fit pays a per-shape compile. `tests/pretrain_on_test/test_kernel.py` checks log density differences
 and gradients against the PyMC model at random points.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "training_on_the_test_task_reproduction.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "analysis" / "training_on_the_test_task_reproduction.py"
 
 
 @pytest.fixture(scope="module")

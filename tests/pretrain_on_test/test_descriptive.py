@@ -15,7 +15,7 @@ from testtask.pipeline import compose
 from testtask.pretrain_on_test import correlation_figure, difference_figures, tables
 from testtask.pretrain_on_test.settings import Settings
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # The paper's analysis config (conf/pretrain_on_test/analysis.yaml) with fewer permutations, for speed.
 CFG = compose(
     ["pretrain_on_test.permutation_test.permutations=200", "pretrain_on_test.figure_8.permutations=3"]

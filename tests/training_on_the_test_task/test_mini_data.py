@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.tott_fixtures import build_model
+from tests.fixtures.lm_eval_data import build_model
 from testtask.training_on_the_test_task import mini_data as md
 
 datasets = pytest.importorskip("datasets")
 
-REAL_ASSETS = Path(__file__).resolve().parents[1] / "assets" / "pypi"
+REAL_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "pypi"
 SUBJECTS = ("anatomy", "marketing")
 WORDS = "red blue green stone water light plant sun moon rock heat cold river cloud seed leaf".split()
 

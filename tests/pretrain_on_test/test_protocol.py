@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.pot_fixtures import ROWS_PER_CLASS, build_model, fixture_frame, fixture_spec
+from tests.fixtures.tiny_models import ROWS_PER_CLASS, build_model, fixture_frame, fixture_spec
 from testtask.paths import conf_dir
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import registry

@@ -1,5 +1,5 @@
 """The pretrain-on-test runner: dataset specs, subsampling, the result store, both protocols end to end on tiny
-offline models (BERT, GPT-2, Llama built in tests/pot_fixtures.py), resumption, and the Hydra configs.
+offline models (BERT, GPT-2, Llama built in tests/fixtures/tiny_models.py), resumption, and the Hydra configs.
 
 Everything runs on CPU in one thread with m=9, n=12 and a 150-row synthetic data set.
 """
@@ -16,7 +16,14 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from tests.pot_fixtures import CLASSES, DESCRIPTION, ROWS_PER_CLASS, build_model, fixture_frame, fixture_spec
+from tests.fixtures.tiny_models import (
+    CLASSES,
+    DESCRIPTION,
+    ROWS_PER_CLASS,
+    build_model,
+    fixture_frame,
+    fixture_spec,
+)
 from testtask.paths import conf_dir
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import (
@@ -756,8 +763,8 @@ def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_r
         f"assets_dir={data_dir}",
         *FEW_SHOT_FAST,
         f"hydra.run.dir={tmp_path / 'hydra'}",
-        "hydra/job_logging=disabled",
-        "hydra/hydra_logging=disabled",
+        "hydra/job_logging=none",  # `disabled` would disable every existing logger for the rest of the session
+        "hydra/hydra_logging=none",
     ]
     monkeypatch.setattr(sys, "argv", argv)
     main("pretrain-on-test")

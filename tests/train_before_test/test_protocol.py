@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.tbt_runner_fixtures import chat_tokenizer, cheap_env_info, compose_run, tiny_config
+from tests.fixtures.tbt_runner import chat_tokenizer, cheap_env_info, compose_run, tiny_config
 from testtask.train_before_test.runner import splits
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError, lookup
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.tbt_runner_fixtures import compose_run
+from tests.fixtures.tbt_runner import compose_run
 from testtask.train_before_test.runner import splits, store
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError, lookup
 from testtask.train_before_test.runner.selection import Point, best
 from testtask.train_before_test.runner.training import steps_per_epoch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- caps and carving
 

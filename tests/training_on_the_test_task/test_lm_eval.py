@@ -1,7 +1,7 @@
 """Our lm-eval tasks and the evaluation module of `training-on-the-test-task`, offline on tiny fixtures.
 
 A one-layer random Llama is evaluated with lm-eval on JSON Lines copies of ARC, HellaSwag, MMLU and MMLU-Pro
-(tests/tott_fixtures.py): prompts, targets and choices are checked on the task objects and on the logged
+(tests/fixtures/lm_eval_data.py): prompts, targets and choices are checked on the task objects and on the logged
 samples, the Brier score is recomputed by hand from the logged loglikelihoods, and the output files are read
 back with the analysis loader.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.tott_fixtures import MMLU_SUBJECT, build_model, mmlu_pro_rows, write_datasets
+from tests.fixtures.lm_eval_data import MMLU_SUBJECT, build_model, mmlu_pro_rows, write_datasets
 
 pytest.importorskip("lm_eval")
 

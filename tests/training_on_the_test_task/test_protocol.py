@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.conftest import offline_single_thread
-from tests.tott_fixtures import arc_rows, build_bos_llama, write_jsonl
+from tests.fixtures.lm_eval_data import arc_rows, build_bos_llama, write_jsonl
 from testtask.lm import finetune as ft
 from testtask.paths import conf_dir, repo_root
 from testtask.training_on_the_test_task import task_data

@@ -10,7 +10,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from tests.pot_fixtures import build_model
+from tests.fixtures.tiny_models import build_model
 from testtask.lm import finetune as ft
 from testtask.lm.finetune import finetune, gradient_accumulation, peak_learning_rate
 from testtask.paths import conf_dir

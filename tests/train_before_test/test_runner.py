@@ -14,7 +14,7 @@ import math
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.tbt_runner_fixtures import cheap_env_info, tiny_config
+from tests.fixtures.tbt_runner import cheap_env_info, tiny_config
 from testtask.train_before_test.runner import tiny
 from testtask.train_before_test.runner.main import run
 from testtask.train_before_test.runner.store import KEYS, SettingsChanged

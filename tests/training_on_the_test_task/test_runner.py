@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from tests.tott_fixtures import arc_rows, build_model, write_datasets, write_jsonl
+from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
 from testtask.lm.results import load_results
 from testtask.paths import conf_dir
 from testtask.training_on_the_test_task.runner import model_source, run
