@@ -1,4 +1,4 @@
-"""Print the README's summary tables for *Why has predicting downstream capabilities ... remained elusive?*
+"""Print the summary tables of docs/downstream-predictability.md for *Why has predicting downstream capabilities ... remained elusive?*
 
 Reads only the JSON sidecars beside the figures (`testtask action=figures paper=downstream-predictability
 source=results` first) and prints Markdown:

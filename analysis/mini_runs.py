@@ -1,4 +1,4 @@
-"""Print the numbers the README quotes for the committed CPU mini-replications, from their raw results.
+"""Print the numbers docs/<paper>.md quote for the committed CPU mini-replications, from their raw results.
 
 python analysis/mini_runs.py                 the committed results (the training-on-the-test-task table is
                                              computed from the JSONs, as `make figure-mini ... SOURCE=results`)

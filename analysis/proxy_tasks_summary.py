@@ -1,4 +1,4 @@
-"""Print the `proxy-tasks` summary tables for the README, from the sidecars beside the figures.
+"""Print the `proxy-tasks` summary tables of docs/proxy-tasks.md, from the sidecars beside the figures.
 
 Reads only the JSON written by the builds (`testtask action=figures paper=proxy-tasks` and
 `testtask action=tables paper=proxy-tasks`): figure-loo.json, table-loo.json, table-5.json and

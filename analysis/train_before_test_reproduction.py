@@ -1,4 +1,4 @@
-"""Print the README's reproduction table for *Train-before-test harmonizes language model rankings*.
+"""Print the reproduction table of docs/train-before-test.md for *Train-before-test harmonizes language model rankings*.
 
 Each number the paper states in its text sits beside the value our outputs hold, with a note on how they
 differ. Reads only the JSON sidecars written beside the figures (`testtask action=figures

@@ -1,4 +1,4 @@
-"""Print the README's reproduction table for *Training on the test task confounds evaluation and emergence*.
+"""Print the reproduction table of docs/training-on-the-test-task.md for *Training on the test task confounds evaluation and emergence*.
 
 Each number the paper states in its text or tables sits beside the value our outputs hold, with a note on how
 they differ. Reads only the JSON/CSV sidecars written beside the figures (`testtask action=figures
