@@ -10,7 +10,7 @@ from scipy.special import expit
 
 from tests.conftest import REPO
 from testtask.downstream_predictability.chain import chain, normalised_loglik
-from testtask.downstream_predictability.samples import SamplesError, read_samples
+from testtask.downstream_predictability.inputs import SamplesError, read_samples
 from testtask.downstream_predictability.simulate import sample_line, write_samples
 
 MINI_SAMPLES = REPO / "results" / "training-on-the-test-task" / "cpu-mini" / "samples"

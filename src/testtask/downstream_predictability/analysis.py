@@ -18,7 +18,7 @@ from testtask.context import Context, InputsUnavailable
 from testtask.downstream_predictability.chain import QUANTITIES, chain, normalised_loglik
 from testtask.downstream_predictability.correlations import Correlations, per_sample
 from testtask.downstream_predictability.family import Family, load_family, task_files
-from testtask.downstream_predictability.samples import SamplesError, TaskSamples, read_samples
+from testtask.downstream_predictability.inputs import SamplesError, TaskSamples, read_samples
 from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.statistics import summarise, usable
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from testtask.downstream_predictability.samples import TaskSamples
+from testtask.downstream_predictability.inputs import TaskSamples
 
 QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")
 LABELS = {

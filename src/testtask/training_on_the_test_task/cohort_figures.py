@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
-from testtask.lm import release
 from testtask.lm.scores import (
     BenchmarkSpec,
     Gap,
@@ -25,6 +24,7 @@ from testtask.lm.scores import (
     select,
 )
 from testtask.outputs import save_figure
+from testtask.training_on_the_test_task.inputs import results
 from testtask.training_on_the_test_task.model_table import model_table
 from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
 from testtask.training_on_the_test_task.settings import Settings
@@ -32,11 +32,6 @@ from testtask.training_on_the_test_task.settings import Settings
 
 def _settings(ctx: Context) -> Settings:
     return ctx.settings
-
-
-def results(ctx: Context) -> pd.DataFrame:
-    """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent)."""
-    return release.results(ctx.data_root, _settings(ctx).release, ctx.source)
 
 
 def cohort_table(

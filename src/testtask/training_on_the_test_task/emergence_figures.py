@@ -16,7 +16,7 @@ from testtask.lm.scores import (
     lookup,
 )
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.cohort_figures import results
+from testtask.training_on_the_test_task.inputs import results
 from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
 from testtask.training_on_the_test_task.settings import Regression, Settings
