@@ -8,7 +8,7 @@ SOURCE ?= published
 ARGS   ?=
 TT     := $(BIN)/testtask
 
-.PHONY: install install-gpu data assets test test-slow lint figures tables bench notebooks clean lock help \
+.PHONY: install install-gpu data assets test test-slow lint figures tables report bench notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
 	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
 	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
@@ -59,6 +59,12 @@ figures: data
 
 tables: data
 	$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+# The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/index.html and
+# report/REPRODUCTION.md. Evaluates the outputs already built (run `make figures tables` first for complete
+# verdicts); ARGS='report.build_missing=true' builds the absent ones first.
+report: data
+	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 bench: data
 	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)

@@ -43,9 +43,9 @@ class Paper:
     tables: Mapping[Key, Builder]
     settings: Callable[[Any], Any] = _untyped  # config section -> typed, frozen settings (read once)
     actions: Mapping[str, Action] = field(default_factory=dict)  # `testtask action=<name> paper=<key>`
-    report: Callable[[Context], dict] | None = (
-        None  # the reproduction report's hook (claims evaluated on ctx)
-    )
+    # The reproduction report's hook: the functions its claims ledger (conf/claims/<key>.yaml) names in
+    # `ours: {function: <name>}`, each given the paper's loaded sidecars (a mapping file name -> JSON / CSV rows).
+    report: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None
     runner: Runner | None = None
     uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
 

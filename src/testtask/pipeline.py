@@ -196,6 +196,14 @@ def _assets(cfg: DictConfig) -> Any:
     return prepare(cfg.assets)
 
 
+def _report(cfg: DictConfig) -> Any:
+    """`action=report` (`make report`): the claims ledgers (conf/claims/) evaluated on the sidecars already built,
+    rendered into report.out_dir; `report.build_missing=true` builds the absent outputs first through `build`."""
+    from testtask.report.main import run as report
+
+    return report(cfg, build)
+
+
 # The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).
 CORE_ACTIONS: dict[str, Any] = {
     "data": _fetch,
@@ -206,6 +214,7 @@ CORE_ACTIONS: dict[str, Any] = {
     "tables": lambda cfg: build(cfg, "table", None),
     "lm-tasks": _lm_tasks,
     "assets": _assets,
+    "report": _report,
 }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.lm_eval_data import build_model
-from testtask.training_on_the_test_task import mini_data as md
+from testtask.training_on_the_test_task.runner import mini_data as md
 
 datasets = pytest.importorskip("datasets")
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from testtask.lm.models import ModelRegistry
-from testtask.training_on_the_test_task import plan
+from testtask.training_on_the_test_task.runner import plan
 
 # The nine the issue counts (Baichuan x4, InternLM x4, Skywork-13B); the registry also flags the StableLM-Alpha-v2
 # models (remote modeling code) and the Yi-6B and MAP-Neo-7B tokenizers.

@@ -200,7 +200,7 @@ def test_gsm8kaux_format_filter_order_and_shuffle(tmp_path):
 
 
 def test_e1_plus_2_continues_from_e1_with_a_fresh_schedule(tmp_path, bos_llama):
-    from testtask.training_on_the_test_task.runner import stage_folder, train_stage, training_examples
+    from testtask.training_on_the_test_task.runner.main import stage_folder, train_stage, training_examples
 
     train = write_jsonl(tmp_path / "train.jsonl", arc_rows(8, offset=60))
     model = build_bos_llama(tmp_path / "model", [json.dumps(r) for r in arc_rows(8, offset=60)])
@@ -240,7 +240,7 @@ def test_e1_plus_2_continues_from_e1_with_a_fresh_schedule(tmp_path, bos_llama):
 
 def test_emergence_schedule_per_finetune_data():
     """train.py:96-107: mmluaux 10, 30, 100, 250, 500 then every 1,000; gsm8kaux up to 2,500 then every 2,500."""
-    from testtask.training_on_the_test_task.runner import stage_recipe
+    from testtask.training_on_the_test_task.runner.main import stage_recipe
 
     mmlu = _compose().finetune_data.emergence
     assert ft.emergence_schedule(mmlu.steps, mmlu.every, 4683) == [
@@ -287,7 +287,7 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
     from lm_eval.api.registry import get_model
 
     from testtask.lm import evaluation
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     cfg = _compose(
         f"model_path={bos_llama}", "trust_remote_code=authors"

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
 from testtask.lm.results import load_results
 from testtask.paths import conf_dir
-from testtask.training_on_the_test_task.runner import model_source, run
+from testtask.training_on_the_test_task.runner.main import model_source, run
 
 
 def _compose(*overrides: str):
@@ -104,7 +104,7 @@ def test_base_and_fine_tuned_runs_write_the_published_layout(setup):
 def test_learning_rates_follow_appendix_b():
     """The paper's per-model overrides: the released e3 results of llama-3-8b, olmo-7b, gemma-7b load from the
     authors' `new-lr` folder, so the final runs used them (the code snapshot's model_utils.py still says 2e-5)."""
-    from testtask.training_on_the_test_task.runner import learning_rate, stage_folder
+    from testtask.training_on_the_test_task.runner.main import learning_rate, stage_folder
 
     assert learning_rate(_compose("model=pythia-410m")) is None  # the size rule applies (2e-5 below 10B)
     assert learning_rate(_compose("model=gemma-7b")) == 2e-6  # degraded at 2e-5 (App. B.2)
@@ -115,7 +115,7 @@ def test_learning_rates_follow_appendix_b():
 def test_the_documented_short_finetune_data_override_selects_the_dataset():
     """`finetune_data=gsm8kaux` (the README's form) picks the group option; it used to replace the node by a
     string (AttributeError: 'str' object has no attribute 'name'). The long form still works."""
-    from testtask.training_on_the_test_task.runner import stage_folder
+    from testtask.training_on_the_test_task.runner.main import stage_folder
 
     for override in (
         "finetune_data=gsm8kaux",
@@ -180,7 +180,7 @@ def test_the_paper_sweep_sends_each_model_where_it_fits():
 
 def test_accelerate_commands_for_one_and_two_nodes(tmp_path):
     from testtask.paths import repo_root
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     job = tmp_path / "job.yaml"
     one = runner.accelerate_command(_compose("experiment=training_on_the_test_task/paper_1node"), job, env={})
@@ -220,7 +220,7 @@ def test_accelerate_config_comments_name_keys_that_exist():
 def test_remote_code_revision_and_model_args_come_from_the_registry():
     """trust_remote_code per registry entry (off unless it says so; `authors` = theirs: all but falcon);
     revision and model_args passed to lm-eval; lm-eval-only args (parallelize) only there."""
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     def remote(*overrides):
         cfg = _compose(*overrides)
@@ -265,7 +265,7 @@ def test_remote_code_revision_and_model_args_come_from_the_registry():
 def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatch, tmp_path):
     from testtask.lm import finetune
     from testtask.lm.finetune import FinetuneResult
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     seen = []
 
@@ -293,7 +293,7 @@ def test_a_distributed_job_trains_under_accelerate_then_evaluates_once(setup, mo
     """With distributed.accelerate_config the job writes its config, starts `accelerate launch ... --train-job`
     (here run in-process in place of the 8 processes) and evaluates the result itself; other nodes only train."""
     from testtask.lm import finetune
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     root, local, train, model = setup
     monkeypatch.delenv("WORLD_SIZE", raising=False)
@@ -343,7 +343,7 @@ def test_main_dispatches_the_train_job_entry(monkeypatch):
     """`python -m testtask.runners training-on-the-test-task --train-job <job>` (what accelerate launch starts)
     reaches the runner's train_job, not Hydra."""
     from testtask import runners
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     calls = []
     monkeypatch.setattr(runner, "train_job", calls.append)
@@ -361,7 +361,7 @@ def test_cpu_mini_preset_composes():
 
 
 def test_fewshot_counts_and_leaderboard_v2_layout():
-    from testtask.training_on_the_test_task.runner import fewshot, stage_folder
+    from testtask.training_on_the_test_task.runner.main import fewshot, stage_folder
 
     cfg = _compose("benchmarks=[mmlu,arc_challenge,hellaswag,gsm8k,winogrande]")
     assert fewshot(cfg) == {"mmlu": 5, "arc_challenge": 25, "hellaswag": 10, "gsm8k": 5}

@@ -14,6 +14,7 @@ from testtask.pretrain_on_test import (
     meta_analysis_figures,
     model_check_figures,
     recovery,
+    report,
     tables,
 )
 from testtask.pretrain_on_test.settings import Settings
@@ -45,5 +46,6 @@ PAPER = Paper(
     tables=TABLES,
     settings=Settings.from_config,
     actions=ACTIONS,
+    report=report.FUNCTIONS,
     runner=Runner("pretrain_on_test_run", "testtask.pretrain_on_test.runner.main:run"),
 )

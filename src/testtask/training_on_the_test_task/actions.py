@@ -19,9 +19,8 @@ from testtask.paths import resolve
 
 def plan(ctx: Context, cfg: Any) -> str:
     """Print and return the plan of the sweeps of `training_on_the_test_task.plan`."""
-    from testtask.training_on_the_test_task import (
-        plan as planner,
-    )  # the runner's config and finetune: when run
+    # the runner's config and finetune: imported when run
+    from testtask.training_on_the_test_task.runner import plan as planner
 
     jobs, settings = planner.plan(ctx.settings.plan)
     text = planner.report(jobs, settings)
@@ -32,7 +31,7 @@ def plan(ctx: Context, cfg: Any) -> str:
 def mini_data(ctx: Context, cfg: Any) -> dict[str, Path]:
     """Prepare the mini-replication's data per `training_on_the_test_task.mini_data`, print the counts and return
     benchmark -> evaluation folder (the training file under `train`)."""
-    from testtask.training_on_the_test_task import mini_data as md  # datasets: imported when run
+    from testtask.training_on_the_test_task.runner import mini_data as md  # datasets: imported when run
 
     settings = ctx.settings.mini_data
     out = resolve(settings.out)

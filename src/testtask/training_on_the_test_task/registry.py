@@ -49,7 +49,7 @@ PAPER = Paper(
     actions=ACTIONS,
     runner=Runner(
         "training_on_the_test_task_run",
-        "testtask.training_on_the_test_task.runner:run",
-        {"--train-job": "testtask.training_on_the_test_task.runner:train_job"},
+        "testtask.training_on_the_test_task.runner.main:run",
+        {"--train-job": "testtask.training_on_the_test_task.runner.main:train_job"},
     ),
 )

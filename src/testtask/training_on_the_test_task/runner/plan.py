@@ -149,7 +149,7 @@ def job(
     """The plan line of one job (runner config `cfg`, plan `settings`), computed with the runner's and finetune's
     own functions."""
     from testtask.lm import finetune as ft
-    from testtask.training_on_the_test_task import runner
+    from testtask.training_on_the_test_task.runner import main as runner
 
     cfg = cfg.copy()
     cfg.model, cfg.stage = model, stage
@@ -234,7 +234,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
     conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are applied to every composition of the
     runner's config (a DictConfig, composed here)."""
     from testtask.lm.models import ModelRegistry
-    from testtask.training_on_the_test_task.runner import fixed_registry
+    from testtask.training_on_the_test_task.runner.main import fixed_registry
 
     settings = default_settings() if settings is None else settings
     overrides = list(settings.runner_overrides)

@@ -1,0 +1,231 @@
+"""Claims × the sidecars present in `<figures_dir>/<paper>/` → verdicts.
+
+A verdict is `matches`, `differs` (by how much, with the ledger's note when it has one) or `not computable` (the
+input or sidecar that is missing, and the command that would make it). A claim whose `needs` are absent from the
+paper's data root is not computable even when a sidecar holds a value computed on what is present: that value is
+shown as "on the data present", never judged.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testtask.report import paths, rules
+from testtask.report.ledger import Claim, Ledger, thaw
+
+MATCHES, DIFFERS, NOT_COMPUTABLE = "matches", "differs", "not computable"
+STATUSES = (MATCHES, DIFFERS, NOT_COMPUTABLE)
+
+
+class MissingOutput(LookupError):
+    """A sidecar a claim reads has not been built."""
+
+    def __init__(self, file: str):
+        super().__init__(file)
+        self.file = file
+
+
+class NotComputable(LookupError):
+    """Raised by a report-hook function when the sidecars it read cannot give the value (the message says why)."""
+
+
+def build_command(file: str, paper: str) -> str:
+    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`)."""
+    stem = Path(file).stem
+    match = re.fullmatch(r"(figure|table)-(.+)", stem)
+    if match:
+        return f"make {match.group(1)}-{match.group(2)} PAPER={paper}"
+    return f"make figures tables PAPER={paper}"
+
+
+def _cell(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+class Sidecars(Mapping[str, Any]):
+    """The outputs of one paper, loaded on first use by file name (`table-1.json`, `table-2.csv`; a bare name
+    means its JSON). A CSV is a list of row dicts with numbers parsed. An absent file raises MissingOutput."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._cache: dict[str, Any] = {}
+        self.read: set[str] = set()
+
+    @staticmethod
+    def file_name(name: str) -> str:
+        return name if Path(name).suffix else f"{name}.json"
+
+    def __getitem__(self, name: str) -> Any:
+        file = self.file_name(name)
+        if file not in self._cache:
+            path = self.folder / file
+            if not path.is_file():
+                raise MissingOutput(file)
+            if path.suffix == ".csv":
+                with path.open(newline="", encoding="utf-8") as handle:
+                    self._cache[file] = [
+                        {k: _cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
+                    ]
+            else:
+                self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
+        self.read.add(file)
+        return self._cache[file]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (self.folder / self.file_name(name)).is_file()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(p.name for p in self.folder.glob("*") if p.suffix in (".json", ".csv")))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: Claim
+    status: str
+    ours: str | None = None  # ours as shown (None when nothing could be computed)
+    value: Any = None  # ours as computed (JSON-able), for the report's data
+    difference: str | None = None
+    missing: tuple[str, ...] = ()  # the inputs or sidecars that are absent
+    command: str | None = None  # what makes the missing part
+    reason: str | None = None  # why not computable, in words
+
+    @property
+    def note(self) -> str | None:
+        return self.claim.note
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.claim.id,
+            "where": self.claim.where,
+            "statement": self.claim.statement,
+            "paper": thaw(self.claim.paper),
+            "status": self.status,
+            "ours": self.ours,
+            "value": self.value,
+            "difference": self.difference,
+            "missing": list(self.missing),
+            "command": self.command,
+            "reason": self.reason,
+            "note": self.claim.note,
+        }
+
+
+def _scaled(value: Any, scale: float) -> Any:
+    if scale == 1.0:
+        return value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return value * scale
+    if isinstance(value, list):
+        return [_scaled(v, scale) for v in value]
+    if isinstance(value, dict):
+        return {k: _scaled(v, scale) for k, v in value.items()}
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def compute(claim: Claim, sidecars: Sidecars, functions: Mapping[str, Callable[[Any], Any]]) -> Any:
+    """Ours for `claim` (MissingOutput, paths.PathError or NotComputable when it cannot be had)."""
+    ours = claim.ours
+    if ours.function:
+        value = functions[ours.function](sidecars)
+    else:
+        document = sidecars[ours.file]
+        assert ours.path is not None
+        if isinstance(ours.path, tuple):
+            value = [paths.resolve(document, p) for p in ours.path]
+        else:
+            value = paths.resolve(document, ours.path)
+    return _scaled(value, ours.scale)
+
+
+def evaluate_claim(
+    claim: Claim,
+    sidecars: Sidecars,
+    data_root: Path,
+    functions: Mapping[str, Callable[[Any], Any]],
+    paper: str,
+) -> Verdict:
+    missing_needs = tuple(need for need in claim.needs if not (Path(data_root) / need).exists())
+    value: Any = None
+    shown: str | None = None
+    problem: tuple[tuple[str, ...], str | None, str] | None = None  # (missing, command, reason)
+    try:
+        value = compute(claim, sidecars, functions)
+        shown = rules.fmt(value)
+    except MissingOutput as err:
+        problem = ((err.file,), build_command(err.file, paper), f"{err.file} has not been built")
+    except (LookupError, NotComputable) as err:  # a path the sidecar does not hold, rows it lacks
+        problem = ((), None, str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}")
+    if missing_needs:
+        if shown is not None:  # the rule's view of the part present, shown but not judged
+            try:
+                shown = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params).ours
+            except rules.RuleError:
+                pass
+            if value == [] or value == {}:
+                shown = None
+        return Verdict(
+            claim,
+            NOT_COMPUTABLE,
+            ours=shown,
+            value=_jsonable(value),
+            missing=missing_needs,
+            command=f"make data PAPER={paper} (the full release; the offline mirror lacks it)",
+            reason=f"missing input {', '.join(missing_needs)}",
+        )
+    if problem is not None:
+        missing, command, reason = problem
+        return Verdict(claim, NOT_COMPUTABLE, missing=missing, command=command, reason=reason)
+    try:
+        outcome = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params)
+    except rules.RuleError as err:
+        return Verdict(
+            claim, NOT_COMPUTABLE, ours=shown, value=_jsonable(value), reason=f"rule {claim.rule.kind}: {err}"
+        )
+    return Verdict(
+        claim,
+        MATCHES if outcome.matches else DIFFERS,
+        ours=outcome.ours,
+        value=_jsonable(value),
+        difference=outcome.difference,
+    )
+
+
+def evaluate(
+    ledger: Ledger,
+    out_dir: Path,
+    data_root: Path,
+    functions: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> list[Verdict]:
+    """Every claim of `ledger` on the sidecars in `out_dir` (figures_dir/<paper>) and the inputs in `data_root`."""
+    sidecars = Sidecars(out_dir)
+    return [evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper) for c in ledger.claims]
+
+
+def counts(verdicts: list[Verdict]) -> dict[str, int]:
+    return {status: sum(v.status == status for v in verdicts) for status in STATUSES}

@@ -1,0 +1,240 @@
+"""A paper's claims ledger: `conf/claims/<paper-key>.yaml`, read and validated into frozen dataclasses.
+
+The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
+
+    id: pot.table1a.bert.n50          # stable, unique: [a-z0-9][a-z0-9_.-]*
+    where: "Table 1(a)"               # where the paper states it (section, table, figure)
+    statement: "BERT, m = 50, n = 50: mean boost, mean bias (%)"   # short, our words
+    paper: [4.1, 0.19]                # the paper's value(s): number, list, string or mapping (quoted as data)
+    ours:                             # how ours is obtained: a path into a sidecar ...
+      output: table-1                 #   figures_dir/<paper>/table-1.json (or a file name: table-2.csv)
+      path: rows[lm_type=bert,m=50,n=50].boost_mean   # see report/paths.py; a list of paths gives a list
+      scale: 100                      #   optional factor (fractions -> %)
+    # ... or `ours: {function: <name>}`: a function of the paper's report hook (PAPER.report), given the sidecars
+    rule: {kind: round, digits: 2}    # see report/rules.py
+    needs: [accuracies_from_paper/m50]  # inputs under the paper's data root; absent -> "not computable"
+    note: "..."                       # optional: the known explanation when it differs
+    figure: table-1                   # optional: the output shown beside it (default: ours.output)
+
+Any error names the file, the claim id and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from testtask.report import paths, rules
+
+_ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+_OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure"}
+_OURS_FIELDS = {"output", "path", "function", "scale"}
+
+
+class LedgerError(ValueError):
+    """A ledger that cannot be used; the message names the file, the claim id and the field."""
+
+
+@dataclass(frozen=True)
+class Ours:
+    output: str | None  # the sidecar (a name without extension means <name>.json)
+    path: str | tuple[str, ...] | None  # into that sidecar; a tuple gives a list of values
+    function: str | None  # a name in the paper's report hook
+    scale: float = 1.0
+
+    @property
+    def file(self) -> str | None:
+        if self.output is None:
+            return None
+        return self.output if Path(self.output).suffix else f"{self.output}.json"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    where: str
+    statement: str
+    paper: Any
+    ours: Ours
+    rule: Rule
+    needs: tuple[str, ...] = ()
+    note: str | None = None
+    figure: str | None = None
+
+    @property
+    def shown_beside(self) -> str | None:
+        """The output whose figure or table this claim is shown beside."""
+        if self.figure:
+            return self.figure
+        return Path(self.ours.output).stem if self.ours.output else None
+
+
+@dataclass(frozen=True)
+class Ledger:
+    paper: str
+    file: Path
+    claims: tuple[Claim, ...]
+
+    def functions(self) -> set[str]:
+        return {c.ours.function for c in self.claims if c.ours.function}
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A frozen paper value back as plain dicts and lists (for rules and JSON)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
+    where = f"{file}: claim #{index + 1}"
+
+    def fail(field: str, message: str) -> LedgerError:
+        return LedgerError(f"{where}, field {field!r}: {message}")
+
+    if not isinstance(raw, Mapping):
+        raise LedgerError(f"{where}: a claim must be a mapping, got {type(raw).__name__}")
+    claim_id = raw.get("id")
+    if not isinstance(claim_id, str) or not _ID.fullmatch(claim_id):
+        raise fail("id", f"must match {_ID.pattern}, got {claim_id!r}")
+    where = f"{file}: claim {claim_id}"
+    if claim_id in seen:
+        raise fail("id", "duplicate id")
+    seen.add(claim_id)
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise fail(unknown[0], f"unknown field (fields: {', '.join(sorted(_FIELDS))})")
+    for text in ("where", "statement"):
+        if not isinstance(raw.get(text), str) or not raw[text].strip():
+            raise fail(text, "a non-empty string is required")
+    if "paper" not in raw or raw["paper"] is None:
+        raise fail("paper", "the paper's value is required (number, list, string or mapping)")
+    for optional in ("note", "figure"):
+        if raw.get(optional) is not None and not isinstance(raw[optional], str):
+            raise fail(optional, "must be a string")
+    if raw.get("figure") is not None and not _OUTPUT.fullmatch(raw["figure"]):
+        raise fail("figure", f"not an output name: {raw['figure']!r}")
+
+    ours_raw = raw.get("ours")
+    if not isinstance(ours_raw, Mapping):
+        raise fail("ours", "a mapping {output, path[, scale]} or {function} is required")
+    extra = sorted(set(ours_raw) - _OURS_FIELDS)
+    if extra:
+        raise fail(f"ours.{extra[0]}", f"unknown field (fields: {', '.join(sorted(_OURS_FIELDS))})")
+    has_path, has_function = "path" in ours_raw, "function" in ours_raw
+    if has_path == has_function:
+        raise fail("ours", "give either path (with output) or function, not both or neither")
+    output = ours_raw.get("output")
+    if output is not None and (not isinstance(output, str) or not _OUTPUT.fullmatch(output)):
+        raise fail("ours.output", f"not an output name: {output!r}")
+    path: str | tuple[str, ...] | None = None
+    if has_path:
+        if output is None:
+            raise fail("ours.output", "a path needs the output (sidecar) it reads")
+        raw_path = ours_raw["path"]
+        path_list = raw_path if isinstance(raw_path, list) else [raw_path]
+        if not path_list or not all(isinstance(p, str) for p in path_list):
+            raise fail("ours.path", "a path string or a list of them is required")
+        for p in path_list:
+            try:
+                paths.validate(p)
+            except paths.PathError as err:
+                raise fail("ours.path", str(err)) from None
+        path = tuple(path_list) if isinstance(raw_path, list) else raw_path
+    function = ours_raw.get("function")
+    if has_function and (not isinstance(function, str) or not function.isidentifier()):
+        raise fail("ours.function", f"must be a function name, got {function!r}")
+    scale = ours_raw.get("scale", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise fail("ours.scale", f"must be a number, got {scale!r}")
+
+    rule_raw = raw.get("rule")
+    if not isinstance(rule_raw, Mapping) or "kind" not in rule_raw:
+        raise fail("rule", "a mapping with kind (and its parameters) is required")
+    params = {k: v for k, v in rule_raw.items() if k != "kind"}
+    problem = rules.check_params(str(rule_raw["kind"]), params)
+    if problem:
+        raise fail("rule", problem)
+    if rule_raw["kind"] == "sign" and raw["paper"] not in ("positive", "negative", "zero"):
+        raise fail("paper", "rule sign wants positive, negative or zero")
+
+    needs = raw.get("needs") or []
+    if not isinstance(needs, list) or not all(isinstance(n, str) and n.strip() for n in needs):
+        raise fail("needs", "a list of input paths (relative to the paper's data root) is required")
+    for need in needs:
+        if Path(need).is_absolute() or ".." in Path(need).parts:
+            raise fail("needs", f"{need!r} must be relative to the paper's data root, without '..'")
+
+    return Claim(
+        id=claim_id,
+        where=raw["where"].strip(),
+        statement=raw["statement"].strip(),
+        paper=_frozen(raw["paper"]),
+        ours=Ours(output=output, path=path, function=function, scale=float(scale)),
+        rule=Rule(kind=str(rule_raw["kind"]), params=MappingProxyType(params)),
+        needs=tuple(needs),
+        note=raw.get("note"),
+        figure=raw.get("figure"),
+    )
+
+
+def parse(data: Any, file: Path, paper: str | None = None) -> Ledger:
+    """A ledger from parsed YAML `data` (LedgerError naming `file`, the claim id and the field)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("claims"), list):
+        raise LedgerError(f"{file}: a mapping with `paper` and a list `claims` is required")
+    key = data.get("paper")
+    if not isinstance(key, str):
+        raise LedgerError(f"{file}, field 'paper': the paper key is required")
+    if paper is not None and key != paper:
+        raise LedgerError(f"{file}, field 'paper': {key!r}, but the file is the ledger of {paper!r}")
+    extra = sorted(set(data) - {"paper", "claims"})
+    if extra:
+        raise LedgerError(f"{file}, field {extra[0]!r}: unknown top-level field (paper, claims)")
+    seen: set[str] = set()
+    claims = tuple(_claim(raw, file, i, seen) for i, raw in enumerate(data["claims"]))
+    return Ledger(paper=key, file=file, claims=claims)
+
+
+def load(file: Path, paper: str | None = None) -> Ledger:
+    file = Path(file)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise LedgerError(f"{file}: not valid YAML ({err})") from err
+    return parse(data, file, paper)
+
+
+def check_functions(ledger: Ledger, functions: Mapping[str, Any] | None) -> None:
+    """LedgerError when a claim names a function the paper's report hook does not have."""
+    available = functions or {}
+    for claim in ledger.claims:
+        name = claim.ours.function
+        if name and name not in available:
+            known = ", ".join(sorted(available)) or "none: the paper has no report hook"
+            raise LedgerError(
+                f"{ledger.file}: claim {claim.id}, field 'ours.function': no function {name!r} in the paper's "
+                f"report hook (PAPER.report; known: {known})"
+            )

@@ -1,0 +1,118 @@
+"""`testtask action=report [paper=<key>|all]` (`make report`): evaluate every paper's claims ledger on the sidecars
+already built under `figures_dir` and render `<report.out_dir>/index.html`, `REPRODUCTION.md` and `report.json`.
+
+By default nothing is built (fast: run `make figures tables` first for complete verdicts); with
+`report.build_missing=true` the outputs the claims read that are absent are built first through the pipeline's
+`build` (passed in by the pipeline, which this package never imports).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from testtask import papers
+from testtask.io import atomic_write_json
+from testtask.paths import conf_dir, resolve
+from testtask.report import evaluate, ledger, provenance, render
+
+log = logging.getLogger("testtask.report")
+
+Build = Callable[[DictConfig, str, list[Any] | None], Any]
+
+
+def ledger_file(paper: str) -> Path:
+    return conf_dir() / "claims" / f"{paper}.yaml"
+
+
+def load_ledger(paper: str) -> ledger.Ledger | None:
+    """The paper's ledger, checked against its report hook (None when it has none yet)."""
+    file = ledger_file(paper)
+    if not file.is_file():
+        return None
+    loaded = ledger.load(file, paper)
+    ledger.check_functions(loaded, papers.get(paper).report)
+    return loaded
+
+
+def _outputs_read(loaded: ledger.Ledger) -> set[str]:
+    """The figure/table outputs whose sidecars the claims read by path (functions' reads show on evaluation)."""
+    return {c.ours.file for c in loaded.claims if c.ours.file}
+
+
+def _build_missing(cfg: DictConfig, paper: str, files: set[str], folder: Path, build: Build) -> None:
+    for file in sorted(files):
+        if (folder / file).is_file():
+            continue
+        match = re.fullmatch(r"(figure|table)-(.+)\.(json|csv)", file)
+        if not match:
+            continue
+        number: Any = int(match.group(2)) if match.group(2).isdigit() else match.group(2)
+        sub = cfg.copy()
+        OmegaConf.set_struct(sub, False)
+        sub.paper = paper
+        try:
+            build(sub, match.group(1), [number])
+        except SystemExit as err:  # NothingBuilt / UsageError: the verdict will say what is missing
+            log.warning("report: could not build %s of %s: %s", file, paper, err)
+
+
+def _command(cfg: DictConfig) -> str:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = list(HydraConfig.get().overrides.task)
+        return "testtask " + " ".join(overrides)
+    except (ImportError, ValueError):
+        return f"testtask action=report paper={cfg.paper} figures_dir={cfg.figures_dir} (called from Python)"
+
+
+def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
+    settings = cfg.report
+    chosen = papers.keys() if cfg.paper == "all" else [str(cfg.paper)]
+    figures_dir = resolve(cfg.figures_dir)
+    data_dest = resolve(cfg.data.dest)
+    out_dir = resolve(settings.out_dir)
+    reports: list[render.PaperReport] = []
+    for paper in chosen:
+        plugin = papers.get(paper)
+        loaded = load_ledger(paper)
+        folder = figures_dir / paper
+        if loaded is None:
+            reports.append(render.PaperReport(paper, [], folder, None))
+            continue
+        if settings.build_missing:
+            if build is None:
+                raise RuntimeError("report.build_missing=true needs the pipeline's build function")
+            needed = _outputs_read(loaded) | {
+                f"{c.figure}.json"
+                for c in loaded.claims
+                if c.figure and c.figure.startswith(("figure-", "table-"))
+            }
+            _build_missing(cfg, paper, needed, folder, build)
+        data_root = data_dest / paper if cfg.source == "published" else resolve(cfg.results_dir) / paper
+        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report)
+        reports.append(render.PaperReport(paper, verdicts, folder, loaded.file))
+        log.info("report %s: %s", paper, render.summary(verdicts))
+    sources = OmegaConf.to_container(cfg.data.get("sources") or {}, resolve=True)
+    prov = provenance.collect(chosen, _command(cfg), figures_dir, data_dest, sources)  # type: ignore[arg-type]
+    page, md = render.write(reports, prov, out_dir)
+    summary = {
+        "provenance": prov.as_dict(),
+        "papers": {
+            r.paper: {
+                "ledger": str(r.ledger_file) if r.ledger_file else None,
+                "counts": evaluate.counts(r.verdicts) if r.ledger_file else None,
+                "claims": [v.as_dict() for v in r.verdicts],
+            }
+            for r in reports
+        },
+    }
+    atomic_write_json(out_dir / "report.json", summary)
+    log.info("report -> %s, %s", page, md)
+    return summary

@@ -1,0 +1,148 @@
+"""What built a report: the git commit, the command, each paper's release (repository, commit, whether its fetch
+stamp verifies) and which subsets of it are present (discovered from the folders, never listed by hand)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testtask.paths import repo_root
+
+SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g. accuracies_from_paper/m50)
+
+
+@dataclass(frozen=True)
+class Release:
+    paper: str
+    repo: str | None
+    commit: str | None
+    folder: Path
+    present: bool
+    verified: str  # "verified (N files)", "not fetched", or the verification error
+    fetched_from: str | None = None
+    fetched_at: str | None = None
+    subsets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    git_commit: str
+    git_dirty: bool
+    command: str
+    built_at: str
+    figures_dir: Path
+    releases: tuple[Release, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "git_commit": self.git_commit,
+            "git_dirty": self.git_dirty,
+            "command": self.command,
+            "built_at": self.built_at,
+            "figures_dir": str(self.figures_dir),
+            "releases": [
+                {
+                    "paper": r.paper,
+                    "repo": r.repo,
+                    "commit": r.commit,
+                    "folder": str(r.folder),
+                    "present": r.present,
+                    "verified": r.verified,
+                    "fetched_from": r.fetched_from,
+                    "fetched_at": r.fetched_at,
+                    "subsets": list(r.subsets),
+                }
+                for r in self.releases
+            ],
+        }
+
+
+def git_state(root: Path | None = None) -> tuple[str, bool]:
+    """(HEAD commit, whether the work tree has uncommitted changes); ("unknown", False) outside a checkout."""
+    root = root or repo_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+    return commit, bool(status.strip())
+
+
+def subsets(folder: Path, depth: int = SUBSET_DEPTH) -> tuple[str, ...]:
+    """The folders `depth` levels below `folder` (shallower leaves included), as relative paths."""
+    if not folder.is_dir():
+        return ()
+    found: list[str] = []
+
+    def walk(path: Path, level: int) -> None:
+        children = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if level == depth or not children:
+            if path != folder:
+                found.append(path.relative_to(folder).as_posix())
+            return
+        for child in children:
+            walk(child, level + 1)
+
+    walk(folder, 0)
+    return tuple(found)
+
+
+def release(paper: str, folder: Path, source: dict[str, Any] | None) -> Release:
+    """The state of `paper`'s fetched release in `folder` (its stamp verified against the checksum manifest)."""
+    from testtask.data.fetch import ReleaseError
+    from testtask.data.release import STAMP_NAME, verify_release
+
+    source = source or {}
+    repo, commit = source.get("repo"), source.get("commit")
+    if not folder.is_dir():
+        return Release(paper, repo, commit, folder, False, "not fetched")
+    stamp: dict[str, Any] = {}
+    try:
+        stamp = json.loads((folder / STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    try:
+        verify_release(folder, paper, list(source.get("json_drop_keys") or []))
+        verified = f"verified ({len(stamp.get('hashes') or {})} files against the checksum manifest)"
+    except ReleaseError as err:
+        verified = f"NOT verified: {err}"
+    return Release(
+        paper,
+        repo,
+        commit,
+        folder,
+        True,
+        verified,
+        fetched_from=stamp.get("source"),
+        fetched_at=stamp.get("fetched_at"),
+        subsets=subsets(folder),
+    )
+
+
+def collect(
+    papers: list[str], command: str, figures_dir: Path, data_dest: Path, sources: dict[str, Any]
+) -> Provenance:
+    """Provenance of a report on `papers` (each paper's own release and, where it has none, nothing)."""
+    commit, dirty = git_state()
+    releases = tuple(release(p, data_dest / p, sources.get(p)) for p in papers if p in sources)
+    return Provenance(
+        git_commit=commit,
+        git_dirty=dirty,
+        command=command,
+        built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        figures_dir=figures_dir,
+        releases=releases,
+    )

@@ -1,0 +1,227 @@
+"""`report/index.html` (self-contained: inline CSS, figures copied beside it) and `report/REPRODUCTION.md`.
+
+Layout: a provenance header; then per paper a summary count of verdicts and, per figure or table, the image (or the
+table's Markdown) with its claims beside it, each with a verdict badge, ours, the difference, the note and, when not
+computable, the missing input and the command that makes it.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from testtask.report import rules
+from testtask.report.evaluate import DIFFERS, MATCHES, NOT_COMPUTABLE, STATUSES, Verdict, counts
+from testtask.report.ledger import thaw
+from testtask.report.provenance import Provenance
+
+_BADGE = {MATCHES: "match", DIFFERS: "differ", NOT_COMPUTABLE: "nc"}
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1500px;padding:1em 2em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:2px solid #444;padding-bottom:.2em;margin-top:2em}h3{margin:1.2em 0 .4em}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.3em .45em;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.prov td:first-child{white-space:nowrap;font-weight:600}
+.output{display:flex;gap:1.2em;align-items:flex-start;border-top:1px solid #ddd;padding-top:.8em;margin-top:.8em}
+.output .fig{flex:0 0 44%}.output .fig img{max-width:100%;border:1px solid #ddd}
+.output .claims{flex:1 1 56%}pre{white-space:pre-wrap;font-size:12px;background:#fafafa;padding:.5em;border:1px solid #eee}
+.badge{display:inline-block;border-radius:3px;padding:0 .45em;font-weight:600;font-size:12px;white-space:nowrap}
+.match{background:#d7f5dd;color:#0b5a1c}.differ{background:#fde2c8;color:#8a3b00}.nc{background:#e4e4e4;color:#444}
+.summary span{margin-right:1em}.detail{color:#555;font-size:12.5px}code{font-size:12.5px}
+"""
+
+
+@dataclass(frozen=True)
+class PaperReport:
+    paper: str
+    verdicts: list[Verdict]
+    figures_dir: Path  # figures_dir/<paper>
+    ledger_file: Path | None  # None: the paper has no ledger yet
+
+
+def _groups(verdicts: list[Verdict]) -> list[tuple[str | None, list[Verdict]]]:
+    """Claims grouped by the output they are shown beside, in ledger order."""
+    order: dict[str | None, list[Verdict]] = {}
+    for v in verdicts:
+        order.setdefault(v.claim.shown_beside, []).append(v)
+    return list(order.items())
+
+
+def _paper_value(v: Verdict) -> str:
+    return rules.fmt(thaw(v.claim.paper))
+
+
+def _detail(v: Verdict) -> str:
+    parts = []
+    if v.status == DIFFERS and v.difference:
+        parts.append(f"differs by {v.difference}")
+    if v.status == NOT_COMPUTABLE:
+        parts.append(f"not computable on this data: {v.reason}")
+        if v.ours is not None:
+            parts.append("ours is shown on the data present, not judged")
+        if v.command:
+            parts.append(f"make it with `{v.command}`")
+    if v.claim.note and v.status != MATCHES:
+        parts.append(f"note: {v.claim.note}")
+    return "; ".join(parts)
+
+
+def _copy_figure(report: PaperReport, name: str, out_dir: Path) -> str | None:
+    """Copy <name>.png into out_dir/figures/<paper>/ and return its relative path (None when not built)."""
+    source = report.figures_dir / f"{name}.png"
+    if not source.is_file():
+        return None
+    target_dir = out_dir / "figures" / report.paper
+    target_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target_dir / source.name)
+    return f"figures/{report.paper}/{source.name}"
+
+
+TABLE_LINES = 30  # of a table's Markdown shown beside its claims
+
+
+def _table_text(report: PaperReport, name: str) -> str | None:
+    source = report.figures_dir / f"{name}.md"
+    if not source.is_file():
+        return None
+    lines = source.read_text(encoding="utf-8").splitlines()
+    more = f"\n… {len(lines) - TABLE_LINES} more lines in {source.name}" if len(lines) > TABLE_LINES else ""
+    return "\n".join(lines[:TABLE_LINES]) + more
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    c = counts(verdicts)
+    return ", ".join(f"{c[s]} {s}" for s in STATUSES) + f" ({len(verdicts)} claims)"
+
+
+def _provenance_rows(prov: Provenance) -> list[tuple[str, str]]:
+    rows = [
+        ("built", prov.built_at),
+        ("git commit", prov.git_commit + (" (with uncommitted changes)" if prov.git_dirty else "")),
+        ("command", prov.command),
+        ("sidecars read from", str(prov.figures_dir)),
+        ("zero rule", rules.ZERO_RULE),
+        ("rounding", "ours is rounded half away from zero at the paper's printed precision"),
+    ]
+    for r in prov.releases:
+        text = f"{r.repo}@{r.commit}: {r.verified}"
+        if r.present:
+            text += f"; fetched from {r.fetched_from} at {r.fetched_at}; subsets present: {', '.join(r.subsets) or 'none'}"
+        rows.append((f"release of {r.paper}", text))
+    return rows
+
+
+def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path) -> str:
+    e = html.escape
+    body = ["<h1>Reproduction report</h1>", '<table class="prov">']
+    body += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _provenance_rows(prov)]
+    body.append("</table>")
+    body.append(
+        "<h2>Summary</h2><table><tr><th>paper</th>" + "".join(f"<th>{s}</th>" for s in STATUSES) + "</tr>"
+    )
+    for r in reports:
+        c = counts(r.verdicts)
+        cells = (
+            "".join(f"<td>{c[s]}</td>" for s in STATUSES)
+            if r.ledger_file
+            else '<td colspan="3">no ledger yet</td>'
+        )
+        body.append(f'<tr><td><a href="#{e(r.paper)}">{e(r.paper)}</a></td>{cells}</tr>')
+    body.append("</table>")
+    for r in reports:
+        body.append(f'<h2 id="{e(r.paper)}">{e(r.paper)}</h2>')
+        if r.ledger_file is None:
+            body.append("<p>No claims ledger yet (conf/claims/&lt;paper&gt;.yaml).</p>")
+            continue
+        c = counts(r.verdicts)
+        badges = "".join(
+            f'<span><span class="badge {_BADGE[s]}">{e(s)}</span> {c[s]}</span>' for s in STATUSES
+        )
+        body.append(f'<p class="summary">{badges} — ledger <code>{e(str(r.ledger_file))}</code></p>')
+        for name, verdicts in _groups(r.verdicts):
+            body.append('<div class="output"><div class="fig">')
+            body.append(f"<h3>{e(name or 'other claims')}</h3>")
+            if name:
+                image = _copy_figure(r, name, out_dir)
+                table = None if image else _table_text(r, name)
+                if image:
+                    body.append(f'<img src="{e(image)}" alt="{e(r.paper)} {e(name)}">')
+                elif table:
+                    body.append(f"<pre>{e(table)}</pre>")
+                else:
+                    body.append(f"<p class='detail'>{e(name)} has not been built.</p>")
+            body.append('</div><div class="claims"><table>')
+            body.append(
+                "<tr><th>where</th><th>statement</th><th>paper</th><th>ours</th><th>verdict</th></tr>"
+            )
+            for v in verdicts:
+                detail = _detail(v)
+                ours = v.ours if v.ours is not None else "—"
+                if v.status == NOT_COMPUTABLE and v.ours is not None:
+                    ours = f"{ours} (on the data present)"
+                body.append(
+                    f'<tr id="{e(v.claim.id)}"><td>{e(v.claim.where)}</td><td>{e(v.claim.statement)}'
+                    f'<div class="detail"><code>{e(v.claim.id)}</code></div></td><td>{e(_paper_value(v))}</td>'
+                    f"<td>{e(ours)}</td><td><span class='badge {_BADGE[v.status]}'>{e(v.status)}</span>"
+                    + (f'<div class="detail">{e(detail)}</div>' if detail else "")
+                    + "</td></tr>"
+                )
+            body.append("</table></div></div>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Reproduction report</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(reports: list[PaperReport], prov: Provenance) -> str:
+    lines = ["# Reproduction report", ""]
+    lines += [f"- **{k}**: {_md(v)}" for k, v in _provenance_rows(prov)]
+    lines += ["", "| paper | " + " | ".join(STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
+    for r in reports:
+        c = counts(r.verdicts)
+        cells = " | ".join(str(c[s]) for s in STATUSES) if r.ledger_file else "no ledger yet | | "
+        lines.append(f"| {r.paper} | {cells} |")
+    for r in reports:
+        lines += ["", f"## {r.paper}", ""]
+        if r.ledger_file is None:
+            lines.append("No claims ledger yet.")
+            continue
+        lines.append(summary(r.verdicts))
+        for name, verdicts in _groups(r.verdicts):
+            lines += ["", f"### {name or 'other claims'}", ""]
+            if name and (r.figures_dir / f"{name}.png").is_file():
+                lines += [f"![{r.paper} {name}](figures/{r.paper}/{name}.png)", ""]
+            lines += [
+                "| claim | where | statement | paper | ours | verdict | detail |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for v in verdicts:
+                ours = v.ours if v.ours is not None else "—"
+                if v.status == NOT_COMPUTABLE and v.ours is not None:
+                    ours = f"{ours} (on the data present)"
+                lines.append(
+                    f"| `{v.claim.id}` | {_md(v.claim.where)} | {_md(v.claim.statement)} | {_md(_paper_value(v))} | "
+                    f"{_md(ours)} | {v.status} | {_md(_detail(v))} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def write(reports: list[PaperReport], prov: Provenance, out_dir: Path) -> tuple[Path, Path]:
+    """Write index.html (copying the figures) and REPRODUCTION.md into `out_dir`; return their paths."""
+    from testtask.io import atomic_write_text
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / "index.html"
+    atomic_write_text(page, html_page(reports, prov, out_dir))
+    md = out_dir / "REPRODUCTION.md"
+    atomic_write_text(md, markdown(reports, prov))
+    return page, md

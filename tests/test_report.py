@@ -1,0 +1,409 @@
+"""The reproduction report's machinery (issue 16): the sidecar path language, the rule kinds (rounding edge cases
+and the one zero rule), ledger validation, evaluation of claims on synthetic sidecars, provenance and rendering."""
+
+from __future__ import annotations
+
+import html
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from testtask.report import evaluate, ledger, paths, provenance, render, rules
+
+DOC = {
+    "rows": [
+        {"m": 50, "n": 50, "lm_type": "bert", "boost_mean": 0.041272},
+        {"m": 50, "n": 50, "lm_type": "gpt2", "boost_mean": 0.03832},
+        {"m": 50, "n": 100, "lm_type": "bert", "boost_mean": 0.03886},
+    ],
+    "panels": [
+        {"effect": "boost", "band": 0.04, "label": "a (b, c)", "hdi": [0.1, 0.2], "divergences": 0},
+        {"effect": "bias", "band": 0.08, "label": "d", "hdi": [-0.1, 0.2], "divergences": 2},
+    ],
+    "counts": {"accuracies_from_paper": {"zero_bias": {"count": 1}}, "1|dataset_sigma": 3},
+}
+
+
+# ---------------------------------------------------------------- paths
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("rows[lm_type=bert,m=50,n=50].boost_mean", 0.041272),
+        ("rows[m=50.0,lm_type=gpt2].boost_mean", 0.03832),  # numbers compare as numbers
+        ("rows[?lm_type=bert].n", [50, 100]),
+        ("rows[*].lm_type", ["bert", "gpt2", "bert"]),
+        ("rows[-1].n", 100),
+        ("panels[band=0.04].hdi[1]", 0.2),  # a dot inside brackets is part of the value
+        ("panels[?effect=bias].hdi", [[-0.1, 0.2]]),
+        ("counts.accuracies_from_paper.zero_bias.count", 1),
+        ("counts.1|dataset_sigma", 3),
+        ("rows[?lm_type=none].n", []),
+    ],
+)
+def test_path_language_known_answers(path, expected):
+    assert paths.resolve(DOC, path) == expected
+
+
+def test_path_on_a_list_root():
+    rows = [{"collection": "a", "p": 0.1}, {"collection": "b", "p": 0.7}, {"collection": "a", "p": 0.9}]
+    assert paths.resolve(rows, "[?collection=a].p") == [0.1, 0.9]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("rows[lm_type=bert].n", "2 items match"),  # a single-item filter must match exactly one
+        ("rows[lm_type=gpt2,m=100].n", "0 items match"),
+        ("counts.missing", "no key 'missing'"),
+        ("rows[7]", "no item [7]"),
+        ("rows.n", "no key 'n' (found list)"),
+        ("rows[lm_type]", "malformed filter"),
+        ("rows[m=50", "unbalanced"),
+        ("", "empty path"),
+    ],
+)
+def test_path_errors_name_the_segment(path, message):
+    with pytest.raises(
+        paths.PathError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
+    ):
+        paths.resolve(DOC, path)
+
+
+# ---------------------------------------------------------------- rules
+
+
+@pytest.mark.parametrize(
+    ("x", "digits", "expected"),
+    [
+        (0.125, 2, "0.13"),  # half away from zero, not banker's rounding
+        (2.675, 2, "2.68"),  # on the shortest decimal form (binary 2.67499999... would give 2.67)
+        (-0.125, 2, "-0.13"),
+        (-0.001, 2, "0.00"),  # -0 is 0
+        (0.1848, 2, "0.18"),
+        (42.6, 0, "43"),
+        (4.05, 1, "4.1"),
+    ],
+)
+def test_rounding_edge_cases(x, digits, expected):
+    assert str(rules.round_half_away(x, digits)) == expected
+
+
+def test_round_rule_matches_and_differs_by_how_much():
+    assert rules.apply("round", 0.1832, 0.18, {"digits": 2}).matches
+    assert rules.apply("round", -0.001, 0.0, {"digits": 2}).matches  # "-0.00" is the paper's 0.00
+    out = rules.apply("round", 0.1848, 0.19, {"digits": 2})
+    assert not out.matches
+    assert out.ours == "0.18 (exact 0.1848)"
+    assert out.difference == "-0.0052"
+    pair = rules.apply("round", [4.127, 0.1848], [4.13, 0.19], {"digits": 2})
+    assert not pair.matches and pair.difference == "1: -0.0052"
+
+
+def test_zero_rule_is_one_definition():
+    assert rules.ZERO_TOLERANCE == 1e-12
+    assert rules.is_zero(-2.8e-18) and rules.is_zero(0.0) and not rules.is_zero(1e-9)
+    assert rules.sign(-2.8e-18) == 0 and rules.sign(-1e-9) == -1 and rules.sign(3e-4) == 1
+    # the kinds use it: a −1.8e−19 boost is not negative, and an interval ending at −1e−15 contains 0
+    assert not rules.apply("sign", [-0.5, -1.8e-19], "negative", {}).matches
+    assert rules.apply("sign", [-1.8e-19], "zero", {}).matches
+    assert rules.apply("all", [[-0.2, -1e-15]], "no bias", {"op": "contains_zero"}).matches
+    assert rules.apply("count", [1.0, -3e-18, -0.5], 1, {"op": "negative"}).matches
+
+
+def test_tolerance_equal_all_count_share_significance():
+    assert rules.apply("tolerance", 0.164, 0.16, {"abs": 0.005}).matches
+    assert not rules.apply("tolerance", 0.17, 0.16, {"rel": 0.05}).matches
+    assert rules.apply("tolerance", [1.0, 2.0], [1.01, 2.02], {"rel": 0.011}).matches
+    assert rules.apply(
+        "equal", {"positive": 12, "negative": 13, "zero": 0}, {"positive": 12, "negative": 13}, {}
+    ).matches
+    out = rules.apply("equal", {"positive": 12, "negative": 12}, {"positive": 12, "negative": 13}, {})
+    assert not out.matches and out.difference == "negative: -1"
+    assert rules.apply("equal", ["b", "a"], ["a", "b"], {"as_set": True}).matches
+    assert not rules.apply("equal", ["b", "a"], ["a", "b"], {}).matches
+    diff = rules.apply("equal", ["a", "c"], ["a", "b"], {"as_set": True}).difference
+    assert "adds [c]" in diff and "lacks [b]" in diff
+    assert rules.apply("equal", 3.0, 3, {}).matches
+    assert rules.apply("all", [0.6, 0.9], "all", {"op": ">", "than": 0.5}).ours == "2 of 2 > 0.5: [0.6, 0.9]"
+    assert not rules.apply("all", [], "all", {"op": ">", "than": 0.5}).matches  # nothing is not "all"
+    assert not rules.apply("count", [0.6, 0.4], 2, {"op": ">", "than": 0.5}).matches
+    assert rules.apply("share", [0.05, -0.01, 0.0, -0.06], 50, {"op": "nonzero"}).matches is False
+    assert rules.apply("share", [0.05, -0.01, 0.0, -0.06], 75, {"op": "nonzero"}).matches
+    assert rules.apply("all", [[0.1, 0.2]], "yes", {"op": "excludes_zero"}).matches
+    assert rules.apply("significance", [0.2, 0.07], "none", {"alpha": 0.05}).matches
+    assert not rules.apply("significance", [0.2, 0.01], "none", {"alpha": 0.05}).matches
+    assert rules.apply("significance", [0.01], "yes", {"alpha": 0.05, "expect": "significant"}).matches
+
+
+def test_rule_shape_errors():
+    with pytest.raises(rules.RuleError, match="lists 2 values"):
+        rules.apply("round", 1.0, [1.0, 2.0], {"digits": 1})
+    with pytest.raises(rules.RuleError, match="not a number"):
+        rules.apply("round", "x", 1.0, {"digits": 1})
+    assert rules.check_params("round", {}) == "rule round needs digits"
+    assert "unknown rule kind" in rules.check_params("nearly", {})
+    assert "needs than" in rules.check_params("all", {"op": ">"})
+    assert "takes no" in rules.check_params("sign", {"digits": 1})
+
+
+# ---------------------------------------------------------------- ledger
+
+
+def _claim(**overrides) -> dict:
+    claim = {
+        "id": "t.cell",
+        "where": "Table 1",
+        "statement": "a cell",
+        "paper": 4.1,
+        "ours": {"output": "table-1", "path": "rows[lm_type=bert,m=50,n=50].boost_mean", "scale": 100},
+        "rule": {"kind": "round", "digits": 1},
+        "needs": ["few/m50"],
+    }
+    claim.update(overrides)
+    return claim
+
+
+def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
+    import yaml
+
+    file = tmp_path / f"{paper}.yaml"
+    file.write_text(yaml.safe_dump({"paper": paper, "claims": claims}, sort_keys=False))
+    return file
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "message"),
+    [
+        ({"id": "Bad Id"}, "id", "must match"),
+        ({"where": ""}, "where", "non-empty string"),
+        ({"paper": None}, "paper", "required"),
+        ({"ours": {"output": "table-1"}}, "ours", "either path"),
+        ({"ours": {"path": "rows[0]"}}, "ours.output", "needs the output"),
+        ({"ours": {"output": "table-1", "path": "rows[m=5"}}, "ours.path", "unbalanced"),
+        ({"ours": {"function": "f", "path": "a", "output": "t"}}, "ours", "not both"),
+        ({"ours": {"output": "table-1", "path": "a", "scale": "x"}}, "ours.scale", "must be a number"),
+        ({"ours": {"output": "table-1", "path": "a", "units": "%"}}, "ours.units", "unknown field"),
+        ({"rule": {"kind": "round"}}, "rule", "needs digits"),
+        ({"rule": {"kind": "approx"}}, "rule", "unknown rule kind"),
+        ({"rule": {"kind": "sign"}}, "paper", "positive, negative or zero"),
+        ({"needs": "few/m50"}, "needs", "a list"),
+        ({"needs": ["../up"]}, "needs", "without '..'"),
+        ({"colour": "red"}, "colour", "unknown field"),
+    ],
+)
+def test_a_bad_field_names_file_id_and_field(tmp_path, overrides, field, message):
+    file = _write(tmp_path, [_claim(**overrides)])
+    with pytest.raises(ledger.LedgerError) as err:
+        ledger.load(file, "toy")
+    text = str(err.value)
+    assert str(file) in text and f"field {field!r}" in text and message in text
+    if "id" in overrides and field == "id":
+        assert "claim #1" in text
+    else:
+        assert "claim t.cell" in text
+
+
+def test_ledger_level_errors(tmp_path):
+    file = _write(tmp_path, [_claim(), _claim()])
+    with pytest.raises(ledger.LedgerError, match="claim t.cell, field 'id': duplicate id"):
+        ledger.load(file)
+    with pytest.raises(ledger.LedgerError, match="ledger of 'other'"):
+        ledger.load(_write(tmp_path, [_claim()]), "other")
+    loaded = ledger.load(_write(tmp_path, [_claim(ours={"function": "nope"})]))
+    with pytest.raises(ledger.LedgerError, match="claim t.cell, field 'ours.function': no function 'nope'"):
+        ledger.check_functions(loaded, {"known": lambda s: 1})
+    (tmp_path / "bad.yaml").write_text("paper: [unclosed")
+    with pytest.raises(ledger.LedgerError, match="not valid YAML"):
+        ledger.load(tmp_path / "bad.yaml")
+
+
+def test_claims_are_frozen(tmp_path):
+    claim = ledger.load(_write(tmp_path, [_claim(paper={"a": [1, 2]})])).claims[0]
+    with pytest.raises(AttributeError):
+        claim.id = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        claim.paper["a"] = 3  # type: ignore[index]
+    assert ledger.thaw(claim.paper) == {"a": [1, 2]}
+    assert claim.ours.file == "table-1.json" and claim.shown_beside == "table-1"
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def _toy(tmp_path: Path) -> tuple[ledger.Ledger, Path, Path]:
+    figures = tmp_path / "figures" / "toy"
+    figures.mkdir(parents=True)
+    (figures / "table-1.json").write_text(json.dumps(DOC))
+    (figures / "table-2.csv").write_text("collection,p\nfew,0.7\nfew,0.9\nzero,0.01\n")
+    data = tmp_path / "data" / "toy"
+    (data / "few" / "m50").mkdir(parents=True)
+    claims = [
+        _claim(id="t.match"),
+        _claim(id="t.differ", paper=4.2, note="a known reason"),
+        _claim(id="t.need", needs=["few/m100"]),
+        _claim(id="t.sidecar", ours={"output": "figure-3", "path": "panels[0].m"}),
+        _claim(id="t.path", ours={"output": "table-1", "path": "rows[lm_type=bert,m=100,n=50].boost_mean"}),
+        _claim(
+            id="t.csv",
+            paper="all",
+            ours={"output": "table-2.csv", "path": "[?collection=few].p"},
+            rule={"kind": "all", "op": ">", "than": 0.5},
+        ),
+        _claim(id="t.fn", paper={"n": 2}, ours={"function": "count_rows"}, rule={"kind": "equal"}),
+        _claim(id="t.fn_missing", paper=1, ours={"function": "reads_figure_9"}, rule={"kind": "equal"}),
+    ]
+    return ledger.load(_write(tmp_path, claims)), figures, data
+
+
+FUNCTIONS = {
+    "count_rows": lambda sidecars: {"n": sum(1 for r in sidecars["table-2.csv"] if r["collection"] == "few")},
+    "reads_figure_9": lambda sidecars: sidecars["figure-9.json"]["x"],
+}
+
+
+def test_evaluation_matches_differs_and_not_computable(tmp_path):
+    loaded, figures, data = _toy(tmp_path)
+    verdicts = {v.claim.id: v for v in evaluate.evaluate(loaded, figures, data, FUNCTIONS)}
+    assert verdicts["t.match"].status == evaluate.MATCHES
+    assert verdicts["t.match"].ours == "4.1 (exact 4.127)"
+    differ = verdicts["t.differ"]
+    assert (
+        differ.status == evaluate.DIFFERS
+        and differ.difference == "-0.073"
+        and differ.note == "a known reason"
+    )
+    need = verdicts["t.need"]
+    assert need.status == evaluate.NOT_COMPUTABLE and need.missing == ("few/m100",)
+    assert need.reason == "missing input few/m100" and "make data PAPER=toy" in need.command
+    assert need.ours == "4.1 (exact 4.127)"  # shown on the data present, not judged
+    sidecar = verdicts["t.sidecar"]
+    assert sidecar.status == evaluate.NOT_COMPUTABLE and sidecar.missing == ("figure-3.json",)
+    assert sidecar.command == "make figure-3 PAPER=toy"
+    assert "0 items match" in verdicts["t.path"].reason
+    assert verdicts["t.csv"].status == evaluate.MATCHES and verdicts["t.csv"].ours.startswith("2 of 2 > 0.5")
+    assert verdicts["t.fn"].status == evaluate.MATCHES
+    assert verdicts["t.fn_missing"].missing == ("figure-9.json",)
+    assert evaluate.counts(list(verdicts.values())) == {"matches": 3, "differs": 1, "not computable": 4}
+    json.dumps([v.as_dict() for v in verdicts.values()])  # the report's data is JSON
+
+
+# ---------------------------------------------------------------- provenance and rendering
+
+
+def test_subsets_are_discovered(tmp_path):
+    for sub in ("few/m50/n50/bert", "few/m100/n50/bert", "zero/m100", "lone"):
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / ".hidden" / "x").mkdir(parents=True)
+    assert provenance.subsets(tmp_path) == ("few/m100", "few/m50", "lone", "zero/m100")
+    assert provenance.subsets(tmp_path / "absent") == ()
+
+
+def test_release_not_fetched_and_not_verified(tmp_path):
+    absent = provenance.release("toy", tmp_path / "none", {"repo": "a/b", "commit": "c"})
+    assert not absent.present and absent.verified == "not fetched"
+    (tmp_path / "toy" / "x").mkdir(parents=True)
+    broken = provenance.release("toy", tmp_path / "toy", {"repo": "a/b", "commit": "c"})
+    assert broken.present and broken.verified.startswith("NOT verified") and broken.subsets == ("x",)
+
+
+class _Images(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag == "img":
+            self.images.append(attributes["src"])
+        for key in ("src", "href"):
+            value = attributes.get(key) or ""
+            if value.startswith(("http:", "https:", "//")):
+                self.external.append(value)
+
+
+def check_page(page: Path) -> list[Path]:
+    """Every <img> of `page` is a local file that PIL opens; no external resource. Returns the images."""
+    from PIL import Image
+
+    parser = _Images()
+    parser.feed(page.read_text(encoding="utf-8"))
+    assert not parser.external
+    images = [page.parent / src for src in parser.images]
+    for image in images:
+        assert image.is_file(), image
+        with Image.open(image) as opened:
+            opened.verify()
+    return images
+
+
+def test_render_html_and_markdown(tmp_path):
+    from PIL import Image
+
+    loaded, figures, data = _toy(tmp_path)
+    Image.new("RGB", (20, 10), "white").save(figures / "table-1.png")
+    (figures / "table-2.md").write_text("| a |\n|---|\n" + "| 1 |\n" * 50)
+    verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)
+    reports = [
+        render.PaperReport("toy", verdicts, figures, loaded.file),
+        render.PaperReport("later", [], tmp_path / "figures" / "later", None),
+    ]
+    prov = provenance.Provenance("abc123", True, "testtask action=report", "now", tmp_path / "figures")
+    out = tmp_path / "report"
+    page, md = render.write(reports, prov, out)
+    images = check_page(page)
+    assert [i.name for i in images] == ["table-1.png"]
+    text = page.read_text()
+    assert "abc123 (with uncommitted changes)" in text and html.escape(rules.ZERO_RULE) in text
+    assert text.count('class="badge match"') + text.count("class='badge match'") >= 3
+    assert "make figure-3 PAPER=toy" in text and "a known reason" in text and "no ledger yet" in text
+    markdown = md.read_text()
+    assert "| toy | 3 | 1 | 4 |" in markdown and "![toy table-1](figures/toy/table-1.png)" in markdown
+    assert "`t.need`" in markdown and "missing input few/m100" in markdown
+
+
+def test_report_imports_no_paper_package():
+    from tests.test_architecture import PAPERS, import_graph
+
+    graph = import_graph()
+    for module, targets in graph.items():
+        if module.startswith("testtask.report"):
+            assert not {t for t in targets if t.split(".")[1] in PAPERS}, module
+            assert "testtask.pipeline" not in targets and "testtask.cli" not in targets
+
+
+def test_build_missing_builds_only_absent_figures_and_tables(tmp_path):
+    from omegaconf import OmegaConf
+
+    from testtask.report.main import _build_missing
+
+    (tmp_path / "table-1.json").write_text("{}")
+    calls = []
+
+    def build(cfg, kind, numbers):
+        calls.append((cfg.paper, kind, numbers))
+        if numbers == [7]:
+            raise SystemExit("inputs not available")  # the verdict will say what is missing
+
+    cfg = OmegaConf.create({"paper": "all"})
+    _build_missing(
+        cfg,
+        "toy",
+        {"table-1.json", "table-2.csv", "figure-7.json", "figure-mini.json", "x.json"},
+        tmp_path,
+        build,
+    )
+    assert calls == [("toy", "figure", [7]), ("toy", "figure", ["mini"]), ("toy", "table", [2])]
+    assert cfg.paper == "all"  # the caller's config is left alone
+
+
+def test_report_settings_are_in_the_config():
+    from testtask.pipeline import CORE_ACTIONS, compose
+
+    cfg = compose()
+    assert cfg.report.out_dir == "report" and cfg.report.build_missing is False
+    assert "report" in CORE_ACTIONS
