@@ -1,13 +1,16 @@
 """Compare the JSON sidecars of two figure folders: the same numbers before and after a change of the code.
 
 python analysis/compare_sidecars.py OLD_FIGURES NEW_FIGURES [--rtol 1e-9] [--atol 1e-12] [--ignore seconds ...]
+                                   [--with-provenance]
 
 Walks every `*.json` under OLD_FIGURES (e.g. `figures/` built at an older commit), pairs it with the file of the
 same relative path under NEW_FIGURES and compares them value by value: numbers within the tolerance, strings,
 booleans and nulls exactly. Prints one line per difference (file, key path, old, new), keys only one side has,
 and a summary; exits 1 when a shared value differs or a file is missing on the new side. Keys the new side adds
 are listed but allowed (a sidecar may gain fields); `--strict` makes them differences too. `--ignore NAME` skips
-every key called NAME (default: the wall-clock fields `seconds`, `fit_seconds`, `total_seconds`).
+every key called NAME (default: the wall-clock fields `seconds`, `fit_seconds`, `total_seconds`). A sidecar's
+top-level `provenance` block (git commit, command, data checksum: it differs from one build to the next by design)
+is left out unless `--with-provenance` is given.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 TIMINGS = ("seconds", "fit_seconds", "total_seconds")
+PROVENANCE = "provenance"  # the top-level block testtask.provenance adds to every sidecar
+
+
+def without_provenance(obj: Any) -> Any:
+    """`obj` without its top-level `provenance` block."""
+    return {k: v for k, v in obj.items() if k != PROVENANCE} if isinstance(obj, dict) else obj
 
 
 def differences(
@@ -66,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ignore", action="append", help=f"key names to skip (default: {', '.join(TIMINGS)})"
     )
+    parser.add_argument(
+        "--with-provenance",
+        action="store_true",
+        help="compare the top-level provenance blocks too (they differ by commit, command and data)",
+    )
     args = parser.parse_args(argv)
     files = sorted(p.relative_to(args.old) for p in args.old.rglob("*.json"))
     bad = added = 0
@@ -76,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old / rel, target))
+        if not args.with_provenance:
+            old, new = without_provenance(old), without_provenance(new)
         ignore = tuple(args.ignore) if args.ignore is not None else TIMINGS
         for kind, key, a, b in differences(old, new, "", args.rtol, args.atol, ignore):
             shown = lambda v: json.dumps(v)[:120]  # noqa: E731 - one-line display

@@ -12,7 +12,10 @@ source=results` first) and prints Markdown:
 - the ordering checks of Figure 4: in how many (task, method, statistic) cases each step of the chain
   keeps the paper's ordering, i.e. loses predictability.
 
-Works for any number of families, members and tasks. A sidecar that is absent prints "not built".
+Works for any number of families, members and tasks. A sidecar that is absent prints "not built". It describes
+our families (the CPU-mini family, a simulated one, a build with overrides); whether they bear out the paper's
+statements (the ordering of the chain, Figure 3's shares, Figures 5 and 6) is judged by the claims ledger
+conf/claims/downstream-predictability.yaml: `make report PAPER=downstream-predictability SOURCE=results`.
 
     python analysis/downstream_predictability_summary.py [figures_dir] [--method NAME] [--per-task]
 

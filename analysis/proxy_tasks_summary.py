@@ -1,11 +1,12 @@
-"""Print the `proxy-tasks` summary tables of docs/proxy-tasks.md, from the sidecars beside the figures.
+"""Print the `proxy-tasks` tables of docs/proxy-tasks.md that describe our own runs, from the sidecars beside the
+figures.
 
 Reads only the JSON written by the builds (`testtask action=figures paper=proxy-tasks` and
-`testtask action=tables paper=proxy-tasks`): figure-loo.json, table-loo.json, table-5.json and
-table-robustness.json under figures/proxy-tasks/. Computes nothing of the method itself; it only lays the
-numbers out and counts. The paper's Table 5 values are the ones table-5.json carries (transcribed in
-conf/proxy_tasks/inputs/paper_table4.yaml), shown for comparison only; the one arithmetic on them checks the
-paper's printed R against its own printed variance columns.
+`testtask action=tables paper=proxy-tasks`): figure-loo.json, table-loo.json and table-robustness.json under
+figures/proxy-tasks/. Computes nothing of the method itself; it only lays the numbers out and counts. None of these
+tables answers a statement of the paper (it has no leave-one-model-out prediction, baselines or published matrices).
+The paper's claims (Table 5 recomputed from its Table 4, §4.2's reading of it, Table 3's Kendall) are judged by the
+claims ledger conf/claims/proxy-tasks.yaml: `make report PAPER=proxy-tasks`.
 
     python analysis/proxy_tasks_summary.py [figures_dir]
 """
@@ -23,7 +24,6 @@ TARGET = "gsm8k"
 SIDECARS = {
     "figure-loo.json": "action=figures",
     "table-loo.json": "action=tables",
-    "table-5.json": "action=tables",
     "table-robustness.json": "action=tables",
 }
 PREDICTORS = ("proxy", "mean_of_tasks", "best_single")
@@ -300,76 +300,10 @@ def robustness_table(rob: dict) -> str:
     )
 
 
-def rounding_check(paper: dict, half: float = 0.005) -> tuple[float, str]:
-    """The paper's printed sigma_d^2 / sigma_r^2, and whether its printed R lies in the range of ratios that
-    values rounding to the printed two-decimal columns can give (a check of the paper's table with itself)."""
-    if not paper.get("var_noise"):
-        return float("nan"), "-"
-    d, r = paper["var_data"], paper["var_noise"]
-    lo, hi = (d - half) / (r + half), (d + half) / (r - half) if r > half else float("inf")
-    return d / r, "yes" if lo - half <= paper["ratio"] <= hi + half else "no"
-
-
-def table5(t5: dict, eps_r: float) -> tuple[str, list[str]]:
-    ours, paper = t5["rows"], t5["paper_reported_table5"]
-    rank_ours = {t: i + 1 for i, t in enumerate(sorted(ours, key=lambda t: -ours[t]["ratio"]))}
-    rank_paper = {t: i + 1 for i, t in enumerate(sorted(paper, key=lambda t: -paper[t]["ratio"]))}
-    rows = []
-    agree = {"var_noise": 0, "var_data": 0, "ratio": 0}
-    for task, o in ours.items():
-        p = paper.get(task, {})
-        marks = []
-        for col in agree:
-            same = col in p and f"{o[col]:.2f}" == f"{p[col]:.2f}"
-            agree[col] += same
-            marks.append("=" if same else "≠")
-        printed_ratio, within = rounding_check(p)
-        rows.append(
-            [
-                task,
-                f"{o['var_noise']:.2f}",
-                f"{p.get('var_noise', float('nan')):.2f}",
-                f"{o['var_data']:.2f}",
-                f"{p.get('var_data', float('nan')):.2f}",
-                f"{o['ratio']:.2f}",
-                f"{p.get('ratio', float('nan')):.2f}",
-                " ".join(marks),
-                f"{rank_ours[task]} / {rank_paper.get(task, '-')}",
-                f"{printed_ratio:.2f}",
-                within,
-            ]
-        )
-    n = len(ours)
-    notes = [
-        f"agree at the paper's printed precision (2 decimals): sigma_r^2 {agree['var_noise']} of {n}, "
-        f"sigma_d^2 {agree['var_data']} of {n}, R {agree['ratio']} of {n}",
-        f"tasks with R >= eps_R = {eps_r:g}: ours {sum(o['ratio'] >= eps_r for o in ours.values())} of {n}, "
-        f"paper {sum(p['ratio'] >= eps_r for p in paper.values())} of {len(paper)}",
-        f"ensembles: {', '.join(f'{k} {len(v)} members' for k, v in t5['ensembles'].items())}; {t5['what']}",
-    ]
-    table = markdown(
-        [
-            "task",
-            "σ_r² ours",
-            "σ_r² paper",
-            "σ_d² ours",
-            "σ_d² paper",
-            "R ours",
-            "R paper",
-            "agree σ_r² σ_d² R",
-            "rank of R ours / paper",
-            "paper's σ_d² / σ_r² as printed",
-            "paper's R within its columns' rounding",
-        ],
-        rows,
-    )
-    return table, notes
-
-
 def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
     data = load(folder)
-    fig, loo, t5, rob = (data[n] for n in SIDECARS)
+    fig, loo, rob = (data[n] for n in SIDECARS)
     first = fig["panels"][0]["settings"]
     print(
         f"# proxy-tasks summary (from {folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder})"
@@ -405,18 +339,7 @@ def main() -> None:
         f"eps_R = {first['eps_r']:g}, top-t frequency >= {first['min_top_frequency']:g} of the k subsets "
         "under the chosen metric)."
     )
-    print("\n## (c) Table 5 recomputed from the paper's Table 4 (table-5.json)\n")
-    table, notes = table5(t5, float(rob["threshold_eps_r"]))
-    print(table)
-    print()
-    for line in notes:
-        print(f"- {line}")
-    print(
-        "- 'paper's σ_d² / σ_r² as printed' divides the paper's own two printed columns; the next column "
-        "says whether its printed R lies within the ratios those columns allow after rounding to 2 decimals "
-        "(a check of the paper's table with itself)."
-    )
-    print("\n## (d) Robustness stand-in on the published matrices (table-robustness.json)\n")
+    print("\n## (c) Robustness stand-in on the published matrices (table-robustness.json)\n")
     print(robustness_table(rob))
     print(f"\n{rob['what']}.")
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testtask import provenance
+
 
 class InputsUnavailable(RuntimeError):
     """The raw results a figure needs are not present (e.g. a folder the mirror does not hold)."""
@@ -42,7 +44,9 @@ class Context:
             raise RuntimeError(
                 f"{self.paper}'s context was not built by the pipeline; it cannot give {paper}'s"
             )
-        return self.related(paper)
+        other = self.related(paper)
+        provenance.note_read(paper, other.data_root)  # the sidecars' provenance lists it among the data read
+        return other
 
     def paper_root(self, paper: str) -> Path:
         """Raw results of another paper for the same source (analyses that read other papers' releases or runs).
@@ -55,4 +59,6 @@ class Context:
         if self.paper not in parts:
             raise ValueError(f"{self.data_root} does not name paper {self.paper!r}")
         i = len(parts) - 1 - parts[::-1].index(self.paper)
-        return Path(*parts[:i], paper, *parts[i + 1 :])
+        root = Path(*parts[:i], paper, *parts[i + 1 :])
+        provenance.note_read(paper, root)
+        return root

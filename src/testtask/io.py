@@ -13,6 +13,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,16 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+# (path, object) -> the object to write: set by `testtask.provenance.stamping` while `pipeline.build` runs a
+# builder, so a sidecar under its output folder gains the build's `provenance` block whichever writer wrote it.
+JSON_HOOK: ContextVar[Callable[[Path, Any], Any] | None] = ContextVar("testtask_json_hook", default=None)
+
+
 def atomic_write_json(path: Path, obj: Any) -> Path:
+    """`obj` as indented JSON (through `JSON_HOOK` when one is set)."""
+    hook = JSON_HOOK.get()
+    if hook is not None:
+        obj = hook(Path(path), obj)
     return atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=False) + "\n")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,29 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from testtask.io import atomic_save, atomic_write_json, atomic_write_text  # noqa: E402
+from testtask.provenance import stamped  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str, numbers: dict[str, Any]) -> dict[str, Path]:
-    """Save `fig` as PNG and PDF and `numbers` as JSON beside it; close the figure."""
+NOTE_GID = "missing-inputs-note"  # the gid of the text `note_missing` draws (tests find it by this)
+
+
+def note_missing(fig: plt.Figure, notes: Sequence[str]) -> None:
+    """Say on `fig` itself, small at its bottom, what it was drawn without (e.g. "m = 100 not in the data: its
+    panels are absent"); nothing when `notes` is empty."""
+    if notes:
+        fig.text(0.5, 0.0, "\n".join(notes), ha="center", va="top", fontsize=7, color="0.3", gid=NOTE_GID)
+
+
+def save_figure(
+    fig: plt.Figure, out_dir: Path, name: str, numbers: dict[str, Any], notes: Sequence[str] = ()
+) -> dict[str, Path]:
+    """Save `fig` as PNG and PDF and `numbers` as JSON beside it (with the build's `provenance` block when built
+    through `pipeline.build`); close the figure. `notes` (the inputs the figure was drawn without) are written on
+    the figure, below its panels."""
     out_dir = Path(out_dir)
+    note_missing(fig, notes)
     paths = {
         "png": atomic_save(
             out_dir / f"{name}.png", lambda p: fig.savefig(p, dpi=150, bbox_inches="tight", format="png")
@@ -27,11 +44,19 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str, numbers: dict[str, An
         "pdf": atomic_save(
             out_dir / f"{name}.pdf", lambda p: fig.savefig(p, bbox_inches="tight", format="pdf")
         ),
-        "json": atomic_write_json(out_dir / f"{name}.json", numbers),
+        "json": atomic_write_json(out_dir / f"{name}.json", stamped(numbers)),
     }
     plt.close(fig)
     log.info("wrote %s.{png,pdf,json} in %s", name, out_dir)
     return paths
+
+
+def save_numbers(path: Path, numbers: dict[str, Any]) -> Path:
+    """Write a table's (or any output's) JSON sidecar `numbers`, with the build's `provenance` block when built
+    through `pipeline.build`."""
+    path = atomic_write_json(Path(path), stamped(numbers))
+    log.info("wrote %s", path)
+    return path
 
 
 def save_table(table: pd.DataFrame, out_dir: Path, name: str, floatfmt: str = ".4f") -> dict[str, Path]:

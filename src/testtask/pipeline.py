@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers
+from testtask import papers, provenance
 from testtask.context import Context, InputsUnavailable
 from testtask.papers import Key, Paper
 from testtask.paths import conf_dir, resolve
@@ -107,6 +107,8 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     done: list[dict[str, Any]] = []
     skipped: list[str] = []
     chosen = selected_papers(cfg)
+    commit, dirty = provenance.code_git_state()
+    checksums: dict[str, dict[str, Any]] = {}  # data root -> its checksum entry, computed once per build
     known = {n for paper in chosen for n in papers.get(paper).outputs(kind)}
     if numbers is not None and not set(numbers) & known:
         raise UsageError(f"no paper among {chosen} has {kind} {numbers}; known: {sorted(known, key=_order)}")
@@ -116,8 +118,20 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
         for number in wanted:
             ctx = make_context(cfg, paper)
             start = time.perf_counter()
+            stamp = provenance.Stamp(
+                paper=paper,
+                source=ctx.source,
+                seed=ctx.seed,
+                data_root=ctx.data_root,
+                out_dir=ctx.out_dir,
+                git_commit=commit,
+                git_dirty=dirty,
+                command=provenance.command(),
+                cache=checksums,
+            )
             try:
-                builders[number](ctx)
+                with provenance.stamping(stamp):  # every sidecar this builder writes carries `provenance`
+                    builders[number](ctx)
             except InputsUnavailable as err:
                 log.warning("skipped %s %s of %s: inputs not available (%s)", kind, number, paper, err)
                 skipped.append(f"{kind} {number} of {paper}: {err}")

@@ -96,7 +96,10 @@ def test_main_figures_and_tables_on_synthetic_results(synthetic: Path):
     for number in FAST_FIGURES:
         assert run(OmegaConf.merge(cfg, {"action": "figure", "figure": number})), number
     built = run(OmegaConf.merge(cfg, {"action": "tables"}))
-    assert sorted(b["table"] for b in built) == [1, 4]
+    assert sorted(b["table"] for b in built) == [1, 3, 4]
+    table3 = _json(synthetic, "table-3")  # the Gemma models, without bits per byte (no Pythia-410M here)
+    assert table3["models_without_bits_per_byte"] == ["google/gemma-7b", "google/gemma-7b-it"]
+    assert table3["reference_model"] is None and len(table3["rows"]) == 4
 
     fig2 = _json(synthetic, "figure-2")
     # The corpora never enter the downstream analyses, even though they sit in the same file.

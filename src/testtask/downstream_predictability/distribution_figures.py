@@ -25,6 +25,7 @@ from testtask.downstream_predictability.figure_common import (
     fixed_layout,
     focus_task,
     header,
+    missing_notes,
     step_ccdf,
 )
 from testtask.downstream_predictability.settings import Settings
@@ -95,7 +96,7 @@ def figure_2(ctx: Context) -> dict[str, Any]:
         "schematic": schematic,
         "panels": panels,
     }
-    save_figure(fig, ctx.out_dir, "figure-2", numbers)
+    save_figure(fig, ctx.out_dir, "figure-2", numbers, notes=missing_notes(analysis))
     return numbers
 
 
@@ -131,7 +132,7 @@ def figure_3(ctx: Context) -> dict[str, Any]:
     fig.suptitle("Complementary CDFs of score–compute correlations along the chain")
     fixed_layout(fig, left=0.7, right=0.2, top=0.6, bottom=1.3, wspace=0.08)
     numbers = header(ctx, analysis, 3) | {"method": method, "quantities": quantities, "panels": panels}
-    save_figure(fig, ctx.out_dir, "figure-3", numbers)
+    save_figure(fig, ctx.out_dir, "figure-3", numbers, notes=missing_notes(analysis))
     return numbers
 
 
@@ -245,5 +246,5 @@ def figure_4(ctx: Context) -> dict[str, Any]:
         "ordering_tolerance": fig4.tolerance,
         "ordering": ordering_checks(table, [list(o) for o in fig4.ordering], fig4.tolerance),
     }
-    save_figure(fig, ctx.out_dir, "figure-4", numbers)
+    save_figure(fig, ctx.out_dir, "figure-4", numbers, notes=missing_notes(analysis))
     return numbers

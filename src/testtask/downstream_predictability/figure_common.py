@@ -28,6 +28,11 @@ def header(ctx: Context, analysis: Analysis, figure: int) -> dict[str, Any]:
     }
 
 
+def missing_notes(analysis: Analysis) -> list[str]:
+    """What a figure says on itself about the families it was drawn without (`skipped_families` in its JSON)."""
+    return [f"family {name} not drawn: {why}" for name, why in analysis.skipped_families.items()]
+
+
 def focus_task(data: FamilyData, wanted: str | None) -> str:
     """`wanted` if the family has it, else its first task (alphabetically), with a logged note."""
     if wanted in data.tasks:

@@ -25,6 +25,7 @@ from testtask.downstream_predictability.figure_common import (
     fixed_layout,
     header,
     member_styles,
+    missing_notes,
 )
 from testtask.downstream_predictability.statistics import summarise
 from testtask.outputs import save_figure
@@ -114,7 +115,7 @@ def figure_5(ctx: Context) -> dict[str, Any]:
     fixed_layout(fig, left=0.7, right=0.2, top=0.6, bottom=1.3, hspace=0.45, wspace=0.25)
     fig.legend(loc="lower center", ncol=4, frameon=False, fontsize=8, markerscale=2)
     numbers = header(ctx, analysis, 5) | {"tasks": tasks, "panels": panels}
-    save_figure(fig, ctx.out_dir, "figure-5", numbers)
+    save_figure(fig, ctx.out_dir, "figure-5", numbers, notes=missing_notes(analysis))
     return numbers
 
 
@@ -191,5 +192,5 @@ def figure_6(ctx: Context) -> dict[str, Any]:
     fixed_layout(fig, left=0.7, right=0.2, top=0.6, bottom=1.2, wspace=0.3)
     fig.suptitle("Vocabulary mass on the correct choice and on the incorrect choices")
     numbers = header(ctx, analysis, 6) | {"tasks": tasks, "method": method, "panels": panels}
-    save_figure(fig, ctx.out_dir, "figure-6", numbers)
+    save_figure(fig, ctx.out_dir, "figure-6", numbers, notes=missing_notes(analysis))
     return numbers

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from testtask.context import Context
 from testtask.downstream_predictability import distribution_figures as dist
 from testtask.downstream_predictability import mechanism_figures as mech
+from testtask.downstream_predictability import report
 from testtask.downstream_predictability.settings import Settings
 from testtask.papers import Paper
 
@@ -32,4 +33,5 @@ PAPER = Paper(
     figures=FIGURES,
     tables=TABLES,
     settings=Settings.from_config,
+    report=report.FUNCTIONS,
 )

@@ -19,8 +19,7 @@ from omegaconf import DictConfig
 from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.paths import resolve
-
-PAPER_M = (50, 100)
+from testtask.pretrain_on_test.inputs import PAPER_M
 
 
 def _with_proxy(ctx: Context, scratch: Path) -> list[int]:

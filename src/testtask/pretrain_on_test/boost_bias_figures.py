@@ -15,10 +15,17 @@ from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.fits import plain
+from testtask.pretrain_on_test.inputs import ACCURACY_DIFFERENCE, LOG_ODDS, missing_paper_m
 from testtask.pretrain_on_test.posterior_panels import fit_collection
 
 EFFECT_LABEL = {"boost": "pretraining boost (extra − base)", "bias": "evaluation bias (test − extra)"}
 COLORS = {"boost": "tab:blue", "bias": "tab:orange"}
+UNITS = {  # of the panels' numbers (Figures 3, 5, 6)
+    "average_difference": ACCURACY_DIFFERENCE,
+    "raw_mean_difference": ACCURACY_DIFFERENCE,
+    "beta": LOG_ODDS,
+    "sigmas": LOG_ODDS,
+}
 
 
 # --- drawing -------------------------------------------------------------------------------------------------
@@ -80,6 +87,7 @@ def _sidecar(ctx: Context, results: list[dict], started: float, **extra: Any) ->
         "panels": [r["panel"] for r in results],
         "total_seconds": time.perf_counter() - started,
         **extra,
+        "units": UNITS,
     }
 
 
@@ -88,8 +96,10 @@ def figure_3(ctx: Context) -> dict:
     started = time.perf_counter()
     results = fit_collection(ctx, "few_shot")
     fig = average_difference_figure(results, "Figure 3: average accuracy differences (BERT and GPT-2 pooled)")
-    numbers = _sidecar(ctx, results, started)
-    save_figure(fig, ctx.out_dir, "figure-3", numbers)
+    absent = missing_paper_m(r["panel"]["m"] for r in results)
+    notes = [f"m = {m} not in the data: its panels are absent" for m in absent]
+    numbers = _sidecar(ctx, results, started, **({"missing": notes} if notes else {}))
+    save_figure(fig, ctx.out_dir, "figure-3", numbers, notes=notes)
     return numbers
 
 
@@ -148,6 +158,11 @@ def figure_4(ctx: Context) -> dict:
         "tasks": shown.drop(columns="draws").to_dict(orient="records"),
         "all_task_means": table.drop(columns="draws").to_dict(orient="records"),
         "total_seconds": time.perf_counter() - started,
+        "units": {
+            "threshold": ACCURACY_DIFFERENCE,
+            "mean": ACCURACY_DIFFERENCE,
+            "hdi_89": ACCURACY_DIFFERENCE,
+        },
     }
     save_figure(fig, ctx.out_dir, "figure-4", numbers)
     return numbers
@@ -166,7 +181,7 @@ def figure_5(ctx: Context) -> dict:
 def figure_6(ctx: Context) -> dict:
     """§9: zero-shot QLoRA on Mistral-7B, padding (left) and packing (right), whichever are present."""
     started = time.perf_counter()
-    results, missing = [], []
+    results, missing, notes = [], [], []
     for role, label in (("zero_shot", "padding"), ("zero_shot_packing", "packing")):
         try:
             for r in fit_collection(ctx, role):
@@ -174,9 +189,11 @@ def figure_6(ctx: Context) -> dict:
                 results.append(r)
         except InputsUnavailable as err:
             missing.append(f"{label}: {err}")
+            folder = ctx.settings.collections.names()[role]
+            notes.append(f"{label} ({folder}) not in the data: its panels are absent")
     if not results:
         raise InputsUnavailable("; ".join(missing))
     fig = average_difference_figure(results, "Figure 6: zero-shot Mistral-7B QLoRA (§9)", by="variant")
     numbers = _sidecar(ctx, results, started, missing=missing)
-    save_figure(fig, ctx.out_dir, "figure-6", numbers)
+    save_figure(fig, ctx.out_dir, "figure-6", numbers, notes=notes)
     return numbers

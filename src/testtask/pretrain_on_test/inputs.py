@@ -6,12 +6,27 @@ zero_shot_packing); a collection that is not there is InputsUnavailable, so the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
 from testtask.pretrain_on_test import accuracies
 
 LM_LABELS = {"bert": "BERT", "gpt2": "GPT-2"}
+PAPER_M = (50, 100)  # the few-shot m of the paper (Figure 3, Table 1); the offline mirror holds m = 50 only
+
+# What the sidecars' numbers are in (their `units`): the figures draw accuracy points, the JSON keeps fractions.
+ACCURACY_DIFFERENCE = "fraction (0.01 = 1 percentage point); the figure shows percentage points"
+ACCURACY = "fraction (0.01 = 1 percentage point); the figure shows percentage points"
+LOG_ODDS = "log-odds (the scale of the §6.1 model's coefficients)"
+SHARE = "fraction (0.01 = 1%)"
+
+
+def missing_paper_m(present: Iterable[int]) -> list[int]:
+    """The paper's few-shot m values not among `present`."""
+    have = {int(m) for m in present}
+    return [m for m in PAPER_M if m not in have]
 
 
 def collection_names(ctx: Context) -> dict[str, str]:

@@ -16,7 +16,7 @@ from testtask.outputs import save_figure
 from testtask.parallel import process_pool
 from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData
-from testtask.pretrain_on_test.inputs import load_collection
+from testtask.pretrain_on_test.inputs import LOG_ODDS, SHARE, load_collection
 from testtask.pretrain_on_test.posterior_panels import configurations
 from testtask.pretrain_on_test.sampling import fit as fit_model
 
@@ -131,6 +131,13 @@ def figure_7(ctx: Context) -> dict:
         "panels": panels,
         "notes": notes,
         "total_seconds": time.perf_counter() - started,
+        "units": {
+            "posterior_means": LOG_ODDS,
+            "band": LOG_ODDS,
+            "share_outside_band": f"{SHARE}; the panel titles show percent",
+            "share_hdi_excludes_zero": SHARE,
+            "share_outside_band_with_hdi_excluding_zero": SHARE,
+        },
     }
-    save_figure(fig, ctx.out_dir, "figure-7", numbers)
+    save_figure(fig, ctx.out_dir, "figure-7", numbers, notes=notes)
     return numbers

@@ -17,7 +17,7 @@ from testtask.outputs import save_figure
 from testtask.pretrain_on_test import accuracies, predictive
 from testtask.pretrain_on_test.fits import configuration_data, spec_from
 from testtask.pretrain_on_test.hierarchical import Fit, build_marginal, resolve_spec
-from testtask.pretrain_on_test.inputs import load_collection
+from testtask.pretrain_on_test.inputs import ACCURACY, ACCURACY_DIFFERENCE, LOG_ODDS, SHARE, load_collection
 from testtask.pretrain_on_test.posterior_panels import configurations, fit_panel
 from testtask.pretrain_on_test.settings import Reference
 
@@ -31,6 +31,23 @@ def reference_configuration(ctx: Context, reference: Reference) -> pd.DataFrame:
         want if want in present else min(present, key=lambda mn: (abs(mn[1] - want[1]), abs(mn[0] - want[0])))
     )
     return few[(few.m == m) & (few.n == n)]
+
+
+def substitution_notes(reference: Reference, frame: pd.DataFrame) -> list[str]:
+    """What the figure says on itself (and in its JSON's `notes`) when it is drawn at another (m, n) than the
+    paper's: none when the reference configuration is in the data."""
+    m, n = int(frame.m.iloc[0]), int(frame.n.iloc[0])
+    if (m, n) == (reference.m, reference.n):
+        return []
+    return [f"m = {reference.m}, n = {reference.n} (the paper's) not in the data: drawn at m = {m}, n = {n}"]
+
+
+def _calibration_units(observed: str) -> dict[str, str]:
+    return {
+        "mean_abs_error": f"{observed}: {ACCURACY_DIFFERENCE if observed != 'accuracy' else ACCURACY}",
+        "coverage_89": SHARE,
+        "beta": LOG_ODDS,
+    }
 
 
 def _calibration_axes(ax: plt.Axes, observed: np.ndarray, draws: np.ndarray, title: str) -> dict:
@@ -65,6 +82,7 @@ def _calibration_axes(ax: plt.Axes, observed: np.ndarray, draws: np.ndarray, tit
 def figure_9(ctx: Context) -> dict:
     """Calibration of posterior-predicted task accuracies (one point per task and LM type)."""
     frame = reference_configuration(ctx, ctx.settings.figure_9)
+    notes = substitution_notes(ctx.settings.figure_9, frame)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     numbers: dict[str, Any] = {
         "paper": ctx.paper,
@@ -82,13 +100,17 @@ def figure_9(ctx: Context) -> dict:
         numbers["panels"].append({"effect": effect, **stats, "beta": r["panel"]["beta"]})
     fig.suptitle(f"Figure 9: calibration of predicted task accuracies (m={numbers['m']}, n={numbers['n']})")
     fig.tight_layout()
-    save_figure(fig, ctx.out_dir, "figure-9", numbers)
+    numbers["units"] = _calibration_units("accuracy")
+    if notes:
+        numbers["notes"] = notes
+    save_figure(fig, ctx.out_dir, "figure-9", numbers, notes=notes)
     return numbers
 
 
 def figure_10(ctx: Context) -> dict:
     """Task-level differences with and without the W interaction: without it, the model underfits."""
     frame = reference_configuration(ctx, ctx.settings.figure_10)
+    notes = substitution_notes(ctx.settings.figure_10, frame)
     fig, axes = plt.subplots(2, 2, figsize=(10, 9))
     numbers: dict[str, Any] = {
         "paper": ctx.paper,
@@ -111,7 +133,10 @@ def figure_10(ctx: Context) -> dict:
             )
     fig.suptitle("Figure 10: per-task differences (eq. 12) with and without the task × treatment term")
     fig.tight_layout()
-    save_figure(fig, ctx.out_dir, "figure-10", numbers)
+    numbers["units"] = _calibration_units("accuracy difference")
+    if notes:
+        numbers["notes"] = notes
+    save_figure(fig, ctx.out_dir, "figure-10", numbers, notes=notes)
     return numbers
 
 
@@ -129,6 +154,7 @@ def _bambi_default_treatment_prior(frame: pd.DataFrame) -> dict:
 def figure_11(ctx: Context) -> dict:
     """Prior predictive of eq. 11 under β ~ N(0, 1) and under bambi's default prior for β."""
     frame = reference_configuration(ctx, ctx.settings.figure_11)
+    notes = substitution_notes(ctx.settings.figure_11, frame)
     data = configuration_data(frame, "bias")
     default = _bambi_default_treatment_prior(frame)
     draws = ctx.settings.figure_11.draws
@@ -172,5 +198,13 @@ def figure_11(ctx: Context) -> dict:
         )
     fig.suptitle(f"Figure 11: prior predictive (m={numbers['m']}, n={numbers['n']})")
     fig.tight_layout()
-    save_figure(fig, ctx.out_dir, "figure-11", numbers)
+    numbers["units"] = {
+        "treatment_sigma": LOG_ODDS,
+        "average_difference_quantiles": ACCURACY_DIFFERENCE,
+        "task_accuracy_quantiles": "fraction (0.01 = 1 percentage point)",
+        "share_abs_average_difference_above_10pts": f"{SHARE} of prior draws with |average difference| > 0.10",
+    }
+    if notes:
+        numbers["notes"] = notes
+    save_figure(fig, ctx.out_dir, "figure-11", numbers, notes=notes)
     return numbers

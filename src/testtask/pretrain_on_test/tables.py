@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
-from testtask.io import atomic_save, atomic_write_json, atomic_write_text
-from testtask.outputs import save_table
+from testtask.io import atomic_save, atomic_write_text
+from testtask.outputs import save_numbers, save_table
 from testtask.pretrain_on_test.differences import with_differences
 from testtask.pretrain_on_test.inputs import collection_names, lm_label, load_collection, present_collections
 from testtask.pretrain_on_test.permutation import section7_counts, task_tests
@@ -64,7 +64,7 @@ def table_1(ctx: Context) -> dict:
         "units": "accuracy (fraction); boost = acc_extra - acc_base, bias = acc_test - acc_extra",
         "rows": table.to_dict(orient="records"),
     }
-    atomic_write_json(out / "table-1.json", numbers)
+    save_numbers(out / "table-1.json", numbers)
     return numbers
 
 
@@ -92,6 +92,10 @@ def table_2(ctx: Context) -> dict:
         "collections": {key: names[key] for key in present},
         "absent_collections": {key: names[key] for key in absent},
         "counts": section7_counts(data, tests),
+        "units": {
+            "mean_difference": "accuracy difference, fraction (0.01 = 1 percentage point; the paper prints %)",
+            "counts.*.values, counts.*.max_abs_bias.value": "accuracy difference, fraction (0.01 = 1 percentage point)",
+        },
     }
-    atomic_write_json(ctx.out_dir / "table-2.json", numbers)
+    save_numbers(ctx.out_dir / "table-2.json", numbers)
     return numbers

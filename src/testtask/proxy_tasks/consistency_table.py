@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context
-from testtask.io import atomic_write_json
-from testtask.outputs import save_table
+from testtask.outputs import save_numbers, save_table
 from testtask.proxy_tasks.consistency import sampling_consistency
 from testtask.proxy_tasks.inputs import analysis, matrix_and_settings
 from testtask.proxy_tasks.normalise import Normaliser
@@ -70,5 +69,5 @@ def table_3(ctx: Context) -> dict:
         "repeats": repeats,
         "rows": details,
     }
-    atomic_write_json(ctx.out_dir / "table-3.json", numbers)
+    save_numbers(ctx.out_dir / "table-3.json", numbers)
     return numbers

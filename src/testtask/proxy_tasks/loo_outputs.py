@@ -13,12 +13,11 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context
-from testtask.io import atomic_write_json
-from testtask.outputs import save_figure, save_table
+from testtask.outputs import save_figure, save_numbers, save_table
 from testtask.parallel import process_pool
 from testtask.proxy_tasks.evaluate import lomo_numbers
 from testtask.proxy_tasks.inputs import analysis, ensembles_for, labels, matrix_and_settings, settings_dict
-from testtask.proxy_tasks.matrices import ScoreMatrix
+from testtask.proxy_tasks.matrices import ScoreMatrix, dropped_notes
 from testtask.proxy_tasks.predict import leave_one_model_out
 from testtask.proxy_tasks.robustness import variance_ratio
 from testtask.proxy_tasks.selection import fit_proxies
@@ -162,7 +161,7 @@ def figure_loo(ctx: Context) -> dict:
         ax.set_visible(False)
     fig.tight_layout()
     numbers = {"figure": "loo", **_common(ctx, settings), "panels": panels}
-    save_figure(fig, ctx.out_dir, "figure-loo", numbers)
+    save_figure(fig, ctx.out_dir, "figure-loo", numbers, notes=dropped_notes(panels))
     return numbers
 
 
@@ -233,5 +232,5 @@ def table_loo(ctx: Context) -> dict:
         "summary": summary,
         "rows": details,
     }
-    atomic_write_json(ctx.out_dir / "table-loo.json", numbers)
+    save_numbers(ctx.out_dir / "table-loo.json", numbers)
     return numbers

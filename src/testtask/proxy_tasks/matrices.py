@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,16 @@ class ScoreMatrix:
             "has_stderr": self.stderr is not None,
             "notes": self.notes,
         }
+
+
+def dropped_notes(panels: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What a figure says on itself about the models its panels were drawn without (`dropped_models` in their
+    `matrix`: models lacking a score the panel needs)."""
+    return [
+        f"{p['matrix']['label']}: {p['matrix']['n_dropped_models']} model(s) left out, each lacking a score"
+        for p in panels
+        if p["matrix"].get("n_dropped_models")
+    ]
 
 
 def complete(

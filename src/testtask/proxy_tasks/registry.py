@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from testtask.context import Context
 from testtask.papers import Paper
-from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, robustness_tables
+from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, report, robustness_tables
 from testtask.proxy_tasks.settings import Settings
 
 Builder = Callable[[Context], dict]
@@ -30,4 +30,5 @@ PAPER = Paper(
     tables=TABLES,
     settings=Settings.from_config,
     uses=("train-before-test", "training-on-the-test-task"),
+    report=report.FUNCTIONS,
 )

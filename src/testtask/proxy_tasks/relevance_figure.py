@@ -16,6 +16,7 @@ from testtask.outputs import save_figure
 from testtask.proxy_tasks.consistency import top_tasks
 from testtask.proxy_tasks.correlation import correlate
 from testtask.proxy_tasks.inputs import analysis, matrix_and_settings, settings_dict, settings_of
+from testtask.proxy_tasks.matrices import dropped_notes
 from testtask.proxy_tasks.normalise import Normaliser
 
 COLOURS = {"pearson": "#0072B2", "spearman": "#E69F00", "kendall": "#009E73"}
@@ -84,5 +85,5 @@ def figure_1(ctx: Context) -> dict:
         "relevance_threshold_eps_c": settings_of(ctx).eps_c,
         "panels": panels,
     }
-    save_figure(fig, ctx.out_dir, "figure-1", numbers)
+    save_figure(fig, ctx.out_dir, "figure-1", numbers, notes=dropped_notes(panels))
     return numbers

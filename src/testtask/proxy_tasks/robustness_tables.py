@@ -5,8 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from testtask.context import Context
-from testtask.io import atomic_write_json
-from testtask.outputs import save_table
+from testtask.outputs import save_numbers, save_table
 from testtask.proxy_tasks.combine import sigmoid
 from testtask.proxy_tasks.inputs import analysis, labels, matrix_and_settings, paper_ensembles, settings_of
 from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, variance_ratio
@@ -37,7 +36,7 @@ def table_5(ctx: Context) -> dict:
         "paper_reported_table5": reported.to_dict(orient="index"),
         "note": "paper_* columns are the paper's Table 5 as printed, for comparison only",
     }
-    atomic_write_json(ctx.out_dir / "table-5.json", numbers)
+    save_numbers(ctx.out_dir / "table-5.json", numbers)
     return numbers
 
 
@@ -72,5 +71,5 @@ def table_robustness(ctx: Context) -> dict:
         "sigmoid_k": k,
         "matrices": details,
     }
-    atomic_write_json(ctx.out_dir / "table-robustness.json", numbers)
+    save_numbers(ctx.out_dir / "table-robustness.json", numbers)
     return numbers

@@ -63,13 +63,11 @@ def _build_missing(cfg: DictConfig, paper: str, files: set[str], folder: Path, b
 
 
 def _command(cfg: DictConfig) -> str:
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    from testtask.provenance import command
 
-        overrides = list(HydraConfig.get().overrides.task)
-        return "testtask " + " ".join(overrides)
-    except (ImportError, ValueError):
-        return f"testtask action=report paper={cfg.paper} figures_dir={cfg.figures_dir} (called from Python)"
+    return command(
+        fallback=f"testtask action=report paper={cfg.paper} figures_dir={cfg.figures_dir} (called from Python)"
+    )
 
 
 def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:

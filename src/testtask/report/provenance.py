@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testtask.paths import repo_root
+from testtask.provenance import git_state
+
+__all__ = ["Provenance", "Release", "collect", "git_state", "release", "subsets"]
 
 SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g. accuracies_from_paper/m50)
 
@@ -59,26 +60,6 @@ class Provenance:
                 for r in self.releases
             ],
         }
-
-
-def git_state(root: Path | None = None) -> tuple[str, bool]:
-    """(HEAD commit, whether the work tree has uncommitted changes); ("unknown", False) outside a checkout."""
-    root = root or repo_root()
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=30
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown", False
-    return commit, bool(status.strip())
 
 
 def subsets(folder: Path, depth: int = SUBSET_DEPTH) -> tuple[str, ...]:

@@ -129,7 +129,8 @@ def _heatmaps(ctx: Context, number: int, kind: str) -> dict:
         label="Kendall's tau" + (" (significance ties)" if kind != "kendall" else ""),
     )
     numbers["colour_scale"] = [vmin, vmax]
-    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers)
+    notes = [f"not in the data, so not drawn: {', '.join(prep.missing)}"] if prep.missing else []
+    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers, notes=notes)
     return numbers
 
 

@@ -9,7 +9,7 @@ from testtask.papers import Paper, Runner
 from testtask.train_before_test import agreement_figures as ag
 from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
-from testtask.train_before_test import tables
+from testtask.train_before_test import report, tables
 from testtask.train_before_test.actions import ACTIONS
 from testtask.train_before_test.settings import Settings
 
@@ -33,7 +33,7 @@ FIGURES: dict[int | str, Builder] = {
     14: ag.figure_14,
     15: ag.figure_15,
 }
-TABLES: dict[int | str, Builder] = {1: tables.table_1, 4: tables.table_4}
+TABLES: dict[int | str, Builder] = {1: tables.table_1, 3: tables.table_3, 4: tables.table_4}
 CONFIG_KEY = "train_before_test"
 
 PAPER = Paper(
@@ -43,5 +43,6 @@ PAPER = Paper(
     tables=TABLES,
     settings=Settings.from_config,
     actions=ACTIONS,
+    report=report.FUNCTIONS,
     runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
 )

@@ -9,7 +9,7 @@ from testtask.papers import Paper, Runner
 from testtask.training_on_the_test_task import cohort_figures as cf
 from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
-from testtask.training_on_the_test_task import mini_figure, tables
+from testtask.training_on_the_test_task import mini_figure, report, tables
 from testtask.training_on_the_test_task.actions import ACTIONS
 from testtask.training_on_the_test_task.settings import Settings
 
@@ -47,6 +47,7 @@ PAPER = Paper(
     tables=TABLES,
     settings=Settings.from_config,
     actions=ACTIONS,
+    report=report.FUNCTIONS,
     runner=Runner(
         "training_on_the_test_task_run",
         "testtask.training_on_the_test_task.runner.main:run",

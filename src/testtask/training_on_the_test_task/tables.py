@@ -7,9 +7,8 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context
-from testtask.io import atomic_write_json
 from testtask.lm.scores import excluded_records, usable
-from testtask.outputs import save_table
+from testtask.outputs import save_numbers, save_table
 from testtask.training_on_the_test_task.cohort_figures import cohort_table, older_finetuned_scores
 from testtask.training_on_the_test_task.discriminator import loo_balanced_accuracy
 from testtask.training_on_the_test_task.mediation import direct_effect, indirect_effect
@@ -59,7 +58,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
         "excluded_models": excluded_records(excluded),
         "rows": details,
     }
-    atomic_write_json(ctx.out_dir / f"table-{number}.json", numbers)
+    save_numbers(ctx.out_dir / f"table-{number}.json", numbers)
     return numbers
 
 
@@ -113,5 +112,5 @@ def table_5(ctx: Context) -> dict[str, Any]:
         "excluded_models": excluded_records(excluded),
         "rows": details,
     }
-    atomic_write_json(ctx.out_dir / "table-5.json", numbers)
+    save_numbers(ctx.out_dir / "table-5.json", numbers)
     return numbers

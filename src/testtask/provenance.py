@@ -1,0 +1,228 @@
+"""What built an output: the git commit of the code, the seed, the source and a checksum of the data it read.
+
+`pipeline.build` sets a `Stamp` for each builder it runs (a context variable, so nothing has to be passed down);
+`outputs.save_figure` and `outputs.save_numbers` merge its block into the JSON sidecar as `provenance`, and a
+sidecar written under the builder's output folder some other way (`io.atomic_write_json`) gets it too. Outside
+`build` (a builder called directly, a notebook) there is no stamp and sidecars are written as given.
+
+The data's identity: for a published release, the SHA-256 of its fetch stamp's file hashes (`.fetched.json`,
+written by `make data` and verified before any analysis: the same release gives the same checksum whenever and
+wherever it was fetched); for our own runs (source=results), the SHA-256 of the sorted (relative path, SHA-256 of
+the file) of every file under the root (dot-files, e.g. locks and half-written temporaries, left out). Each root
+is hashed once per `build` call. The report's header (`report/provenance.py`) reads the git state from here too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import subprocess
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testtask.io import JSON_HOOK
+from testtask.paths import repo_root
+
+log = logging.getLogger(__name__)
+
+KEY = "provenance"  # the sidecar key
+FROM_PYTHON = "(called from Python, not the testtask command)"
+CHUNK = 1 << 20
+
+
+def git_state(root: Path | None = None) -> tuple[str, bool]:
+    """(HEAD commit, whether the work tree has uncommitted changes); ("unknown", False) outside a checkout."""
+    root = root or repo_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+    return commit, bool(status.strip())
+
+
+def code_git_state() -> tuple[str, bool]:
+    """The git state of the checkout this package is imported from (not of TESTTASK_ROOT's data folders)."""
+    return git_state(Path(__file__).resolve().parent)
+
+
+def command(fallback: str = FROM_PYTHON) -> str:
+    """The command that is running: `testtask <its overrides>` (Hydra's record of the `testtask` command line), else
+    `fallback` (a call from Python: a notebook, a test). The library reads no `sys.argv` (tests/test_architecture)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return "testtask " + " ".join(HydraConfig.get().overrides.task)
+    except (ImportError, ValueError):
+        return fallback
+
+
+def _relative(path: Path) -> str:
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tree_digest(root: Path) -> tuple[str, int]:
+    """(SHA-256 over the sorted "path<TAB>file SHA-256" lines of every file under `root`, number of files);
+    files and folders whose name starts with a dot are left out."""
+    root = Path(root)
+    lines = sorted(
+        f"{p.relative_to(root).as_posix()}\t{_file_sha256(p)}\n"
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    return hashlib.sha256("".join(lines).encode()).hexdigest(), len(lines)
+
+
+def data_identity(root: Path, source: str) -> dict[str, Any]:
+    """The `data` entry of a provenance block for one data root (see the module docstring)."""
+    from testtask.data.fetch import STAMP_NAME, canonical_json
+
+    root = Path(root)
+    entry: dict[str, Any] = {"root": _relative(root)}
+    if not root.is_dir():
+        return {**entry, "present": False, "checksum": None}
+    stamp_path = root / STAMP_NAME
+    if source == "published" and stamp_path.is_file():
+        try:
+            stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+            hashes = stamp["hashes"]
+            return {
+                **entry,
+                "present": True,
+                "checksum": "sha256:" + hashlib.sha256(canonical_json(hashes)).hexdigest(),
+                "checksum_of": f"the file hashes of the fetch stamp {STAMP_NAME} (canonical JSON)",
+                "files": len(hashes),
+                "fetched_from": stamp.get("source"),
+            }
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("%s: unreadable fetch stamp (%s); hashing the files instead", stamp_path, err)
+    start = time.perf_counter()
+    digest, files = tree_digest(root)
+    seconds = time.perf_counter() - start
+    (log.info if seconds > 1 else log.debug)(
+        "data checksum of %s: %d file(s) in %.2f s", root, files, seconds
+    )
+    return {
+        **entry,
+        "present": True,
+        "checksum": "sha256:" + digest,
+        "checksum_of": "every file under the root: sorted (relative path, file SHA-256), dot-files left out",
+        "files": files,
+    }
+
+
+@dataclass
+class Stamp:
+    """The provenance of one builder's outputs: fixed fields, and the data roots read (the paper's own, and any
+    other paper's that the builder asks its context for), checksummed once through `cache`."""
+
+    paper: str
+    source: str
+    seed: int
+    data_root: Path
+    out_dir: Path
+    git_commit: str
+    git_dirty: bool
+    command: str
+    cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved root -> data entry, per build
+    others: dict[str, Path] = field(default_factory=dict)  # other papers' roots read, in order
+
+    def _entry(self, root: Path) -> dict[str, Any]:
+        key = str(Path(root).resolve())
+        if key not in self.cache:
+            self.cache[key] = data_identity(root, self.source)
+        return self.cache[key]
+
+    def note_read(self, paper: str, root: Path) -> None:
+        if paper != self.paper:
+            self.others.setdefault(paper, Path(root))
+
+    def block(self) -> dict[str, Any]:
+        from testtask import __version__
+
+        data = dict(self._entry(self.data_root))
+        if self.others:
+            data["other_papers"] = {paper: self._entry(root) for paper, root in self.others.items()}
+        return {
+            "git_commit": self.git_commit,
+            "dirty": self.git_dirty,
+            "seed": self.seed,
+            "source": self.source,
+            "data": data,
+            "command": self.command,
+            "testtask_version": __version__,
+        }
+
+
+_CURRENT: ContextVar[Stamp | None] = ContextVar("testtask_provenance", default=None)
+
+
+def current() -> Stamp | None:
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def stamping(stamp: Stamp) -> Iterator[Stamp]:
+    """Sidecars written inside this block carry `stamp`'s provenance."""
+    token = _CURRENT.set(stamp)
+    hook = JSON_HOOK.set(stamped_if_sidecar)
+    try:
+        yield stamp
+    finally:
+        JSON_HOOK.reset(hook)
+        _CURRENT.reset(token)
+
+
+def note_read(paper: str, root: Path) -> None:
+    """Record that the running builder reads `paper`'s data under `root` (called by `Context`)."""
+    stamp = _CURRENT.get()
+    if stamp is not None:
+        stamp.note_read(paper, root)
+
+
+def stamped(numbers: Any) -> Any:
+    """`numbers` with the current provenance block added (a new dict; `numbers` itself is not changed); as given
+    when there is no stamp, when it is not a mapping, or when it already has one."""
+    stamp = _CURRENT.get()
+    if stamp is None or not isinstance(numbers, dict) or KEY in numbers:
+        return numbers
+    return {**numbers, KEY: stamp.block()}
+
+
+def stamped_if_sidecar(path: Path, obj: Any) -> Any:
+    """`io.atomic_write_json`'s hook: a JSON written under the running builder's output folder is a sidecar."""
+    stamp = _CURRENT.get()
+    if stamp is None:
+        return obj
+    try:
+        Path(path).resolve().relative_to(Path(stamp.out_dir).resolve())
+    except ValueError:
+        return obj
+    return stamped(obj)

@@ -1,0 +1,184 @@
+"""train-before-test's claims ledger (conf/claims/train-before-test.yaml) and its report functions: the ledger
+validates and names only the paper's functions and outputs, the functions give known answers on small synthetic
+sidecars, Table 3's Pythia-410M row is read from a synthetic release, and on the real sidecars (when built) no claim
+fails with a path or rule error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.conftest import stamp_release
+from tests.train_before_test.test_figures import CATEGORIES, synthetic_results
+from testtask.paths import resolve
+from testtask.pipeline import compose, run
+from testtask.report import evaluate
+from testtask.report.evaluate import NotComputable, Sidecars
+from testtask.report.main import ledger_file, load_ledger
+from testtask.train_before_test import registry
+from testtask.train_before_test import report as functions
+
+PAPER = "train-before-test"
+PYTHIA = "EleutherAI/pythia-410m-deduped"
+
+
+def test_ledger_validates_and_names_only_hook_functions_and_built_outputs():
+    loaded = load_ledger(PAPER)
+    assert loaded is not None and loaded.file == ledger_file(PAPER)
+    ids = [c.id for c in loaded.claims]
+    assert len(ids) == len(set(ids)) == 25
+    assert loaded.functions() == set(registry.PAPER.report) == set(functions.FUNCTIONS)
+    builders = {f"figure-{n}" for n in registry.FIGURES} | {f"table-{n}" for n in registry.TABLES}
+    for claim in loaded.claims:
+        assert claim.shown_beside in builders, claim.id
+        assert not claim.needs  # the release is one file, whole on the mirror
+    differs_known = {"tbt.s32.fig3.lu_direct_again", "tbt.s33.gemma_excluded", "tbt.c2.fig12.tau_b_ties"}
+    assert all(c.note for c in loaded.claims if c.id in differs_known)
+
+
+def _figure_12(direct: float, tbt: float, plain: tuple[float, float]) -> dict:
+    return {
+        "mean_kendall_direct": direct,
+        "mean_kendall_train_before_test": tbt,
+        "mean_kendall_without_ties": {"direct": plain[0], "train_before_test": plain[1]},
+        "pairs_improved": 5,
+        "pairs_total": 6,
+        "ties": {"mean_tied_pair_share": {"direct": 0.25, "train_before_test": 0.5}},
+    }
+
+
+SIDECARS = {
+    "figure-2.json": {
+        "models": {"direct": {"n_models_any": 4}, "train_before_test": {"n_models_any": 3}},
+        "benchmarks": ["a", "b", "c", "d"],
+        "pairs_total": 6,
+        "pairs_improved": 5,
+        "pairs_not_improved": [{"pair": ["a", "b"], "before": 0.5, "after": 0.25}],
+        "mean_with_others": {"direct": {"a": 0.4, "b": 0.1, "c": 0.3, "d": 0.2}},
+    },
+    "figure-3.json": {
+        "mean_intra": {"direct": 0.5, "train_before_test": 0.8},
+        "mean_inter": {"direct": 0.25, "train_before_test": 0.76},
+    },
+    "figure-4.json": {
+        "panels": {"direct": {"n_models_means": 1}},
+        "excluded_model_prefixes": ["google/gemma"],
+    },
+    "figure-8.json": {
+        "pc1_share": {"train_before_test": 0.9},
+        "first_components_cumulative": {"direct": 0.95},
+        "n_models": 7,
+    },
+    "figure-12.json": _figure_12(0.6, 0.7, (0.5, 0.75)),
+}
+
+
+def test_functions_on_synthetic_sidecars():
+    assert functions.matrix_size(SIDECARS) == {
+        "models_direct": 4,
+        "models_train_before_test": 3,
+        "benchmarks": 4,
+        "pairs": 6,
+    }
+    assert functions.pairs_improved(SIDECARS) == {
+        "improved": 5,
+        "total": 6,
+        "not_improved": ["a/b (0.50 → 0.25)"],
+    }
+    assert functions.direct_outliers(SIDECARS) == {
+        "lowest_two": ["b", "d"],
+        "lowest_three": {"b": 0.1, "d": 0.2, "c": 0.3},
+    }
+    agreement = functions.category_agreement(SIDECARS)
+    assert agreement["nearly_as_high"] and agreement["inter_over_intra"] == {
+        "direct": 0.5,
+        "train_before_test": 0.95,
+    }
+    lower = {
+        **SIDECARS,
+        "figure-3.json": {
+            **SIDECARS["figure-3.json"],
+            "mean_inter": {"direct": 0.25, "train_before_test": 0.7},
+        },
+    }
+    assert not functions.category_agreement(lower)["nearly_as_high"]  # 0.875 < 0.9
+    assert functions.perplexity_exclusions(SIDECARS) == {
+        "excluded": 3,
+        "in_perplexity": 1,
+        "models": 4,
+        "prefixes": ["google/gemma"],
+    }
+    qwen = functions.qwen_pc1(SIDECARS)
+    assert qwen["models"] == 7 and qwen["difference"] == pytest.approx(-0.05)
+    ties = functions.tau_b_ties(SIDECARS)
+    assert (ties["direct"], ties["train_before_test"], ties["tied_pair_share_train_before_test"]) == (
+        0.6,
+        0.7,
+        0.5,
+    )
+    rise = functions.ties_raise_tau(SIDECARS)  # direct rises, train-before-test falls
+    assert not rise["higher_in_both"] and rise["rise"] == {"direct": 0.1, "train_before_test": -0.05}
+    raised = {**SIDECARS, "figure-12.json": _figure_12(0.6, 0.8, (0.5, 0.75))}
+    assert functions.ties_raise_tau(raised)["higher_in_both"]
+
+
+def test_variants_are_read_beside_the_defaults_or_name_their_command(tmp_path: Path):
+    with pytest.raises(NotComputable, match="no folder"):
+        functions.ties_leader(SIDECARS)
+    sidecars = Sidecars(tmp_path / "figures" / PAPER)
+    with pytest.raises(NotComputable, match=r"variant ties-leader not built .*ties\.rule=leader"):
+        functions.ties_leader(sidecars)
+    variant = tmp_path / "figures" / "variants" / "ties-leader" / PAPER
+    variant.mkdir(parents=True)
+    (variant / "figure-12.json").write_text(json.dumps(_figure_12(0.564, 0.796, (0.5, 0.75))))
+    assert functions.ties_leader(sidecars)["train_before_test"] == 0.796
+    with pytest.raises(NotComputable, match="variant pca-centred not built"):
+        functions.pca_centred(sidecars)
+
+
+def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):
+    """Table 3 on a synthetic release holding Pythia-410M's bits per byte: the ledger's claim reads that row."""
+    results = synthetic_results([b for spec in CATEGORIES.values() for b in spec["benchmarks"]])
+    bpb = {"arxiv_2025": 0.79069, "wiki_2025": 1.06544, "stackexchange_2025": 0.94546}  # the release's
+    for field, shift in (("direct_eval", 0.03), ("train_before_test", 0.0)):
+        for corpus, value in bpb.items():
+            results[field][corpus][PYTHIA] = value + shift
+    path = tmp_path / "published" / PAPER / "all_results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(results))
+    stamp_release(path.parent)
+    cfg = compose(
+        [f"paper={PAPER}", f"data.dest={tmp_path / 'published'}", f"figures_dir={tmp_path / 'figs'}"]
+    )
+    cfg.train_before_test.categories = OmegaConf.create(CATEGORIES)
+    run(OmegaConf.merge(cfg, {"action": "table", "table": 3}))
+    table = json.loads((tmp_path / "figs" / PAPER / "table-3.json").read_text())
+    assert table["reference_model"] == PYTHIA
+    assert table["models_without_bits_per_byte"] == ["google/gemma-7b", "google/gemma-7b-it"]
+    row = next(r for r in table["rows"] if r["model"] == PYTHIA and r["regime"] == "direct")
+    assert row["arxiv_2025"] == pytest.approx(0.82069) and not row["excluded_from_perplexity"]
+    claim = next(c for c in load_ledger(PAPER).claims if c.id == "tbt.b2.table3.pythia_410m")
+    verdict = evaluate.evaluate_claim(
+        claim, Sidecars(tmp_path / "figs" / PAPER), tmp_path / "published" / PAPER, functions.FUNCTIONS, PAPER
+    )
+    assert verdict.status == evaluate.MATCHES, verdict
+
+
+def test_report_on_the_real_sidecars_has_no_path_or_rule_error():
+    folder = resolve("figures") / PAPER
+    if not (folder / "figure-2.json").is_file():
+        pytest.skip(f"no real sidecars in {folder} (make figures tables PAPER={PAPER})")
+    verdicts = evaluate.evaluate(
+        load_ledger(PAPER), folder, resolve("data/published") / PAPER, functions.FUNCTIONS
+    )
+    for verdict in verdicts:
+        if verdict.status == evaluate.NOT_COMPUTABLE:  # only an output or a variant not built
+            assert verdict.missing or "not built" in (verdict.reason or ""), (
+                verdict.claim.id,
+                verdict.reason,
+            )
+        else:
+            assert verdict.ours is not None, verdict.claim.id
