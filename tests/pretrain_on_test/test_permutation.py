@@ -263,3 +263,23 @@ def test_permuted_correlations_shuffle_gpt2_within_groups():
     assert abs(nulls.spearman.mean()) < 0.2
     pd.testing.assert_frame_equal(nulls, permuted_correlations(data, "bias", n_permutations=10, seed=0))
     assert not nulls.equals(permuted_correlations(data, "bias", n_permutations=10, seed=1))
+
+
+def test_task_counts_apply_the_zero_rule():
+    """A task average that float summation leaves at ±1e-18 is exactly 0, neither positive nor negative (the §9
+    count the paper gets from a −2.8e−18 mean); before the rule it was counted negative."""
+    from testtask.pretrain_on_test.permutation import _collection_counts
+
+    averages = pd.DataFrame(
+        {
+            "collection": ["c"] * 4,
+            "dataset": ["a", "b", "c", "d"],
+            "boost": [0.02, -1.8e-19, -0.004, 0.01],
+            "bias": [0.003, -2.8e-18, -0.002, 1e-19],
+            "n_configurations": [1, 1, 1, 1],
+        }
+    )
+    counts = _collection_counts(averages)
+    assert counts["negative_boost"]["tasks"] == ["c"]
+    assert counts["positive_bias"]["tasks"] == ["a"] and counts["negative_bias"]["tasks"] == ["c"]
+    assert counts["zero_bias"]["count"] == 2

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from statsmodels.stats.multitest import multipletests
 
 from testtask.pretrain_on_test.accuracies import EFFECTS
+from testtask.signs import ZERO_TOLERANCE
 
 FAMILY = ["collection", "m", "n", "lm_type"]
 TASK = [*FAMILY, "dataset"]
@@ -147,9 +148,9 @@ def task_averages(data: pd.DataFrame) -> pd.DataFrame:
 
 def _collection_counts(averages: pd.DataFrame) -> dict:
     """The §7 statements for one collection's task averages."""
-    negative_boost = averages[averages["boost"] < 0].sort_values("boost")
-    positive_bias = averages[averages["bias"] > 0].sort_values("bias", ascending=False)
-    negative_bias = averages[averages["bias"] < 0].sort_values("bias")
+    negative_boost = averages[averages["boost"] < -ZERO_TOLERANCE].sort_values("boost")
+    positive_bias = averages[averages["bias"] > ZERO_TOLERANCE].sort_values("bias", ascending=False)
+    negative_bias = averages[averages["bias"] < -ZERO_TOLERANCE].sort_values("bias")
     worst = averages.loc[averages["bias"].abs().idxmax()]
     return {
         "n_tasks": len(averages),
@@ -162,7 +163,7 @@ def _collection_counts(averages: pd.DataFrame) -> dict:
         },
         "positive_bias": {"count": len(positive_bias), "tasks": positive_bias["dataset"].tolist()},
         "negative_bias": {"count": len(negative_bias), "tasks": negative_bias["dataset"].tolist()},
-        "zero_bias": {"count": int((averages["bias"] == 0).sum())},
+        "zero_bias": {"count": int((averages["bias"].abs() < ZERO_TOLERANCE).sum())},
         "max_abs_bias": {"value": float(abs(worst["bias"])), "task": worst["dataset"]},
         "all_abs_bias_below_1pct": bool((averages["bias"].abs() < 0.01).all()),
     }

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-ZERO_TOLERANCE = 1e-12
-ZERO_RULE = f"a value with |x| < {ZERO_TOLERANCE:g} counts as exactly 0 (neither positive nor negative)"
+from testtask.signs import ZERO_RULE, ZERO_TOLERANCE, is_zero, sign  # noqa: F401 - re-exported
 
 
 class RuleError(ValueError):
@@ -39,15 +38,6 @@ class Outcome:
     matches: bool
     ours: str  # ours, as shown
     difference: str | None = None  # by how much it differs (None when it matches)
-
-
-def is_zero(x: float) -> bool:
-    return abs(float(x)) < ZERO_TOLERANCE
-
-
-def sign(x: float) -> int:
-    """-1, 0 or +1 under the zero rule."""
-    return 0 if is_zero(x) else (1 if x > 0 else -1)
 
 
 def round_half_away(x: float, digits: int) -> Decimal:
