@@ -216,6 +216,13 @@ def test_ledger_level_errors(tmp_path):
     loaded = ledger.load(_write(tmp_path, [_claim(ours={"function": "nope"})]))
     with pytest.raises(ledger.LedgerError, match="claim t.cell, field 'ours.function': no function 'nope'"):
         ledger.check_functions(loaded, {"known": lambda s: 1})
+    file = _write(tmp_path, [_claim()])
+    text = file.read_text()
+    file.write_text(text.replace("claims:", "source: results\nclaims:", 1))
+    assert ledger.load(file).source == "results"
+    file.write_text(text.replace("claims:", "source: nowhere\nclaims:", 1))
+    with pytest.raises(ledger.LedgerError, match="field 'source': 'nowhere': expected published or results"):
+        ledger.load(file)
     (tmp_path / "bad.yaml").write_text("paper: [unclosed")
     with pytest.raises(ledger.LedgerError, match="not valid YAML"):
         ledger.load(tmp_path / "bad.yaml")
@@ -384,21 +391,26 @@ def test_build_missing_builds_only_absent_figures_and_tables(tmp_path):
     (tmp_path / "table-1.json").write_text("{}")
     calls = []
 
+    sources = []
+
     def build(cfg, kind, numbers):
         calls.append((cfg.paper, kind, numbers))
+        sources.append(cfg.source)
         if numbers == [7]:
             raise SystemExit("inputs not available")  # the verdict will say what is missing
 
-    cfg = OmegaConf.create({"paper": "all"})
+    cfg = OmegaConf.create({"paper": "all", "source": "published"})
     _build_missing(
         cfg,
         "toy",
+        "results",  # a ledger's own source (downstream-predictability: our runs only) wins over the command's
         {"table-1.json", "table-2.csv", "figure-7.json", "figure-mini.json", "x.json"},
         tmp_path,
         build,
     )
     assert calls == [("toy", "figure", [7]), ("toy", "figure", ["mini"]), ("toy", "table", [2])]
-    assert cfg.paper == "all"  # the caller's config is left alone
+    assert sources == ["results"] * 3
+    assert cfg.paper == "all" and cfg.source == "published"  # the caller's config is left alone
 
 
 def test_report_settings_are_in_the_config():
@@ -407,3 +419,7 @@ def test_report_settings_are_in_the_config():
     cfg = compose()
     assert cfg.report.out_dir == "report" and cfg.report.build_missing is False
     assert "report" in CORE_ACTIONS
+    fast = compose(["report=fast"])  # `make report-fast`: builds what is missing, with smaller settings
+    assert fast.report.build_missing is True and fast.report.out_dir == "report-fast"
+    assert fast.sampler.draws < cfg.sampler.draws and fast.pretrain_on_test.figure_7.slices < 500
+    assert fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m  # only sizes change, not the design

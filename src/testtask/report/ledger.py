@@ -87,6 +87,9 @@ class Ledger:
     paper: str
     file: Path
     claims: tuple[Claim, ...]
+    # Where the outputs the claims read come from when the report builds them: `results` for a paper whose
+    # figures can only be drawn from our runs (downstream-predictability); None: the command's `source`.
+    source: str | None = None
 
     def functions(self) -> set[str]:
         return {c.ours.function for c in self.claims if c.ours.function}
@@ -210,12 +213,15 @@ def parse(data: Any, file: Path, paper: str | None = None) -> Ledger:
         raise LedgerError(f"{file}, field 'paper': the paper key is required")
     if paper is not None and key != paper:
         raise LedgerError(f"{file}, field 'paper': {key!r}, but the file is the ledger of {paper!r}")
-    extra = sorted(set(data) - {"paper", "claims"})
+    extra = sorted(set(data) - {"paper", "claims", "source"})
     if extra:
-        raise LedgerError(f"{file}, field {extra[0]!r}: unknown top-level field (paper, claims)")
+        raise LedgerError(f"{file}, field {extra[0]!r}: unknown top-level field (paper, source, claims)")
+    source = data.get("source")
+    if source not in (None, "published", "results"):
+        raise LedgerError(f"{file}, field 'source': {source!r}: expected published or results")
     seen: set[str] = set()
     claims = tuple(_claim(raw, file, i, seen) for i, raw in enumerate(data["claims"]))
-    return Ledger(paper=key, file=file, claims=claims)
+    return Ledger(paper=key, file=file, claims=claims, source=source)
 
 
 def load(file: Path, paper: str | None = None) -> Ledger:

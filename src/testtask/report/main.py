@@ -45,7 +45,9 @@ def _outputs_read(loaded: ledger.Ledger) -> set[str]:
     return {c.ours.file for c in loaded.claims if c.ours.file}
 
 
-def _build_missing(cfg: DictConfig, paper: str, files: set[str], folder: Path, build: Build) -> None:
+def _build_missing(
+    cfg: DictConfig, paper: str, source: str, files: set[str], folder: Path, build: Build
+) -> None:
     for file in sorted(files):
         if (folder / file).is_file():
             continue
@@ -56,6 +58,7 @@ def _build_missing(cfg: DictConfig, paper: str, files: set[str], folder: Path, b
         sub = cfg.copy()
         OmegaConf.set_struct(sub, False)
         sub.paper = paper
+        sub.source = source
         try:
             build(sub, match.group(1), [number])
         except SystemExit as err:  # NothingBuilt / UsageError: the verdict will say what is missing
@@ -84,6 +87,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
         if loaded is None:
             reports.append(render.PaperReport(paper, [], folder, None))
             continue
+        source = loaded.source or str(cfg.source)
         if settings.build_missing:
             if build is None:
                 raise RuntimeError("report.build_missing=true needs the pipeline's build function")
@@ -92,8 +96,13 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
                 for c in loaded.claims
                 if c.figure and c.figure.startswith(("figure-", "table-"))
             }
-            _build_missing(cfg, paper, needed, folder, build)
-        data_root = data_dest / paper if cfg.source == "published" else resolve(cfg.results_dir) / paper
+            _build_missing(cfg, paper, source, needed, folder, build)
+        if source == "published":
+            data_root = data_dest / paper
+        else:  # as the pipeline's make_context: results/<paper>[/<results_run>]
+            data_root = resolve(cfg.results_dir) / paper
+            if cfg.get("results_run"):
+                data_root = data_root / str(cfg.results_run)
         verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report)
         reports.append(render.PaperReport(paper, verdicts, folder, loaded.file))
         log.info("report %s: %s", paper, render.summary(verdicts))
