@@ -422,4 +422,6 @@ def test_report_settings_are_in_the_config():
     fast = compose(["report=fast"])  # `make report-fast`: builds what is missing, with smaller settings
     assert fast.report.build_missing is True and fast.report.out_dir == "report-fast"
     assert fast.sampler.draws < cfg.sampler.draws and fast.pretrain_on_test.figure_7.slices < 500
-    assert fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m  # only sizes change, not the design
+    assert (
+        fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m
+    )  # only sizes change, not the design
