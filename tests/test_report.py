@@ -185,6 +185,7 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"ours": {"path": "rows[0]"}}, "ours.output", "needs the output"),
         ({"ours": {"output": "table-1", "path": "rows[m=5"}}, "ours.path", "unbalanced"),
         ({"ours": {"function": "f", "path": "a", "output": "t"}}, "ours", "not both"),
+        ({"ours": {"function": "f"}}, "figure", "must name the output it reads"),
         ({"ours": {"output": "table-1", "path": "a", "scale": "x"}}, "ours.scale", "must be a number"),
         ({"ours": {"output": "table-1", "path": "a", "units": "%"}}, "ours.units", "unknown field"),
         ({"rule": {"kind": "round"}}, "rule", "needs digits"),
@@ -213,7 +214,7 @@ def test_ledger_level_errors(tmp_path):
         ledger.load(file)
     with pytest.raises(ledger.LedgerError, match="ledger of 'other'"):
         ledger.load(_write(tmp_path, [_claim()]), "other")
-    loaded = ledger.load(_write(tmp_path, [_claim(ours={"function": "nope"})]))
+    loaded = ledger.load(_write(tmp_path, [_claim(ours={"function": "nope"}, figure="table-1")]))
     with pytest.raises(ledger.LedgerError, match="claim t.cell, field 'ours.function': no function 'nope'"):
         ledger.check_functions(loaded, {"known": lambda s: 1})
     file = _write(tmp_path, [_claim()])
@@ -260,8 +261,20 @@ def _toy(tmp_path: Path) -> tuple[ledger.Ledger, Path, Path]:
             ours={"output": "table-2.csv", "path": "[?collection=few].p"},
             rule={"kind": "all", "op": ">", "than": 0.5},
         ),
-        _claim(id="t.fn", paper={"n": 2}, ours={"function": "count_rows"}, rule={"kind": "equal"}),
-        _claim(id="t.fn_missing", paper=1, ours={"function": "reads_figure_9"}, rule={"kind": "equal"}),
+        _claim(
+            id="t.fn",
+            paper={"n": 2},
+            ours={"function": "count_rows"},
+            rule={"kind": "equal"},
+            figure="table-1",
+        ),
+        _claim(
+            id="t.fn_missing",
+            paper=1,
+            ours={"function": "reads_figure_9"},
+            rule={"kind": "equal"},
+            figure="figure-9",
+        ),
     ]
     return ledger.load(_write(tmp_path, claims)), figures, data
 

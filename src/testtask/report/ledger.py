@@ -170,6 +170,11 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
     function = ours_raw.get("function")
     if has_function and (not isinstance(function, str) or not function.isidentifier()):
         raise fail("ours.function", f"must be a function name, got {function!r}")
+    if has_function and raw.get("figure") is None:
+        # the output a function reads, so that `report.build_missing` builds it and the page shows it beside
+        raise fail(
+            "figure", "a claim computed by a function must name the output it reads (figure-N / table-N)"
+        )
     scale = ours_raw.get("scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise fail("ours.scale", f"must be a number, got {scale!r}")
