@@ -70,7 +70,9 @@ def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_
         seconds = float(idata.attrs.get("fit_seconds", float("nan")))
         log.info("reusing cached posterior %s", path.name)
         resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
-        return Fit(idata=idata, data=data, spec=resolved, seconds=seconds, sampler=sampler["name"])
+        return Fit(
+            idata=idata, data=data, spec=resolved, seconds=seconds, sampler=sampler["name"], from_cache=True
+        )
     result = fit(data, spec, sampler, seed)
     if path is not None:
         result.idata.attrs["fit_seconds"] = result.seconds

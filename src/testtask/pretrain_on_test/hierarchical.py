@@ -192,6 +192,7 @@ class Fit:
     spec: ModelSpec
     seconds: float
     sampler: str
+    from_cache: bool = False  # read from the posterior cache: `seconds` is then the original fit's time
 
     def summary(self, var_names: tuple[str, ...] = DIAGNOSED) -> pd.DataFrame:
         names = [v for v in var_names if v in self.idata.posterior]
