@@ -104,7 +104,9 @@ def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
     again = json.loads((out / "figure-3.json").read_text())
     assert [p["beta"] for p in again["panels"]] == [p["beta"] for p in numbers["panels"]]
     # ...and says so: a reused fit is marked, its seconds are the original fit's (not reprinted as this run's).
-    assert not any(p["from_cache"] for p in numbers["panels"]) and all(p["from_cache"] for p in again["panels"])
+    assert not any(p["from_cache"] for p in numbers["panels"]) and all(
+        p["from_cache"] for p in again["panels"]
+    )
     assert [p["fit_seconds"] for p in again["panels"]] == [p["fit_seconds"] for p in numbers["panels"]]
 
 
