@@ -144,3 +144,20 @@ def offline_single_thread() -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def tmp_config(tmp_path: Path, *overrides: str):
+    """The `testtask` config with every folder it writes or reads under `tmp_path` (pretrain-on-test by default)."""
+    from testtask.pipeline import compose
+
+    return compose(
+        [
+            f"data.dest={tmp_path / 'published'}",
+            f"figures_dir={tmp_path / 'figures'}",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"results_dir={tmp_path / 'results'}",
+            "results_run=null",
+            "paper=pretrain-on-test",
+            *overrides,
+        ]
+    )

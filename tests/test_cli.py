@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import write_accuracies
+from tests.conftest import tmp_config, write_accuracies
 from testtask.pipeline import NothingBuilt, UsageError, compose, run
 from testtask.pretrain_on_test import fits
 
@@ -14,18 +14,7 @@ FAST = ["sampler.draws=300", "sampler.tune=300", "sampler.chains=2", "sampler.pr
 
 
 def _config(tmp_path, *extra):
-    return compose(
-        [
-            f"data.dest={tmp_path / 'published'}",
-            f"figures_dir={tmp_path / 'figures'}",
-            f"cache_dir={tmp_path / 'cache'}",
-            f"results_dir={tmp_path / 'results'}",
-            "results_run=null",
-            "paper=pretrain-on-test",
-            *FAST,
-            *extra,
-        ]
-    )
+    return tmp_config(tmp_path, *FAST, *extra)
 
 
 def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):

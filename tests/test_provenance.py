@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import stamp_release, write_accuracies
+from tests.conftest import stamp_release, tmp_config, write_accuracies
 from testtask import provenance
 from testtask.context import Context
 from testtask.io import atomic_write_json
 from testtask.outputs import NOTE_GID, save_numbers
-from testtask.pipeline import compose, run
+from testtask.pipeline import run
 from testtask.pretrain_on_test import boost_bias_figures
 
 FAST = ["sampler.draws=200", "sampler.tune=200", "sampler.chains=2", "sampler.progressbar=false", "seed=5"]
@@ -24,19 +24,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "compare_sidecars.py
 
 
 def _config(tmp_path: Path, *extra: str):
-    return compose(
-        [
-            f"data.dest={tmp_path / 'published'}",
-            f"figures_dir={tmp_path / 'figures'}",
-            f"cache_dir={tmp_path / 'cache'}",
-            f"results_dir={tmp_path / 'results'}",
-            "results_run=null",
-            "paper=pretrain-on-test",
-            "pretrain_on_test.permutation_test.permutations=50",
-            *FAST,
-            *extra,
-        ]
-    )
+    return tmp_config(tmp_path, "pretrain_on_test.permutation_test.permutations=50", *FAST, *extra)
 
 
 def _sidecar(tmp_path: Path, name: str) -> dict:

@@ -79,16 +79,18 @@ def _calibration_axes(ax: plt.Axes, observed: np.ndarray, draws: np.ndarray, tit
     }
 
 
+def _configuration(ctx: Context, frame: Any) -> dict[str, Any]:
+    """The sidecar header of a figure drawn on one (m, n) configuration."""
+    return {"paper": ctx.paper, "source": ctx.source, "m": int(frame.m.iloc[0]), "n": int(frame.n.iloc[0])}
+
+
 def figure_9(ctx: Context) -> dict:
     """Calibration of posterior-predicted task accuracies (one point per task and LM type)."""
     frame = reference_configuration(ctx, ctx.settings.figure_9)
     notes = substitution_notes(ctx.settings.figure_9, frame)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     numbers: dict[str, Any] = {
-        "paper": ctx.paper,
-        "source": ctx.source,
-        "m": int(frame.m.iloc[0]),
-        "n": int(frame.n.iloc[0]),
+        **_configuration(ctx, frame),
         "panels": [],
     }
     for ax, effect in zip(axes, ("boost", "bias"), strict=True):
@@ -113,10 +115,7 @@ def figure_10(ctx: Context) -> dict:
     notes = substitution_notes(ctx.settings.figure_10, frame)
     fig, axes = plt.subplots(2, 2, figsize=(10, 9))
     numbers: dict[str, Any] = {
-        "paper": ctx.paper,
-        "source": ctx.source,
-        "m": int(frame.m.iloc[0]),
-        "n": int(frame.n.iloc[0]),
+        **_configuration(ctx, frame),
         "panels": [],
     }
     for row, effect in enumerate(("boost", "bias")):
@@ -160,10 +159,7 @@ def figure_11(ctx: Context) -> dict:
     draws = ctx.settings.figure_11.draws
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     numbers: dict[str, Any] = {
-        "paper": ctx.paper,
-        "source": ctx.source,
-        "m": int(frame.m.iloc[0]),
-        "n": int(frame.n.iloc[0]),
+        **_configuration(ctx, frame),
         "bambi_default_prior": default,
         "panels": [],
     }
