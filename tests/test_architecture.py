@@ -99,7 +99,7 @@ def graph() -> dict[str, set[str]]:
 def test_the_graph_reader_sees_known_edges(graph):
     """The rules below are only as good as the graph: edges the code certainly has must be found."""
     assert "testtask.pipeline" in graph["testtask.cli"]
-    assert "testtask.pretrain_on_test.kernel" in graph["testtask.pretrain_on_test.sampling"]
+    assert "testtask.pretrain_on_test.kernel_sampler" in graph["testtask.pretrain_on_test.sampling"]
     assert "testtask.context" in graph["testtask.pipeline"]
 
 

@@ -399,6 +399,7 @@ POT_ANALYSIS_RULES = prefixed(
         Rule("model.backend", one_of(*BACKENDS)),
         Rule("model.interaction", boolean),
         Rule("model.noncentered_t", one_of(True, False, "auto"), optional=True),
+        Rule("model.collapse_s", one_of(True, False, "auto"), optional=True),
         Rule("model.formula", text),
         *(
             Rule(f"model.priors.{k}", positive_number, optional=True)

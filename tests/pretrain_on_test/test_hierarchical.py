@@ -137,3 +137,27 @@ def test_other_samplers_run_the_same_model(sampler_name, fast_sampler):
     a, b = other.diagnostics()[TREATMENT], ours.diagnostics()[TREATMENT]
     assert a["mean"] == pytest.approx(b["mean"], abs=0.5 * b["sd"])
     assert a["sd"] == pytest.approx(b["sd"], rel=0.35)
+
+
+def test_one_subsample_per_task_collapses_s_and_keeps_the_posterior(fast_sampler):
+    """Figure 7's slice shape (one subsample per task): `collapse_s=auto` integrates s_j out, and β's and the σ's
+    posterior is the one of the model that samples s_j (within Monte Carlo error), with far fewer divergences."""
+    long = simulate_long(
+        TruePars(beta=0.1, sigma_w=0.05), datasets=25, subsamples=1, n=500, lm_types=2, seed=31
+    )
+    data = ModelData.from_long(long)
+    sampler = {**fast_sampler, "draws": 1000, "tune": 500, "chains": 4, "cores": 2}
+    collapsed = fit(data, ModelSpec(), sampler, seed=3)
+    sampled_s = fit(data, ModelSpec(collapse_s=False), sampler, seed=3)
+    assert collapsed.spec.collapse_s is True and sampled_s.spec.collapse_s is False
+    assert "s" not in collapsed.idata.posterior and "s" in sampled_s.idata.posterior
+    a, b = collapsed.diagnostics(), sampled_s.diagnostics()
+    for name in (TREATMENT, "1|dataset:treatment_sigma"):
+        mc_error = np.hypot(
+            a[name]["sd"] / np.sqrt(a[name]["ess_bulk"]), b[name]["sd"] / np.sqrt(b[name]["ess_bulk"])
+        )
+        assert a[name]["mean"] == pytest.approx(b[name]["mean"], abs=5 * mc_error), name
+        assert a[name]["sd"] == pytest.approx(b[name]["sd"], rel=0.15), name
+    assert a[TREATMENT]["r_hat"] < 1.01
+    steps = [float(f.idata.sample_stats["n_steps"].mean()) for f in (collapsed, sampled_s)]
+    assert steps[0] < steps[1], steps

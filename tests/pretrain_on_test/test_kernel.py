@@ -24,15 +24,25 @@ def _point(model: pm.Model, layout: kernel.Layout, x: np.ndarray) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("interaction", "noncentered", "lm_types"),
-    [(True, False, 2), (True, True, 2), (False, False, 2), (True, False, 1), (True, True, 3)],
+    ("interaction", "noncentered", "lm_types", "collapsed"),
+    [
+        (True, False, 2, False),
+        (True, True, 2, False),
+        (False, False, 2, False),
+        (True, False, 1, False),
+        (True, True, 3, False),
+        (True, False, 2, True),
+        (True, True, 2, True),
+        (False, False, 1, True),
+    ],
 )
-def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types):
+def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types, collapsed):
+    """Also for s_j integrated out (`collapsed`), against PyMC's MvNormal with the compound-symmetric covariance."""
     long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=lm_types, seed=2)
     long = long[~((long.dataset == "task02") & (long.subsample == 3))]  # one padded cell
     data = ModelData.from_long(long)
-    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered)
-    layout = kernel.Layout(data.shape, spec, noncentered)
+    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
+    layout = kernel.Layout(data.shape, spec, noncentered, collapsed)
     model = build_marginal(data.shape, spec)
     with model:
         pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
@@ -46,6 +56,7 @@ def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types)
         data.shape[2],
         interaction,
         noncentered,
+        collapsed,
     )
     xs = [rng.normal(0, 0.5, layout.ndim) for _ in range(3)]
     ours = [kernel.log_density(x, *args) for x in xs]
@@ -72,3 +83,24 @@ def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types)
         for name in order:
             mine[name] = grad[list(positions[name])]
             np.testing.assert_allclose(mine[name], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    ("interaction", "noncentered", "lm_types", "collapsed"),
+    [(True, True, 2, False), (True, False, 3, True), (False, False, 1, False), (False, False, 2, True)],
+)
+def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, collapsed):
+    """What nutpie stores per draw (the compiled `expand_into`) is `Layout.expand`, value for value, in order."""
+    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
+    shape = (3, 4, lm_types, 2)
+    layout = kernel.Layout(shape, spec, noncentered, collapsed)
+    x = np.random.default_rng(1).normal(0, 0.7, layout.ndim)
+    expected = np.concatenate([np.ravel(v) for v in layout.expand(x).values()])
+    flags = (3, 4, lm_types, interaction, noncentered, collapsed)
+    out = np.full(expected.size, np.nan)
+    assert kernel.expand_into(x, out, *flags, False) == expected.size
+    np.testing.assert_array_equal(out, expected)
+    hyper = np.full(expected.size, np.nan)
+    written = kernel.expand_into(x, hyper, *flags, True)
+    assert written == (5 if interaction else 4)
+    np.testing.assert_array_equal(hyper[:written], expected[:written])

@@ -135,6 +135,7 @@ def test_model_spec_and_fit_cache_key_are_those_of_the_config(section, settings:
         backend=model["backend"],
         interaction=model["interaction"],
         noncentered_t=model["noncentered_t"],
+        collapse_s=model["collapse_s"],
         formula=model["formula"],
         priors=Priors(**model["priors"]),
     )
@@ -146,3 +147,4 @@ def test_model_spec_and_fit_cache_key_are_those_of_the_config(section, settings:
     sampler = {"name": "nutpie", "draws": 10, "tune": 10, "chains": 1}
     assert _key(data, spec_from(settings), sampler, 0) == "845958030ab4362f117f"
     assert _key(data, spec_from(settings, interaction=False), sampler, 0) == "cb536f4d073b8f9b8289"
+    assert _key(data, spec_from(settings, collapse_s=True), sampler, 0) == "845958030ab4362f117f"

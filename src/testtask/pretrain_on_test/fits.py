@@ -35,7 +35,10 @@ def _key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
     h.update(data.correct.tobytes())
     h.update(data.trials.tobytes())
     h.update(json.dumps([data.datasets, data.lm_types], sort_keys=True).encode())
-    h.update(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode())
+    # collapse_s re-parameterises the same posterior of every cached quantity (c, t, α, β, σ's) and came after
+    # the caches it would otherwise invalidate, so it is left out of the key.
+    model = {k: v for k, v in dataclasses.asdict(spec).items() if k != "collapse_s"}
+    h.update(json.dumps(model, sort_keys=True, default=str).encode())
     sampling = {k: sampler[k] for k in ("name", "draws", "tune", "chains", "target_accept") if k in sampler}
     h.update(json.dumps([sampling, seed], sort_keys=True).encode())
     return h.hexdigest()[:20]

@@ -64,6 +64,9 @@ class ModelSpec:
     interaction: bool = True  # include W_jl (Figure 10 drops it)
     # t_j = β + sqrt(2)·σ_W·e_j (non-centred) mixes better when σ_W is small next to the data's noise (the bias)
     noncentered_t: bool | str = "auto"  # True, False, or "auto" (chosen from the data: `choose_noncentered`)
+    # s_j integrated out of the c_jk prior (same posterior for everything else). It removes the s–c–σ_V funnel
+    # when each task has one subsample (Figure 7's slices); "auto" collapses exactly then.
+    collapse_s: bool | str = "auto"
     priors: Priors = field(default_factory=Priors)
     formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
 
@@ -139,18 +142,27 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
         if n_i > 1:
             alpha = pm.Normal(LM_TYPE, 0.0, p.lm_type_sigma, shape=n_i - 1)
             lm_term = pt.concatenate([pt.zeros(1), alpha])[None, None, :, None]
+        s = None
         if spec.interaction:
             sigma_w = pm.HalfNormal(SIGMA_W, p.sigma_W)
-            s = pm.Normal("s", mu + beta / 2, pt.sqrt(sigma_u**2 + sigma_w**2 / 2), dims="dataset")
-            if spec.noncentered_t:
-                e = pm.Normal("t_offset", 0.0, 1.0, dims="dataset")
-                t = pm.Deterministic("t", beta + np.sqrt(2.0) * sigma_w * e, dims="dataset")
-            else:
-                t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
+            tau_s = pt.sqrt(sigma_u**2 + sigma_w**2 / 2)
         else:
-            s = pm.Normal("s", mu + beta / 2, sigma_u, dims="dataset")
+            tau_s = sigma_u
+        if spec.collapse_s is not True:
+            s = pm.Normal("s", mu + beta / 2, tau_s, dims="dataset")
+        if not spec.interaction:
             t = pm.Deterministic("t", pt.repeat(beta[None], n_j), dims="dataset")
-        c = pm.Normal("c", s[:, None], sigma_v, dims=("dataset", "subsample"))
+        elif spec.noncentered_t:
+            e = pm.Normal("t_offset", 0.0, 1.0, dims="dataset")
+            t = pm.Deterministic("t", beta + np.sqrt(2.0) * sigma_w * e, dims="dataset")
+        else:
+            t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
+        if s is None:
+            # c_j· ~ N((μ + β/2)·1, σ_V²·I + τ_s²·J): s_j integrated out.
+            cov = sigma_v**2 * pt.eye(n_k) + tau_s**2 * pt.ones((n_k, n_k))
+            c = pm.MvNormal("c", pt.ones(n_k) * (mu + beta / 2), cov=cov, dims=("dataset", "subsample"))
+        else:
+            c = pm.Normal("c", s[:, None], sigma_v, dims=("dataset", "subsample"))
         eta = c[:, :, None, None] + lm_term + t[:, None, None, None] * ARM_OFFSET[None, None, None, :]
         # Binomial log-likelihood without its constant; padded cells have zero trials and add nothing.
         pm.Potential("likelihood", pt.sum(correct * eta - trials * pt.softplus(eta)))
@@ -283,9 +295,12 @@ def choose_noncentered(data: ModelData) -> bool:
 
 
 def resolve_spec(data: ModelData, spec: ModelSpec) -> ModelSpec:
-    """`spec` with `noncentered_t` decided (False when there is no W term)."""
+    """`spec` with `noncentered_t` (False when there is no W term) and `collapse_s` decided."""
+    collapse = data.shape[1] == 1 if spec.collapse_s == "auto" else bool(spec.collapse_s)
     if not spec.interaction:
-        return replace(spec, noncentered_t=False)
-    if spec.noncentered_t == "auto":
-        return replace(spec, noncentered_t=choose_noncentered(data))
-    return replace(spec, noncentered_t=bool(spec.noncentered_t))
+        noncentered = False
+    elif spec.noncentered_t == "auto":
+        noncentered = choose_noncentered(data)
+    else:
+        noncentered = bool(spec.noncentered_t)
+    return replace(spec, noncentered_t=noncentered, collapse_s=collapse)

@@ -3,7 +3,7 @@
 PyTensor's numba backend spends about 1 ms per gradient on a (25, 100, 2, 2) data array here (no AVX, two cores),
 three times the cost of one fused loop with one `exp` and one `log1p` per cell. This module is that loop, plus the
 priors of `hierarchical.build_marginal`, in the same unconstrained coordinates (log σ's). It is compiled once and
-cached on disk by numba, so no fit pays a per-shape compile. `tests/pretrain_on_test/test_kernel.py` checks log density differences
+cached on disk by numba, so no fit pays a per-shape compile. `kernel_sampler.py` hands it to nutpie as C callbacks. `tests/pretrain_on_test/test_kernel.py` checks log density differences
 and gradients against the PyMC model at random points.
 """
 
@@ -14,7 +14,6 @@ import math
 import numba
 import numpy as np
 
-from testtask.parallel import process_pool
 from testtask.pretrain_on_test.hierarchical import (
     INTERCEPT,
     LM_TYPE,
@@ -27,7 +26,7 @@ from testtask.pretrain_on_test.hierarchical import (
 )
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     """Σ y·η − n·softplus(η) over cells, η = c_jk + α_i + (l − ½)·t_j; writes gradients in place."""
     n_j, n_k, n_i, _ = y.shape
@@ -64,9 +63,47 @@ def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     return total
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
-def log_density(x, y, n, priors, n_i, interaction, noncentered):
-    """Log density (up to a constant) and gradient at unconstrained `x`; layout in `Layout`."""
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def _collapsed_c_prior(c, m_s, var_s, var_v, g_c):
+    """log N(c_j· | m_s·1, σ_V²·I + τ_s²·J) summed over tasks j, s_j integrated out; gradients as
+    (d/dc written into g_c, d/dm_s, d/dτ_s², d/dσ_V²).
+
+    Compound symmetry has a closed form: with A = σ_V² + K·τ_s², d = c_j· − m_s and S = Σ_k d_k,
+    the quadratic form is (Σ d_k² − τ_s²·S²/A)/σ_V² and the log determinant (K − 1)·log σ_V² + log A.
+    """
+    n_j, n_k = c.shape
+    big_a = var_v + n_k * var_s
+    lp, g_m, g_s, g_v = 0.0, 0.0, 0.0, 0.0
+    for j in range(n_j):
+        total, squares = 0.0, 0.0
+        for k in range(n_k):
+            d = c[j, k] - m_s
+            total += d
+            squares += d * d
+        shrink = var_s * total / big_a
+        for k in range(n_k):
+            g_c[j, k] = -(c[j, k] - m_s - shrink) / var_v
+        lp += -0.5 * (squares - var_s * total * total / big_a) / var_v
+        g_m += total / big_a
+        g_s += 0.5 * total * total / (big_a * big_a) - 0.5 * n_k / big_a
+        g_v += (
+            0.5 * squares / (var_v * var_v)
+            - 0.5 * var_s * total * total * (big_a + var_v) / (big_a * big_a * var_v * var_v)
+            - 0.5 * (n_k - 1) / var_v
+            - 0.5 / big_a
+        )
+    lp += -0.5 * n_j * ((n_k - 1) * math.log(var_v) + math.log(big_a))
+    return lp, g_m, g_s, g_v
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False):
+    """Log density (up to a constant) and gradient at unconstrained `x`; layout in `Layout`.
+
+    `collapsed`: s_j is integrated out (it has no coordinates in `x`) and the c_j· are jointly normal
+    around μ + β/2. The posterior of every other parameter is unchanged; with one subsample per task
+    (Figure 7's slices) it removes the funnel between s_j, c_j and σ_V that slows the centred sampler.
+    """
     n_j, n_k = y.shape[0], y.shape[1]
     a_sd, b_mu, b_sd, lm_sd, h_u, h_v, h_w = (
         priors[0],
@@ -92,8 +129,8 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered):
         alpha_full[i] = x[pos]
         pos += 1
     s_pos = pos
-    s = x[s_pos : s_pos + n_j]
-    t_pos = s_pos + n_j
+    s = x[s_pos : s_pos + (0 if collapsed else n_j)]
+    t_pos = s_pos + (0 if collapsed else n_j)
     c_pos = t_pos + (n_j if interaction else 0)
     c = x[c_pos : c_pos + n_j * n_k].reshape(n_j, n_k)
 
@@ -114,18 +151,19 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered):
     # s_j ~ N(μ + β/2, τ_s), τ_s² = σ_U² + σ_W²/2 (σ_U² alone without W).
     m_s = mu + 0.5 * beta
     var_s = sig_u * sig_u + (0.5 * sig_w * sig_w if interaction else 0.0)
-    ss = 0.0
-    for j in range(n_j):
-        d = s[j] - m_s
-        ss += d * d
-        grad[s_pos + j] = -d / var_s
-        grad[0] += d / var_s
-        grad[1] += 0.5 * d / var_s
-    lp += -0.5 * ss / var_s - 0.5 * n_j * math.log(var_s)
-    q_s = 0.5 * ss / (var_s * var_s) - 0.5 * n_j / var_s  # d/d(τ_s²)
-    grad[2] += q_s * 2.0 * sig_u * sig_u
-    if interaction:
-        grad[4] += q_s * sig_w * sig_w
+    if not collapsed:
+        ss = 0.0
+        for j in range(n_j):
+            d = s[j] - m_s
+            ss += d * d
+            grad[s_pos + j] = -d / var_s
+            grad[0] += d / var_s
+            grad[1] += 0.5 * d / var_s
+        lp += -0.5 * ss / var_s - 0.5 * n_j * math.log(var_s)
+        q_s = 0.5 * ss / (var_s * var_s) - 0.5 * n_j / var_s  # d/d(τ_s²)
+        grad[2] += q_s * 2.0 * sig_u * sig_u
+        if interaction:
+            grad[4] += q_s * sig_w * sig_w
 
     # t_j: N(β, √2 σ_W), centred or as β + √2 σ_W e_j; without W, t_j = β.
     t = np.empty(n_j)
@@ -153,15 +191,29 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered):
 
     # c_jk ~ N(s_j, σ_V), every cell including padding (whose prior integrates to one).
     var_v = sig_v * sig_v
-    sc = 0.0
-    for j in range(n_j):
-        for k in range(n_k):
-            d = c[j, k] - s[j]
-            sc += d * d
-            grad[c_pos + j * n_k + k] = -d / var_v
-            grad[s_pos + j] += d / var_v
-    lp += -0.5 * sc / var_v - 0.5 * n_j * n_k * math.log(var_v)
-    grad[3] += (0.5 * sc / (var_v * var_v) - 0.5 * n_j * n_k / var_v) * 2.0 * var_v
+    if collapsed:
+        g_prior = np.empty((n_j, n_k))
+        lp_c, g_m, g_tau, g_var_v = _collapsed_c_prior(c, m_s, var_s, var_v, g_prior)
+        lp += lp_c
+        for j in range(n_j):
+            for k in range(n_k):
+                grad[c_pos + j * n_k + k] = g_prior[j, k]
+        grad[0] += g_m
+        grad[1] += 0.5 * g_m
+        grad[2] += g_tau * 2.0 * sig_u * sig_u
+        if interaction:
+            grad[4] += g_tau * sig_w * sig_w
+        grad[3] += g_var_v * 2.0 * var_v
+    else:
+        sc = 0.0
+        for j in range(n_j):
+            for k in range(n_k):
+                d = c[j, k] - s[j]
+                sc += d * d
+                grad[c_pos + j * n_k + k] = -d / var_v
+                grad[s_pos + j] += d / var_v
+        lp += -0.5 * sc / var_v - 0.5 * n_j * n_k * math.log(var_v)
+        grad[3] += (0.5 * sc / (var_v * var_v) - 0.5 * n_j * n_k / var_v) * 2.0 * var_v
 
     g_c = np.empty((n_j, n_k))
     g_t = np.empty(n_j)
@@ -189,12 +241,13 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered):
 class Layout:
     """Positions of each parameter in the unconstrained vector."""
 
-    def __init__(self, shape: tuple[int, ...], spec: ModelSpec, noncentered: bool):
+    def __init__(self, shape: tuple[int, ...], spec: ModelSpec, noncentered: bool, collapsed: bool = False):
         n_j, n_k, n_i, _ = shape
         self.shape, self.interaction, self.noncentered = shape, spec.interaction, noncentered
+        self.collapsed = collapsed
         pos = 5 if spec.interaction else 4
         self.alpha = slice(pos, pos + n_i - 1)
-        self.s = slice(self.alpha.stop, self.alpha.stop + n_j)
+        self.s = slice(self.alpha.stop, self.alpha.stop + (0 if collapsed else n_j))
         self.t = slice(self.s.stop, self.s.stop + (n_j if spec.interaction else 0))
         self.c = slice(self.t.stop, self.t.stop + n_j * n_k)
         self.ndim = self.c.stop
@@ -219,7 +272,8 @@ class Layout:
             out["t"] = np.full(n_j, x[1])
         if n_i > 1:
             out[LM_TYPE] = x[self.alpha].copy()
-        out["s"] = x[self.s].copy()
+        if not self.collapsed:
+            out["s"] = x[self.s].copy()
         out["c"] = x[self.c].reshape(n_j, n_k).copy()
         return out
 
@@ -248,7 +302,8 @@ def initial_point(data: ModelData, layout: Layout, rng: np.random.Generator) -> 
     observed = trials > 0
     s = np.array([c[j, observed[j]].mean() if observed[j].any() else 0.0 for j in range(c.shape[0])])
     c = np.where(observed, c, s[:, None])
-    x[layout.s] += s
+    if not layout.collapsed:
+        x[layout.s] += s
     x[layout.c] += c.ravel()
     x[0] += s.mean()
     x[2] += math.log(max(s.std(), 0.1))
@@ -258,84 +313,52 @@ def initial_point(data: ModelData, layout: Layout, rng: np.random.Generator) -> 
     return x
 
 
-def nutpie_model(data: ModelData, spec: ModelSpec, noncentered: bool, seed: int):
-    """A nutpie model over the compiled log density, with posterior variables named as in the PyMC model."""
-    from nutpie.compiled_pyfunc import from_pyfunc
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def expand_into(x, out, n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only):
+    """`Layout.expand(x)` flattened into `out`, in the same order (what nutpie stores per draw).
 
-    layout = Layout(data.shape, spec, noncentered)
-    y = np.ascontiguousarray(data.correct, dtype=np.float64)
-    n = np.ascontiguousarray(data.trials, dtype=np.float64)
-    priors = priors_vector(spec)
-    n_i = data.shape[2]
-    template = layout.expand(np.zeros(layout.ndim))
-    dims = {"s": ("dataset",), "t": ("dataset",), "c": ("dataset", "subsample"), "t_offset": ("dataset",)}
-
-    def make_logp():
-        def logp(x, **_):
-            value, grad = log_density(x, y, n, priors, n_i, spec.interaction, noncentered)
-            return value, grad
-
-        return logp
-
-    def make_expand(*_):
-        return lambda x, **__: layout.expand(x)
-
-    rng = np.random.default_rng(seed)
-    return from_pyfunc(
-        ndim=layout.ndim,
-        make_logp_fn=make_logp,
-        make_expand_fn=make_expand,
-        expanded_dtypes=[np.dtype("float64")] * len(template),
-        expanded_shapes=[v.shape for v in template.values()],
-        expanded_names=list(template),
-        coords={"dataset": np.arange(data.shape[0]), "subsample": np.arange(data.shape[1])},
-        dims={k: v for k, v in dims.items() if k in template},
-        make_initial_point_fn=lambda _seed: initial_point(data, layout, rng),
-    )
-
-
-def _sample_chains(data: ModelData, spec: ModelSpec, noncentered: bool, seed: int, settings: dict):
-    import nutpie
-
-    model = nutpie_model(data, spec, noncentered, seed)
-    return nutpie.sample(model, seed=seed, cores=1, progress_bar=False, save_warmup=False, **settings)
-
-
-def sample(
-    data: ModelData,
-    spec: ModelSpec,
-    noncentered: bool,
-    seed: int,
-    draws: int,
-    tune: int,
-    chains: int,
-    cores: int,
-    target_accept: float,
-):
-    """Run `chains` chains split over `cores` processes and join them into one InferenceData.
-
-    nutpie runs Python-function models under the GIL, so chains in threads would not overlap; processes do.
+    `hyper_only` stops after μ, β and the σ's: a fit that needs only those (Figure 7's slices) then stores
+    5 numbers per draw instead of ~80.
     """
-    import arviz as az
-
-    groups = [
-        len(part) for part in np.array_split(np.arange(chains), max(1, min(cores, chains))) if len(part)
-    ]
-    settings = {"draws": draws, "tune": tune, "target_accept": target_accept}
-    if len(groups) == 1:
-        return _sample_chains(data, spec, noncentered, seed, {**settings, "chains": chains})
-    futures = [
-        process_pool(len(groups)).submit(
-            _sample_chains, data, spec, noncentered, seed + 7919 * g, {**settings, "chains": size}
-        )
-        for g, size in enumerate(groups)
-    ]
-    parts, first = [], 0
-    for future in futures:
-        part = future.result()
-        n_chains = part.posterior.sizes["chain"]
-        parts.append(
-            part.assign_coords(chain=np.arange(first, first + n_chains), groups=["posterior", "sample_stats"])
-        )
-        first += n_chains
-    return az.concat(*parts, dim="chain")
+    out[0] = x[0]
+    out[1] = x[1]
+    out[2] = math.exp(x[2])
+    out[3] = math.exp(x[3])
+    pos = 4
+    src = 4
+    if interaction:
+        sig_w = math.exp(x[4])
+        out[4] = sig_w
+        pos, src = 5, 5
+    if hyper_only:
+        return pos
+    src += n_i - 1  # α block (copied below, after t)
+    t_src = src + (0 if collapsed else n_j)
+    if interaction and noncentered:
+        tau = math.sqrt(2.0) * sig_w
+        for j in range(n_j):
+            out[pos + j] = x[t_src + j]
+        pos += n_j
+        for j in range(n_j):
+            out[pos + j] = x[1] + tau * x[t_src + j]
+        pos += n_j
+    elif interaction:
+        for j in range(n_j):
+            out[pos + j] = x[t_src + j]
+        pos += n_j
+    else:
+        for j in range(n_j):
+            out[pos + j] = x[1]
+        pos += n_j
+    for i in range(n_i - 1):
+        out[pos + i] = x[(5 if interaction else 4) + i]
+    pos += n_i - 1
+    s_src = (5 if interaction else 4) + n_i - 1
+    if not collapsed:
+        for j in range(n_j):
+            out[pos + j] = x[s_src + j]
+        pos += n_j
+    c_src = t_src + (n_j if interaction else 0)
+    for q in range(n_j * n_k):
+        out[pos + q] = x[c_src + q]
+    return pos + n_j * n_k

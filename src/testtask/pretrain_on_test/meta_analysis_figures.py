@@ -3,7 +3,14 @@ de-replicated slices (one subsample per task) and the posterior means of β are 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -12,13 +19,16 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from testtask.context import Context, InputsUnavailable
+from testtask.io import atomic_write_json
 from testtask.outputs import save_figure
-from testtask.parallel import process_pool
+from testtask.pretrain_on_test import kernel_sampler
 from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
-from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData
+from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.inputs import LOG_ODDS, SHARE, load_collection
 from testtask.pretrain_on_test.posterior_panels import configurations
 from testtask.pretrain_on_test.sampling import fit as fit_model
+
+log = logging.getLogger(__name__)
 
 
 def _slice_frame(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -32,9 +42,82 @@ def _slice_frame(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     return pd.concat(picks, ignore_index=True)
 
 
-def _slice_beta(data: ModelData, spec, sampler: dict, seed: int) -> np.ndarray:
-    """β draws of one de-replicated slice, all chains in this process (slices run side by side instead)."""
-    return fit_model(data, spec, {**sampler, "cores": 1}, seed).idata.posterior[TREATMENT].values.ravel()
+@dataclass(frozen=True)
+class SliceFit:
+    """What Figure 7 keeps of one slice fit: β's posterior mean and 89% HDI, and its diagnostics."""
+
+    mean: float
+    hdi_low: float
+    hdi_high: float
+    r_hat: float
+    ess_bulk: float
+    divergences: int
+
+
+def _summarise(beta: np.ndarray, divergences: int) -> SliceFit:
+    """`beta`: (chain, draw) draws of β."""
+    lo, hi = az.hdi(beta.ravel(), hdi_prob=0.89)
+    return SliceFit(
+        mean=float(beta.mean()),
+        hdi_low=float(lo),
+        hdi_high=float(hi),
+        r_hat=float(az.rhat(beta)),
+        ess_bulk=float(az.ess(beta, method="bulk")),
+        divergences=int(divergences),
+    )
+
+
+def _fit_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> SliceFit:
+    """One slice fit. The compiled kernel returns β's draws straight from nutpie's trace (one thread per fit,
+    slices side by side); other samplers and the bambi backend go through the general `fit`."""
+    if sampler["name"] == "nutpie" and spec.backend == "marginal":
+        draws = kernel_sampler.sample_hyper(
+            data,
+            resolve_spec(data, spec),
+            seed,
+            draws=int(sampler["draws"]),
+            tune=int(sampler["tune"]),
+            chains=int(sampler["chains"]),
+            cores=1,
+            target_accept=float(sampler.get("target_accept", 0.8)),
+        )
+        return _summarise(draws.values[TREATMENT], draws.divergences)
+    result = fit_model(data, spec, {**sampler, "cores": 1}, seed)
+    return _summarise(result.idata.posterior[TREATMENT].values, result.divergences)
+
+
+def _cache_path(
+    ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict
+) -> Path | None:
+    if ctx.cache_dir is None:
+        return None
+    h = hashlib.sha256()
+    for data, seed in jobs:
+        h.update(data.correct.tobytes())
+        h.update(data.trials.tobytes())
+        h.update(str(seed).encode())
+    keys = ("name", "draws", "tune", "chains", "target_accept")
+    h.update(json.dumps([dataclasses.asdict(spec), {k: sampler.get(k) for k in keys}], default=str).encode())
+    return Path(ctx.cache_dir) / f"figure-7-slices-{h.hexdigest()[:20]}.json"
+
+
+def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict, label: str):
+    """Fit every slice, `sampler.cores` at a time (the kernel holds no GIL, so threads overlap); a finished
+    panel is cached, so a rerun reads it instead of fitting 500 slices again."""
+    path = _cache_path(ctx, jobs, spec, sampler)
+    if path is not None and path.is_file():
+        cached = json.loads(path.read_text())
+        log.info("%s: %d slice fits from the cache (fitted in %.0f s)", label, len(jobs), cached["seconds"])
+        return [SliceFit(**row) for row in cached["fits"]], cached["seconds"], True
+    started = time.perf_counter()
+    workers = max(1, int(sampler.get("cores", 1)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_fit_slice, data, spec, sampler, seed) for data, seed in jobs]
+        fits = [future.result() for future in tqdm(futures, desc=label, unit="slice")]
+    seconds = time.perf_counter() - started
+    if path is not None:
+        atomic_write_json(path, {"seconds": seconds, "fits": [dataclasses.asdict(f) for f in fits]})
+    return fits, seconds, False
 
 
 def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, seed: int) -> dict:
@@ -49,16 +132,13 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     rng = np.random.default_rng(seed)
     spec = spec_from(ctx.settings)
     jobs = [(configuration_data(_slice_frame(frame, rng), "bias"), seed + idx) for idx in range(slices)]
-    pool = process_pool(max(1, int(sampler.get("cores", 1))))
-    futures = [pool.submit(_slice_beta, data, spec, sampler, job_seed) for data, job_seed in jobs]
-    means, excludes_zero = [], []
     label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"
-    for future in tqdm(futures, desc=label, unit="slice"):
-        beta = future.result()
-        lo, hi = az.hdi(beta, hdi_prob=0.89)
-        means.append(float(beta.mean()))
-        excludes_zero.append(bool(lo > 0 or hi < 0))
-    means_arr = np.asarray(means)
+    fits, seconds, from_cache = _run_slices(ctx, jobs, spec, sampler, label)
+    means_arr = np.array([f.mean for f in fits])
+    excludes_zero = np.array([f.hdi_low > 0 or f.hdi_high < 0 for f in fits])
+    r_hat = np.array([f.r_hat for f in fits])
+    ess = np.array([f.ess_bulk for f in fits])
+    divergences = np.array([f.divergences for f in fits])
     outside = np.abs(means_arr) >= band
     return {
         "m": int(frame.m.iloc[0]),
@@ -67,11 +147,24 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
         "slices": slices,
         "band": band,
         "share_outside_band": float(outside.mean()),
-        "share_hdi_excludes_zero": float(np.mean(excludes_zero)),
-        "share_outside_band_with_hdi_excluding_zero": float(np.mean(np.asarray(excludes_zero)[outside]))
+        "share_hdi_excludes_zero": float(excludes_zero.mean()),
+        "share_outside_band_with_hdi_excluding_zero": float(np.mean(excludes_zero[outside]))
         if outside.any()
         else None,
+        # Monte Carlo error of the share: the slices are independent draws of the de-replication.
+        "share_outside_band_se": float(np.sqrt(outside.mean() * (1 - outside.mean()) / slices)),
         "posterior_means": means_arr,
+        "diagnostics": {
+            "worst_r_hat": float(r_hat.max()),
+            "min_ess_bulk": float(ess.min()),
+            "slices_r_hat_over_1_01": int((r_hat > 1.01).sum()),
+            "divergences": int(divergences.sum()),
+            "slices_with_divergences": int((divergences > 0).sum()),
+            "per_slice": {"r_hat": r_hat, "ess_bulk": ess, "divergences": divergences},
+        },
+        "sampler": {k: sampler.get(k) for k in ("name", "draws", "tune", "chains", "target_accept")},
+        "seconds": seconds,
+        "from_cache": from_cache,
     }
 
 

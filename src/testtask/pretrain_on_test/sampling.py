@@ -11,7 +11,7 @@ from typing import Any
 
 import pymc as pm
 
-from testtask.pretrain_on_test import kernel
+from testtask.pretrain_on_test import kernel_sampler
 from testtask.pretrain_on_test.hierarchical import (
     Fit,
     ModelData,
@@ -52,7 +52,7 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
         spec = resolve_spec(data, spec)
         values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
         if name == "nutpie":
-            idata = kernel.sample(
+            idata = kernel_sampler.sample(
                 data,
                 spec,
                 bool(spec.noncentered_t),
@@ -62,6 +62,7 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
                 chains=chains,
                 cores=cores,
                 target_accept=target_accept,
+                collapsed=bool(spec.collapse_s),
             )
         elif name in {"pymc", "numpyro"}:
             model = build_marginal(data.shape, spec)

@@ -247,6 +247,7 @@ class Settings:
                 backend=_choice(s, "model.backend", BACKENDS),
                 interaction=_read(s, "model.interaction", _as_bool, "true or false"),
                 noncentered_t=_choice(s, "model.noncentered_t", NONCENTERED_T),
+                collapse_s=_choice(s, "model.collapse_s", NONCENTERED_T),
                 priors=priors,
                 formula=_text(s, "model.formula"),
             ),

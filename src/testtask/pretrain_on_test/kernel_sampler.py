@@ -1,0 +1,262 @@
+"""Sample the marginal §6.1 model with nutpie, the compiled kernel (`kernel.py`) passed to it as C callbacks.
+
+nutpie's Rust sampler calls the log density through a function pointer, so no draw or gradient goes through
+Python: chains run in threads without the GIL, and a small fit (Figure 7's 25-task slices, ~10 leapfrog steps
+per draw) costs its arithmetic, not ~15 µs of Python call overhead per gradient. The binding follows how nutpie
+binds its own numba-compiled PyMC models (`nutpie.compile_pymc`): `LogpFunc`/`ExpandFunc` over C function
+addresses and a pointer to the data; `tests/pretrain_on_test/test_kernel.py` checks it against the PyMC model.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+from nutpie import _lib
+from nutpie.sample import CompiledModel
+
+from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec
+from testtask.pretrain_on_test.kernel import Layout, expand_into, initial_point, log_density, priors_vector
+
+HEADER = 14  # n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, 7 prior scales
+
+_LOGP_SIGNATURE = numba.types.int64(
+    numba.types.uint64,
+    numba.types.CPointer(numba.types.float64),
+    numba.types.CPointer(numba.types.float64),
+    numba.types.CPointer(numba.types.float64),
+    numba.types.CPointer(numba.types.float64),  # nutpie's void* user data: our packed float64 buffer
+)
+_EXPAND_SIGNATURE = numba.types.int64(
+    numba.types.uint64,
+    numba.types.uint64,
+    numba.types.CPointer(numba.types.float64),
+    numba.types.CPointer(numba.types.float64),
+    numba.types.CPointer(numba.types.float64),
+)
+
+
+@numba.njit(cache=True)
+def _unpack(buffer_ptr):
+    header = numba.carray(buffer_ptr, (HEADER,))
+    n_j, n_k, n_i = int(header[0]), int(header[1]), int(header[2])
+    size = n_j * n_k * n_i * 2
+    whole = numba.carray(buffer_ptr, (HEADER + 2 * size,))
+    y = whole[HEADER : HEADER + size].reshape((n_j, n_k, n_i, 2))
+    n = whole[HEADER + size :].reshape((n_j, n_k, n_i, 2))
+    return header, y, n
+
+
+@functools.cache
+def callbacks() -> tuple[Any, Any]:
+    """The C callbacks (log density, draw expansion), compiled on first use rather than at import (a few seconds
+    on a cold numba cache), then read from numba's on-disk cache."""
+
+    @numba.cfunc(_LOGP_SIGNATURE, cache=True, error_model="numpy")
+    def _logp_callback(dim, x_ptr, grad_ptr, logp_ptr, buffer_ptr):
+        # Return codes as nutpie's own numba models use them: 0 ok, 3 non-finite gradient, 4 non-finite density.
+        header, y, n = _unpack(buffer_ptr)
+        x = numba.carray(x_ptr, (dim,))
+        grad_out = numba.carray(grad_ptr, (dim,))
+        logp_out = numba.carray(logp_ptr, (1,))
+        value, grad = log_density(
+            x, y, n, header[7:14], int(header[2]), header[3] > 0, header[4] > 0, header[5] > 0
+        )
+        logp_out[0] = value
+        for q in range(dim):
+            grad_out[q] = grad[q]
+        if not np.all(np.isfinite(grad)):
+            return 3
+        if not np.isfinite(value):
+            return 4
+        return 0
+
+    @numba.cfunc(_EXPAND_SIGNATURE, cache=True, error_model="numpy")
+    def _expand_callback(dim, n_expanded, x_ptr, out_ptr, buffer_ptr):
+        header, _, _ = _unpack(buffer_ptr)
+        x = numba.carray(x_ptr, (dim,))
+        out = numba.carray(out_ptr, (n_expanded,))
+        written = expand_into(
+            x,
+            out,
+            int(header[0]),
+            int(header[1]),
+            int(header[2]),
+            header[3] > 0,
+            header[4] > 0,
+            header[5] > 0,
+            header[6] > 0,
+        )
+        return 0 if written == n_expanded else -1
+
+    return _logp_callback, _expand_callback
+
+
+@dataclass(frozen=True)
+class KernelModel(CompiledModel):
+    """A nutpie model whose log density and draw expansion are the compiled kernel."""
+
+    buffer: np.ndarray
+    layout: Layout
+    names: list[str]
+    shapes_: list[tuple[int, ...]]
+    coords_: dict[str, Any]
+    initial: Any
+
+    @property
+    def n_dim(self) -> int:
+        return self.layout.ndim
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return dict(zip(self.names, self.shapes_, strict=True))
+
+    @property
+    def coords(self) -> dict[str, Any]:
+        return self.coords_
+
+    def _make_model(self, init_mean):
+        n_expanded = int(sum(int(np.prod(shape)) for shape in self.shapes_))
+        buffer_address = self.buffer.ctypes.data
+        logp_callback, expand_callback = callbacks()
+        expand = _lib.ExpandFunc(self.n_dim, n_expanded, expand_callback.address, buffer_address, self)
+        logp = _lib.LogpFunc(logp_callback.address, buffer_address, self)
+        dim_sizes = {name: len(values) for name, values in self.coords_.items()}
+        variables = _lib.PyVariable.new_variables(
+            self.names, ["float64"] * len(self.names), self.shapes_, dim_sizes, self.dims
+        )
+        return _lib.PyMcModel(
+            logp, expand, variables, self.n_dim, dim_sizes, self.coords_, self.initial, None
+        )
+
+    def _make_sampler(self, settings, init_mean, cores, progress_type, store):
+        return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type, store)
+
+
+def kernel_model(
+    data: ModelData,
+    spec: ModelSpec,
+    noncentered: bool,
+    seed: int,
+    collapsed: bool = False,
+    hyper_only: bool = False,
+) -> KernelModel:
+    """The nutpie model of one fit; posterior variables are named as in the PyMC model."""
+    layout = Layout(data.shape, spec, noncentered, collapsed)
+    n_j, n_k, n_i, _ = data.shape
+    flags = [n_j, n_k, n_i, spec.interaction, noncentered, collapsed, hyper_only]
+    buffer = np.concatenate(
+        [
+            np.asarray(flags, dtype=np.float64),
+            priors_vector(spec),
+            np.ascontiguousarray(data.correct, dtype=np.float64).ravel(),
+            np.ascontiguousarray(data.trials, dtype=np.float64).ravel(),
+        ]
+    )
+    template = layout.expand(np.zeros(layout.ndim))
+    if hyper_only:
+        template = dict(list(template.items())[: 5 if spec.interaction else 4])
+    dims = {"s": ("dataset",), "t": ("dataset",), "c": ("dataset", "subsample"), "t_offset": ("dataset",)}
+    rng = np.random.default_rng(seed)
+    return KernelModel(
+        dims={k: v for k, v in dims.items() if k in template},
+        buffer=buffer,
+        layout=layout,
+        names=list(template),
+        shapes_=[tuple(np.shape(v)) for v in template.values()],
+        coords_={"dataset": np.arange(n_j), "subsample": np.arange(n_k)},
+        initial=lambda _seed: initial_point(data, layout, rng),
+    )
+
+
+def sample(
+    data: ModelData,
+    spec: ModelSpec,
+    noncentered: bool,
+    seed: int,
+    draws: int,
+    tune: int,
+    chains: int,
+    cores: int,
+    target_accept: float,
+    collapsed: bool = False,
+    hyper_only: bool = False,
+):
+    """Sample `chains` chains on `cores` threads (the callbacks hold no GIL) into one InferenceData."""
+    import nutpie
+
+    model = kernel_model(data, spec, noncentered, seed, collapsed, hyper_only)
+    return nutpie.sample(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=max(1, min(cores, chains)),
+        seed=seed,
+        target_accept=target_accept,
+        progress_bar=False,
+        save_warmup=False,
+    )
+
+
+@dataclass
+class Draws:
+    """Posterior draws of a few scalars, (chain, draw) each, straight from nutpie's trace (no InferenceData)."""
+
+    values: dict[str, np.ndarray]
+    divergences: int
+    mean_steps: float
+
+
+def sample_hyper(
+    data: ModelData,
+    spec: ModelSpec,
+    seed: int,
+    draws: int,
+    tune: int,
+    chains: int,
+    cores: int,
+    target_accept: float,
+) -> Draws:
+    """μ, β and the σ's of one fit (`spec` resolved), for callers that need only those: Figure 7 fits 1,000
+    slices, where building an InferenceData of ~80 variables would cost as much as sampling them."""
+    import nutpie
+
+    model = kernel_model(data, spec, bool(spec.noncentered_t), seed, bool(spec.collapse_s), hyper_only=True)
+    trace = nutpie.sample(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=max(1, min(cores, chains)),
+        seed=seed,
+        target_accept=target_accept,
+        progress_bar=False,
+        save_warmup=False,
+        return_raw_trace=True,
+    )
+    chain_draws, chain_stats = trace.get_arrow_trace()
+    kept = [~np.asarray(stats.column("tuning").to_numpy(), dtype=bool) for stats in chain_stats]
+    values = {
+        name: np.stack(
+            [
+                np.asarray(batch.column(name).to_numpy())[keep]
+                for batch, keep in zip(chain_draws, kept, strict=True)
+            ]
+        )
+        for name in model.names
+    }
+    divergent = sum(
+        int(np.asarray(stats.column("diverging").to_numpy())[keep].sum())
+        for stats, keep in zip(chain_stats, kept, strict=True)
+    )
+    steps = np.concatenate(
+        [
+            np.asarray(stats.column("n_steps").to_numpy())[keep]
+            for stats, keep in zip(chain_stats, kept, strict=True)
+        ]
+    )
+    return Draws(values=values, divergences=divergent, mean_steps=float(steps.mean()))
