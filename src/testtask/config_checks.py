@@ -391,6 +391,11 @@ TOP_RULES = [
     Rule("results_run", text, optional=True, nullable=True),
     Rule("cache_dir", text, optional=True, nullable=True),
     Rule("bench.proxy_missing_m", boolean, optional=True),
+    Rule("bench.cold", boolean, optional=True),
+    Rule("bench.figure_7", boolean, optional=True),
+    Rule("bench.vs_authors.m", positive_int, optional=True),
+    Rule("bench.vs_authors.n", positive_int, optional=True),
+    Rule("bench.vs_authors.effect", one_of("boost", "bias"), optional=True),
 ]
 
 POT_ANALYSIS_RULES = prefixed(

@@ -46,9 +46,12 @@ class PredictiveDifferences:
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
-    """Binomial draws for every posterior draw and observed cell, reduced on the fly (no draws × cells array)."""
-    np.random.seed(seed)  # noqa: NPY002 -- numba-compiled: its own per-thread generator, seeded per call
+def _draw(c, t, alpha, trials, rng, average, per_task, task_acc):
+    """Binomial draws for every posterior draw and observed cell, reduced on the fly (no draws × cells array).
+
+    `rng` is a NumPy Generator (one per thread): numba's legacy `np.random.binomial` takes ~0.8 µs a draw at
+    n = 500, the Generator's ~0.08 µs.
+    """
     n_d, n_j, n_k = c.shape
     n_i = alpha.shape[1]
     for d in range(n_d):
@@ -64,7 +67,7 @@ def _draw(c, t, alpha, trials, seed, average, per_task, task_acc):
                     for arm in range(2):
                         eta = c[d, j, k] + alpha[d, i] + (arm - 0.5) * t[d, j]
                         n = trials[j, k, i, arm]
-                        sums[arm] += np.random.binomial(n, 1.0 / (1.0 + np.exp(-eta))) / n  # noqa: NPY002
+                        sums[arm] += rng.binomial(n, 1.0 / (1.0 + np.exp(-eta))) / n
                 if count == 0:
                     per_task[d, j, i] = np.nan
                     task_acc[d, j, i, 0] = np.nan
@@ -83,7 +86,7 @@ def _draw_block(c: np.ndarray, t: np.ndarray, alpha: np.ndarray, trials: np.ndar
     average = np.empty(n_d)
     per_task = np.empty((n_d, n_j, n_i))
     task_acc = np.empty((n_d, n_j, n_i, 2))
-    _draw(c, t, alpha, trials, seed, average, per_task, task_acc)
+    _draw(c, t, alpha, trials, np.random.default_rng(seed), average, per_task, task_acc)
     return average, per_task, task_acc
 
 

@@ -8,6 +8,7 @@ from testtask.context import Context
 from testtask.papers import Paper, Runner
 from testtask.pretrain_on_test import (
     bench,
+    bench_vs_authors,
     boost_bias_figures,
     correlation_figure,
     difference_figures,
@@ -36,8 +37,8 @@ FIGURES: dict[int, Builder] = {
 }
 TABLES: dict[int, Builder] = {1: tables.table_1, 2: tables.table_2}
 CONFIG_KEY = "pretrain_on_test"
-# Actions beyond figures and tables: `testtask action=<name> paper=pretrain-on-test` (`make bench`).
-ACTIONS = {"bench": bench.bench}
+# Actions beyond figures and tables: `testtask action=<name> paper=pretrain-on-test` (`make bench`, `make bench-vs-authors`).
+ACTIONS = {"bench": bench.bench, "bench-vs-authors": bench_vs_authors.bench_vs_authors}
 
 PAPER = Paper(
     key="pretrain-on-test",

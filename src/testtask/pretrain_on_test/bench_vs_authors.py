@@ -1,0 +1,119 @@
+"""`make bench-vs-authors`: one configuration of Figure 3 fitted the authors' way and ours, side by side.
+
+The authors' way, as the paper's analysis ran it: the §6.1 formula in bambi, PyMC's default NUTS (4 chains ×
+1,000 draws after 500 tuning steps, one core, chains one after another), then bambi's posterior predictive
+(`Model.predict(kind="response")`), reduced to eq. 11's average difference. Ours: the marginal model on the
+compiled kernel (nutpie, chains in threads) and our streaming posterior predictive. Same data, same priors, same
+draws; the printed table gives seconds, β's posterior mean, r̂ and bulk ESS of each, and the ratio.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig
+
+from testtask.context import Context
+from testtask.io import atomic_write_json
+from testtask.paths import resolve
+from testtask.pretrain_on_test import predictive
+from testtask.pretrain_on_test.bench import machine
+from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
+from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, build_bambi
+from testtask.pretrain_on_test.inputs import load_collection
+from testtask.pretrain_on_test.sampling import fit
+
+
+def _beta_row(method: str, posterior_beta: np.ndarray, seconds_fit: float, seconds_pp: float, average: float):
+    """`posterior_beta`: (chain, draw)."""
+    return {
+        "method": method,
+        "fit_s": round(seconds_fit, 1),
+        "predictive_s": round(seconds_pp, 1),
+        "total_s": round(seconds_fit + seconds_pp, 1),
+        "beta_mean": round(float(posterior_beta.mean()), 4),
+        "beta_sd": round(float(posterior_beta.std()), 4),
+        "r_hat": round(float(az.rhat(posterior_beta)), 3),
+        "ess_bulk": round(float(az.ess(posterior_beta, method="bulk"))),
+        "avg_diff_pts": round(100 * average, 2),
+    }
+
+
+def _authors(data: ModelData, ctx: Context, sampler: dict, seed: int) -> dict[str, Any]:
+    long = data.to_long()
+    model = build_bambi(long, spec_from(ctx.settings, backend="bambi"))
+    start = time.perf_counter()
+    idata = model.fit(
+        draws=int(sampler["draws"]),
+        tune=int(sampler["tune"]),
+        chains=int(sampler["chains"]),
+        cores=1,
+        random_seed=seed,
+        progressbar=bool(sampler.get("progressbar", False)),
+    )
+    seconds_fit = time.perf_counter() - start
+    start = time.perf_counter()
+    model.predict(idata, kind="response", inplace=True, random_seed=seed + 1)
+    y_hat = idata.posterior_predictive[model.response_component.response.name].values  # (chain, draw, row)
+    seconds_pp = time.perf_counter() - start
+    # eq. 11: the average over (task, subsample, LM type) of (Ŷ_treatment − Ŷ_control) / n, per draw.
+    sign = np.where(long["treatment"].to_numpy() == 1, 1.0, -1.0) / long["trials"].to_numpy()
+    average = float((y_hat * sign).sum(axis=-1).mean() / (len(long) / 2))
+    beta = idata.posterior[TREATMENT].values
+    return _beta_row("authors: bambi + PyMC NUTS, 1 core", beta, seconds_fit, seconds_pp, average) | {
+        "divergences": int(idata.sample_stats["diverging"].sum())
+    }
+
+
+def _ours(data: ModelData, ctx: Context, sampler: dict, seed: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    result = fit(data, spec_from(ctx.settings), sampler, seed)
+    seconds_fit = time.perf_counter() - start
+    start = time.perf_counter()
+    pp = predictive.simulate(result, seed=seed + 1, workers=int(sampler.get("cores", 1)))
+    seconds_pp = time.perf_counter() - start
+    cores = int(sampler.get("cores", 1))
+    beta = result.idata.posterior[TREATMENT].values
+    return _beta_row(
+        f"ours: marginal kernel + nutpie, {cores} cores",
+        beta,
+        seconds_fit,
+        seconds_pp,
+        float(pp.average.mean()),
+    ) | {"divergences": result.divergences}
+
+
+def bench_vs_authors(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
+    """The `bench-vs-authors` action: both methods on `bench.vs_authors` (m, n, effect), printed and saved."""
+    options = cfg.bench.vs_authors
+    frame = load_collection(ctx, "few_shot", m=int(options.m), n=int(options.n))
+    data = configuration_data(frame, str(options.effect))
+    sampler = {**plain(ctx.sampler), "progressbar": False}
+    rows = [_authors(data, ctx, sampler, ctx.seed), _ours(data, ctx, sampler, ctx.seed)]
+    table = pd.DataFrame(rows)
+    ratio = rows[0]["total_s"] / rows[1]["total_s"]
+    fit_ratio = rows[0]["fit_s"] / rows[1]["fit_s"]
+    print(table.to_markdown(index=False))
+    print(
+        f"\nm={options.m} n={options.n} {options.effect} ({data.shape[0]} tasks, {int(data.observed[:, :, 0].sum())} "
+        f"subsample × LM cells), {sampler['chains']} chains x {sampler['draws']} draws after {sampler['tune']} "
+        f"tuning steps both ways: ours is {fit_ratio:.0f}x faster per fit, {ratio:.0f}x with the posterior "
+        f"predictive.\nmachine: {machine()}; {time.strftime('%Y-%m-%d')}"
+    )
+    result = {
+        "configuration": {"m": int(options.m), "n": int(options.n), "effect": str(options.effect)},
+        "sampler": {k: sampler.get(k) for k in ("draws", "tune", "chains", "cores", "target_accept")},
+        "model": dataclasses.asdict(spec_from(ctx.settings)),
+        "rows": rows,
+        "speedup_fit": fit_ratio,
+        "speedup_total": ratio,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    atomic_write_json(resolve(cfg.figures_dir) / "pretrain-on-test" / "bench-vs-authors.json", result)
+    return result

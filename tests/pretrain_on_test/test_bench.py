@@ -1,0 +1,62 @@
+"""`make bench` and `make bench-vs-authors` end to end on small synthetic results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import tmp_config, write_accuracies
+from testtask.pipeline import run
+
+SMALL = [
+    "sampler.draws=200",
+    "sampler.tune=200",
+    "sampler.chains=2",
+    "sampler.progressbar=false",
+    "seed=3",
+    "pretrain_on_test.figure_7.slices=6",
+    "pretrain_on_test.figure_7.draws=200",
+    "pretrain_on_test.figure_7.tune=200",
+    "pretrain_on_test.figure_7.m=50",
+    "pretrain_on_test.figure_7.n=100",
+]
+
+
+@pytest.fixture
+def config(tmp_path):
+    root = tmp_path / "results" / "pretrain-on-test"
+    write_accuracies(root, "accuracies_from_paper", 50, 100, ["bert", "gpt2"], datasets=5, subsamples=4)
+    return lambda *extra: tmp_config(tmp_path, *SMALL, "source=results", "paper=pretrain-on-test", *extra)
+
+
+def test_bench_times_figures_3_and_7_and_says_what_came_from_the_cache(config, tmp_path, capsys):
+    first = run(config("action=bench"))
+    assert [row["from_cache"] for row in first["fits"]] == [False, False]
+    assert [p["from_cache"] for p in first["figure_7"]["panels"]] == [False]
+    assert first["figure_7"]["panels"][0]["slices"] == 6 and first["figure_7"]["total_seconds"] > 0
+    assert any("zero_shot" in note or "accuracies_zero_shot" in note for note in first["figure_7"]["notes"])
+    second = run(config("action=bench"))
+    assert all(row["from_cache"] for row in second["fits"])
+    assert all(p["from_cache"] for p in second["figure_7"]["panels"])
+    # The cached rows show the original fits' seconds, not this run's.
+    assert [r["seconds"] for r in second["fits"]] == [r["seconds"] for r in first["fits"]]
+    printed = capsys.readouterr().out
+    assert "2 from the cache" in printed and "1 of 1 panels from the cache" in printed
+    cold = run(config("action=bench", "bench.cold=true", "bench.figure_7=false"))
+    assert not any(row["from_cache"] for row in cold["fits"]) and "figure_7" not in cold
+    saved = json.loads((tmp_path / "figures" / "pretrain-on-test" / "bench.json").read_text())
+    assert saved["cold"] is True and saved["machine"]
+
+
+@pytest.mark.slow
+def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, capsys):
+    """The authors' bambi + PyMC fit and ours agree on β and eq. 11 (same data and priors); the ratio is printed."""
+    result = run(config("action=bench-vs-authors", "bench.vs_authors.n=100"))
+    authors, ours = result["rows"]
+    assert authors["method"].startswith("authors") and ours["method"].startswith("ours")
+    assert ours["beta_mean"] == pytest.approx(authors["beta_mean"], abs=0.5 * authors["beta_sd"] + 0.01)
+    assert ours["avg_diff_pts"] == pytest.approx(authors["avg_diff_pts"], abs=0.5)
+    assert result["speedup_total"] == pytest.approx(authors["total_s"] / ours["total_s"])
+    assert "x faster per fit" in capsys.readouterr().out
+    assert (tmp_path / "figures" / "pretrain-on-test" / "bench-vs-authors.json").is_file()
