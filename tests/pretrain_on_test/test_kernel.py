@@ -104,3 +104,30 @@ def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, c
     written = kernel.expand_into(x, hyper, *flags, True)
     assert written == (5 if interaction else 4)
     np.testing.assert_array_equal(hyper[:written], expected[:written])
+
+
+def test_likelihood_is_the_binomial_log_likelihood_far_from_zero_too():
+    """The shared-exp fast path and the stable path (|η| large) both equal the plain binomial log-likelihood
+    (without its constant) and its gradient by finite differences."""
+    rng = np.random.default_rng(3)
+    trials = np.full((3, 2, 2, 2), 40.0)
+    trials[2, 1] = 0.0  # a padded cell
+    y = np.floor(rng.uniform(0, 1, trials.shape) * trials)
+    for scale in (0.5, 40.0):  # 40: every |η| beyond the fast path's range
+        c, t, alpha = rng.normal(0, scale, (3, 2)), rng.normal(0, 1, 3), np.array([0.0, 0.4])
+        eta = (
+            c[:, :, None, None] + alpha[None, None, :, None] + t[:, None, None, None] * np.array([-0.5, 0.5])
+        )
+        expected = float((y * eta - trials * np.logaddexp(0.0, eta)).sum())
+        g_c, g_t, g_alpha = np.empty((3, 2)), np.empty(3), np.empty(2)
+        assert kernel._likelihood(c, t, alpha, y, trials, g_c, g_t, g_alpha) == pytest.approx(
+            expected, rel=1e-12
+        )
+        step = 1e-6
+        bumped = c.copy()
+        bumped[1, 0] += step
+        numeric = (
+            kernel._likelihood(bumped, t, alpha, y, trials, *[np.empty_like(a) for a in (g_c, g_t, g_alpha)])
+            - expected
+        ) / step
+        assert g_c[1, 0] == pytest.approx(numeric, rel=1e-4, abs=1e-4)

@@ -28,36 +28,44 @@ from testtask.pretrain_on_test.hierarchical import (
 
 @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
-    """Σ y·η − n·softplus(η) over cells, η = c_jk + α_i + (l − ½)·t_j; writes gradients in place."""
+    """Σ y·η − n·softplus(η) over cells, η = c_jk + α_i + (l − ½)·t_j; writes gradients in place.
+
+    The two arms of a cell share exp(c_jk + α_i) and differ by the factor exp(±t_j/2), so one `exp` per cell
+    serves both (about a fifth of the gradient's time); far from 0, where that product could overflow, each arm
+    takes the stable form softplus(η) = max(η, 0) + log1p(exp(−|η|)).
+    """
     n_j, n_k, n_i, _ = y.shape
     total = 0.0
     for i in range(n_i):
         g_alpha[i] = 0.0
     for j in range(n_j):
         acc_t = 0.0
+        half = 0.5 * t[j]
+        up, down = math.exp(half), math.exp(-half)
         for k in range(n_k):
             acc_c = 0.0
             for i in range(n_i):
+                n0, n1 = n[j, k, i, 0], n[j, k, i, 1]
+                if n0 == 0.0 and n1 == 0.0:
+                    continue  # padding
                 base = c[j, k] + alpha[i]
-                for arm in range(2):
-                    trials = n[j, k, i, arm]
-                    if trials == 0.0:
-                        continue
-                    offset = arm - 0.5
-                    eta = base + offset * t[j]
-                    e = math.exp(-abs(eta))
-                    if eta > 0.0:
-                        softplus = eta + math.log1p(e)
-                        sigmoid = 1.0 / (1.0 + e)
-                    else:
-                        softplus = math.log1p(e)
-                        sigmoid = e / (1.0 + e)
-                    count = y[j, k, i, arm]
-                    total += count * eta - trials * softplus
-                    r = count - trials * sigmoid
-                    acc_c += r
-                    acc_t += offset * r
-                    g_alpha[i] += r
+                eta0, eta1 = base - half, base + half
+                if abs(base) + abs(half) < 30.0:
+                    shared = math.exp(base)
+                    u0, u1 = shared * down, shared * up
+                    softplus0, softplus1 = math.log1p(u0), math.log1p(u1)
+                    sigmoid0, sigmoid1 = u0 / (1.0 + u0), u1 / (1.0 + u1)
+                else:
+                    softplus0 = max(eta0, 0.0) + math.log1p(math.exp(-abs(eta0)))
+                    softplus1 = max(eta1, 0.0) + math.log1p(math.exp(-abs(eta1)))
+                    sigmoid0 = 1.0 / (1.0 + math.exp(-eta0))
+                    sigmoid1 = 1.0 / (1.0 + math.exp(-eta1))
+                y0, y1 = y[j, k, i, 0], y[j, k, i, 1]
+                total += y0 * eta0 - n0 * softplus0 + y1 * eta1 - n1 * softplus1
+                r0, r1 = y0 - n0 * sigmoid0, y1 - n1 * sigmoid1
+                acc_c += r0 + r1
+                acc_t += 0.5 * (r1 - r0)
+                g_alpha[i] += r0 + r1
             g_c[j, k] = acc_c
         g_t[j] = acc_t
     return total
