@@ -425,6 +425,15 @@ POT_ANALYSIS_RULES = prefixed(
         Rule("figure_12.effect_beta", number),
         Rule("permutation_test.permutations", positive_int, optional=True),
         Rule("permutation_test.alpha", between(0, 1), optional=True),
+        Rule("contamination.collection", text, optional=True),
+        Rule("contamination.alpha", between(0, 1), optional=True),
+        Rule("contamination.paper.dataset", text, optional=True),
+        Rule("contamination.paper.n", positive_int, optional=True),
+        Rule("contamination.paper.lm_type", text, optional=True),
+        *(
+            Rule(f"contamination.paper.{k}", between(0, 1), optional=True)
+            for k in ("p_extra", "p_test", "acc_extra", "acc_test")
+        ),
     ],
 )
 
