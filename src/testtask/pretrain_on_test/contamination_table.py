@@ -8,6 +8,7 @@ a file that is not a finished run, or lacks a value, stops the build with an err
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import pandas as pd
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_save, atomic_write_text
 from testtask.outputs import save_numbers
+
+log = logging.getLogger(__name__)
 
 ARMS = ("extra", "test")
 NAME = "table-contamination"
@@ -106,7 +109,9 @@ def markdown(frame: pd.DataFrame, alpha: float) -> str:
         p_value=[f"{p:.3g}" if not math.isnan(p) else "n/a" for p in frame["p_value"]],
         flagged=["yes" if f else "no" for f in frame["flagged"]],
         bias=[f"{100 * b:+.1f}%" for b in frame["bias"]],
-    )[["source", "dataset", "n", "lm_type", "arm", "p_value", "flagged", "bias"]]
+        acc_extra=[f"{a:.3f}" for a in frame["acc_extra"]],
+        acc_test=[f"{a:.3f}" for a in frame["acc_test"]],
+    )[["source", "dataset", "n", "lm_type", "arm", "p_value", "flagged", "acc_extra", "acc_test", "bias"]]
     return "\n".join(
         [
             "§9.2: p-value of Oren et al.'s sharded likelihood comparison test on test's text-label pairs, per "
@@ -131,7 +136,9 @@ def table_contamination(ctx: Context) -> dict:
     frame = pd.DataFrame(ours + paper_rows(settings.paper))
     frame["flagged"] = frame["p_value"] < settings.alpha
     atomic_save(ctx.out_dir / f"{NAME}.csv", lambda p: frame.to_csv(p, index=False))
-    atomic_write_text(ctx.out_dir / f"{NAME}.md", markdown(frame, settings.alpha))
+    text = markdown(frame, settings.alpha)
+    atomic_write_text(ctx.out_dir / f"{NAME}.md", text)
+    log.info("%s\n%s", NAME, text)  # the command shows the table, not only where it went
     numbers = {
         "test": "sharded likelihood comparison test (Oren et al. 2024): one-sided t-test over shards of "
         "log p(canonical order) - mean log p(random orders)",
