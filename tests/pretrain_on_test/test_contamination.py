@@ -385,6 +385,16 @@ def test_rerun_with_other_settings_is_refused(finished, tiny_llama, assets):
         run_contamination(cfg)
 
 
+def test_a_few_shot_lm_is_refused_by_name(tiny_llama, assets, tmp_path):
+    from testtask.pretrain_on_test.runner.contamination import run_contamination
+
+    cfg = contamination_config(tiny_llama, assets, tmp_path)
+    cfg.lm.protocol = "few_shot"
+    with pytest.raises(ValueError, match="lm.protocol = 'few_shot'"):
+        run_contamination(cfg)
+    assert not any(tmp_path.rglob("contamination.json"))
+
+
 def test_presets_compose_and_pass_the_config_checks():
     from hydra import compose, initialize_config_dir
 

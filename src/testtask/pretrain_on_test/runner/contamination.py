@@ -101,6 +101,11 @@ def run_contamination(cfg: DictConfig) -> Path:
     c = cfg.contamination
     repetition = int(c.repetition)
     lm = effective_lm(cfg.lm, spec.key)
+    if lm["protocol"] != "zero_shot":
+        raise ValueError(
+            f"task=contamination needs a zero-shot causal LM (lm.protocol = zero_shot); lm={lm['lm_type']} has "
+            f"lm.protocol = {lm['protocol']!r}. Use lm=mistral_qlora_packing or lm=smollm2_lora_packing"
+        )
     if not bool(lm.get("packing", False)):
         log.warning("lm.packing is false: §9.2 runs the §9.1 packing experiment (lm=*_packing)")
     store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(lm["lm_type"]), spec.key))
