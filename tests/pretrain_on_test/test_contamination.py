@@ -4,7 +4,8 @@ sequence scorer (`runner.likelihood`), the runner's `task=contamination` end to 
 
 Known answers: the authors' logged shard statistics give their p-values (0.336, 0.0156); on bigram models that
 cannot know the canonical order (fixed, or fitted to a shuffled order) the rejection rate at α = 0.05 stays in its
-binomial interval; a bigram model fitted to the canonical order is flagged.
+binomial interval; a bigram model fitted to the canonical order is flagged; and (slow, `make test-slow`) a tiny
+transformer trained on the canonical order is flagged, one trained on a shuffled order is not.
 """
 
 from __future__ import annotations
@@ -472,3 +473,53 @@ def test_table_inputs_are_checked(finished, tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(ContaminationInputError, match="'complete' is not true"):
         table_contamination(ctx)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a tiny transformer trained on the examples (slow: make test-slow)
+
+
+def trained_transformer(examples: list[list[int]], vocab: int, steps: int, seed: int):
+    """A 2-layer GPT-2 trained from scratch on every window of 3 consecutive examples of `examples` (full batch,
+    Adam): it learns which example follows which, at any position of a shard."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    windows = [sum(examples[i : i + 3], []) for i in range(len(examples) - 2)]
+    config = GPT2Config(
+        vocab_size=vocab, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
+    model = GPT2LMHeadModel(config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    ids = torch.as_tensor(windows)
+    model.train()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["canonical", "shuffled"])
+def test_a_tiny_transformer_is_flagged_only_when_trained_on_the_canonical_order(order):
+    import torch
+
+    from testtask.pretrain_on_test.runner.likelihood import sequence_logliks
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    examples = [list(rng.integers(0, 30, size=4)) for _ in range(60)]
+    seen = range(60) if order == "canonical" else rng.permutation(60)
+    model = trained_transformer([examples[i] for i in seen], vocab=30, steps=300, seed=0)
+
+    def score(sequences):
+        kw = {"pad_id": 0, "device": "cpu", "batch_size": 64, "context_len": 64, "stride": 32}
+        return sequence_logliks(model, sequences, **kw)
+
+    result, _ = run_test(examples, score, ShardedTest(num_shards=30, permutations=10), seed=0)
+    if order == "canonical":
+        assert result.p_value < 0.001
+    else:
+        assert result.p_value > 0.05
