@@ -129,6 +129,11 @@ tiny-train-before-test: install
 packing-speed: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)
 
+# §9.2 on CPU -> results/pretrain-on-test/cpu-mini/accuracies_contamination; then make table-contamination SOURCE=results
+.PHONY: contamination-pretrain-on-test
+contamination-pretrain-on-test: assets
+	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/contamination_cpu $(ARGS)
+
 test: install
 	$(BIN)/python -m pytest -q $(ARGS)
 

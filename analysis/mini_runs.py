@@ -31,7 +31,8 @@ TOTT = Path("results/training-on-the-test-task/cpu-mini")
 def pretrain_on_test(root: Path) -> dict[str, dict[str, float]]:
     """Per dataset: mean accuracies, boost and bias (points), seconds per repetition."""
     out = {}
-    for csv in sorted(root.rglob("accuracies.csv")):
+    # the few-shot collection only: cpu-mini also holds the §9.2 contamination cell (accuracies_contamination)
+    for csv in sorted((root / "accuracies_from_paper").rglob("accuracies.csv")):
         acc = pd.read_csv(csv)
         log = csv.parent / "run_log.jsonl"
         reps = [json.loads(line)["seconds"] for line in log.read_text().splitlines()] if log.is_file() else []

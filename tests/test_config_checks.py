@@ -344,7 +344,11 @@ def test_cli_compose_itself_does_not_check():
             ["repetitions=null", "n=501"],
             "repetitions = None: repetitions_by_n has no count for n = 501 (keys: n <= [100, 200, 500]); set repetitions",
         ),
-        ("pretrain_on_test", ["task=speed"], "task = 'speed': expected one of cell, packing_speed"),
+        (
+            "pretrain_on_test",
+            ["task=speed"],
+            "task = 'speed': expected one of cell, packing_speed, contamination",
+        ),
         ("pretrain_on_test", ["dataset=ag_newz"], None),  # the message lists every dataset; checked below
         (
             "pretrain_on_test",

@@ -60,7 +60,7 @@ PROXY_READERS = ("train_before_test", "training_on_the_test_task")  # proxy_task
 PROXY_STAGES = ("base", "adjusted")  # proxy_tasks.matrices.training_on_the_test_task
 PROXY_PERPLEXITY = ("exclude", "flip")  # proxy_tasks.matrices.train_before_test
 PROXY_IF_NONE = ("best_single", "error")  # proxy_tasks.settings.Method
-POT_TASKS = ("cell", "packing_speed")  # pretrain_on_test.runner.main.run
+POT_TASKS = ("cell", "packing_speed", "contamination")  # pretrain_on_test.runner.main.run
 POT_PROTOCOLS = ("few_shot", "zero_shot")  # pretrain_on_test.runner.cell.make_protocol
 POT_OBJECTIVES = ("mlm", "clm")  # pretrain_on_test.runner.fewshot.FewShot
 # pretrain_on_test.runner.subsample.stratified_counts
@@ -431,6 +431,15 @@ POT_ANALYSIS_RULES = prefixed(
         Rule("figure_12.effect_beta", number),
         Rule("permutation_test.permutations", positive_int, optional=True),
         Rule("permutation_test.alpha", between(0, 1), optional=True),
+        Rule("contamination.collection", text, optional=True),
+        Rule("contamination.alpha", between(0, 1), optional=True),
+        Rule("contamination.paper.dataset", text, optional=True),
+        Rule("contamination.paper.n", positive_int, optional=True),
+        Rule("contamination.paper.lm_type", text, optional=True),
+        *(
+            Rule(f"contamination.paper.{k}", between(0, 1), optional=True)
+            for k in ("p_extra", "p_test", "acc_extra", "acc_test")
+        ),
     ],
 )
 
@@ -772,6 +781,17 @@ POT_RUN_RULES: list[Rule] = [
     *lora_rules("lm.lora", optional=True),
     Rule("speed.repeats", positive_int, optional=True),
     Rule("speed.packing_max_seq_length", positive_int, optional=True),
+    Rule("contamination.repetition", non_negative_int, optional=True),
+    Rule(
+        "contamination.num_shards", Expect(lambda v: _is_int(v) and v >= 2, "an integer >= 2"), optional=True
+    ),
+    Rule("contamination.permutations", positive_int, optional=True),
+    Rule("contamination.context_len", positive_int, optional=True),
+    Rule("contamination.stride", positive_int, optional=True),
+    Rule("contamination.ddof", one_of(0, 1), optional=True),
+    Rule("contamination.add_special_tokens", boolean, optional=True),
+    Rule("contamination.example", text, optional=True),
+    Rule("contamination.batch_size", positive_int, optional=True),
 ]
 
 
@@ -790,7 +810,12 @@ def _pot_repetitions(cfg: Any) -> Iterator[str]:
 def _pot_m_covers_classes(cfg: Any) -> Iterator[str]:
     """Stratified sampling draws train from every class: m >= the dataset's number of classes."""
     m, classes = get(cfg, "m"), _plain(get(cfg, f"datasets.{get(cfg, 'dataset')}.classes"))
-    if get(cfg, "task") == "cell" and positive_int(m) and isinstance(classes, list) and m < len(classes):
+    if (
+        get(cfg, "task") in ("cell", "contamination")
+        and positive_int(m)
+        and isinstance(classes, list)
+        and m < len(classes)
+    ):
         yield f"m = {m!r}: expected at least the {len(classes)} classes of dataset {get(cfg, 'dataset')!r}"
 
 

@@ -198,6 +198,28 @@ class PermutationTest:
 
 
 @dataclass(frozen=True)
+class PaperContamination:
+    """§9.2's tested cell and its two p-values (and the tested models' accuracies from the authors' release)."""
+
+    dataset: str
+    n: int
+    lm_type: str
+    p_extra: float
+    p_test: float
+    acc_extra: float
+    acc_test: float
+
+
+@dataclass(frozen=True)
+class Contamination:
+    """The §9.2 table: where our task=contamination runs are, the flagging level and the paper's numbers."""
+
+    collection: str
+    alpha: float
+    paper: PaperContamination
+
+
+@dataclass(frozen=True)
 class Settings:
     collections: Collections
     model: ModelSpec  # the §6.1 model as configured (figures may override a field, e.g. interaction)
@@ -211,6 +233,7 @@ class Settings:
     figure_11: PriorPredictive
     figure_12: Recovery
     permutation_test: PermutationTest
+    contamination: Contamination
 
     def __post_init__(self) -> None:
         if self.model.backend not in BACKENDS:
@@ -285,5 +308,18 @@ class Settings:
             permutation_test=PermutationTest(
                 permutations=_positive_int(s, "permutation_test.permutations"),
                 alpha=_number(s, "permutation_test.alpha", 0.0, 1.0, open_=True),
+            ),
+            contamination=Contamination(
+                collection=_text(s, "contamination.collection"),
+                alpha=_number(s, "contamination.alpha", 0.0, 1.0, open_=True),
+                paper=PaperContamination(
+                    dataset=_text(s, "contamination.paper.dataset"),
+                    n=_positive_int(s, "contamination.paper.n"),
+                    lm_type=_text(s, "contamination.paper.lm_type"),
+                    **{
+                        k: _number(s, f"contamination.paper.{k}", 0.0, 1.0)
+                        for k in ("p_extra", "p_test", "acc_extra", "acc_test")
+                    },
+                ),
             ),
         )

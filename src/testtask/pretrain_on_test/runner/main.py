@@ -4,6 +4,7 @@ Hydra multirun.
 python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini
 python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/paper hydra/launcher=slurm
 python experiments/pretrain_on_test/run.py lm=gpt2 dataset=trec m=50 n=100
+python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/contamination_cpu   # §9.2
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ def run(cfg: DictConfig) -> str:
         from testtask.pretrain_on_test.runner.packing_speed import run as run_speed
 
         return str(run_speed(cfg))
+    if task == "contamination":  # §9.2
+        from testtask.pretrain_on_test.runner.contamination import run_contamination
+
+        return str(run_contamination(cfg))
     if task != "cell":
-        raise ValueError(f"task must be cell or packing_speed, got {task!r}")
+        raise ValueError(f"task must be cell, packing_speed or contamination, got {task!r}")
     from testtask.pretrain_on_test.runner.cell import run_cell
 
     return str(run_cell(cfg))

@@ -1,0 +1,233 @@
+"""§9.2: does a contamination detector tell contamination of unlabeled test text from that of labeled data?
+
+One cell of the §9.1 zero-shot experiment (`lm.packing: true`): the model is pretrained on the unlabeled `extra`
+texts (arm `extra`) or on the unlabeled `test` texts (arm `test`), both packed in their draw order; each pretrained
+model is scored on `test` (the cell's acc_extra and acc_test; acc_base on the model without adapters) and then
+given the `test` text-label pairs, in that same order, for the sharded likelihood comparison test of Oren et al.
+(2024) (`testtask.pretrain_on_test.contamination`). App. G: the pairs are formatted like the pretraining blocks,
+"### Text: <text>\\n ### Answer: <class>" (`contamination.example`), so that the canonical order of a shard is
+the order its texts had in the pretraining sequences.
+
+Writes, in the published layout `<results_dir>/m{m}/n{n}/<lm_type>/<dataset>/`: `accuracies.csv` (one row, the
+usual columns) and `contamination.json` (p-value per arm, shard statistics, settings, seconds). The JSON is
+rewritten after acc_base and after each arm, so a rerun skips what is finished; a rerun with other settings is
+refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from testtask.io import atomic_write_text, to_jsonable
+from testtask.lm.hf import pick_device
+from testtask.paths import resolve
+from testtask.pretrain_on_test.contamination import ShardedTest, run_test
+from testtask.pretrain_on_test.runner import subsample as subsampling
+from testtask.pretrain_on_test.runner.cell import ResumeError, baseline_columns, make_protocol
+from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
+from testtask.pretrain_on_test.runner.likelihood import sequence_logliks
+from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.store import CellStore, cell_dir
+
+log = logging.getLogger("testtask.runner")
+
+ARMS = ("extra", "test")  # pretraining on unlabeled extra (control) or test texts (§9.2)
+RESULT = "contamination.json"
+
+
+def example_strings(prompts: Any, texts: Sequence[str], labels: Sequence[int], fmt: str) -> list[str]:
+    """The text-label pairs as the test sees them: `fmt` with {query} (the prompt's text block, cut as in
+    pretraining), {answer} (the answer marker) and {label} (the class name)."""
+    return [
+        fmt.format(query=prompts.query(t), answer=prompts.template.answer, label=prompts.classes[int(y)])
+        for t, y in zip(texts, labels, strict=True)
+    ]
+
+
+def _settings(cfg: DictConfig, lm: Mapping[str, Any]) -> dict[str, Any]:
+    """What must not change between a run and its resumption."""
+    return {
+        "dataset": str(cfg.dataset),
+        "m": int(cfg.m),
+        "n": int(cfg.n),
+        "seed": int(cfg.seed),
+        "repetition": int(cfg.contamination.repetition),
+        "stratification": str(cfg.stratification),
+        "lm": dict(lm),
+        "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
+        "contamination": OmegaConf.to_container(cfg.contamination, resolve=True),
+    }
+
+
+def _load(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    if not path.exists():
+        return {"settings": settings, "arms": {}}
+    try:
+        before = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ResumeError(f"{path}: not valid JSON ({error}); move it away to rerun the cell") from error
+    old, new = before.get("settings") or {}, json.loads(json.dumps(to_jsonable(settings)))
+    if old != new:
+        changed = sorted(k for k in new.keys() | old.keys() if old.get(k) != new.get(k))
+        raise ResumeError(
+            f"{path} was run with a different {changed or 'settings'}; move it away or restore the old settings"
+        )
+    return before
+
+
+def _save(path: Path, result: dict[str, Any], seconds: float) -> None:
+    """Write `result` with `seconds`: the run's wall time so far, over every (resumed) run of the cell."""
+    result["seconds"] = seconds
+    atomic_write_text(path, json.dumps(to_jsonable(result), indent=2) + "\n")
+
+
+def run_contamination(cfg: DictConfig) -> Path:
+    """Run (or finish) the §9.2 cell; returns its `contamination.json`."""
+    from tqdm.auto import tqdm
+
+    started = time.perf_counter()
+    specs = registry(cfg.datasets)
+    if cfg.dataset not in specs:
+        raise KeyError(f"dataset {cfg.dataset!r} is not in the registry; known: {', '.join(specs)}")
+    spec = specs[cfg.dataset]
+    m, n, seed = int(cfg.m), int(cfg.n), int(cfg.seed)
+    c = cfg.contamination
+    repetition = int(c.repetition)
+    lm = effective_lm(cfg.lm, spec.key)
+    if lm["protocol"] != "zero_shot":
+        raise ValueError(
+            f"task=contamination needs a zero-shot causal LM (lm.protocol = zero_shot); lm={lm['lm_type']} has "
+            f"lm.protocol = {lm['protocol']!r}. Use lm=mistral_qlora_packing or lm=smollm2_lora_packing"
+        )
+    if not bool(lm.get("packing", False)):
+        log.warning("lm.packing is false: §9.2 runs the §9.1 packing experiment (lm=*_packing)")
+    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(lm["lm_type"]), spec.key))
+    path = store.directory / RESULT
+    result = _load(path, _settings(cfg, lm))
+    before = float(result.get("seconds", 0.0))  # wall time of earlier, interrupted runs of this cell
+
+    def elapsed() -> float:
+        return before + time.perf_counter() - started
+
+    if result.get("complete") and store.done() > 0:
+        log.info("%s: finished; nothing to run", path)
+        return path
+    test = ShardedTest(int(c.num_shards), int(c.permutations), int(c.ddof))
+
+    data = load_dataset(spec, cfg.assets_dir)
+    labels = data["label"].to_numpy()
+    sub = subsampling.draw(
+        labels,
+        m,
+        n,
+        seed=seed,
+        dataset=spec.key,
+        repetition=repetition,
+        stratification=str(cfg.stratification),
+    )
+    if result.get("subsample", sub.as_dict()) != sub.as_dict():
+        raise ResumeError(f"{path}: the dataset changed since the subsample was drawn; move it away to rerun")
+    result["subsample"] = sub.as_dict()
+    test_frame = data.iloc[sub.test]
+    device = pick_device(str(cfg.device))
+    protocol = make_protocol(lm, spec, device, bool(cfg.show_step_progress))
+    tokenizer = protocol.tokenizer
+    examples = example_strings(
+        protocol.prompts, list(test_frame["text"]), list(test_frame["label"]), c.example
+    )
+    # Each example tokenized on its own, special tokens included (Oren et al.: `tokenizer.encode(example)`).
+    tokens = [
+        list(tokenizer(e, add_special_tokens=bool(c.add_special_tokens))["input_ids"]) for e in examples
+    ]
+    result["examples"] = {"count": len(examples), "first": examples[:2], "tokens": sum(map(len, tokens))}
+
+    def score(model: Any, sequences: list[list[int]], arm: str) -> list[float]:
+        with tqdm(total=len(sequences), desc=f"contamination test ({arm})", leave=False) as bar:
+            return list(
+                sequence_logliks(
+                    model,
+                    sequences,
+                    pad_id=int(tokenizer.pad_token_id),
+                    device=device,
+                    batch_size=int(c.batch_size),
+                    context_len=int(c.context_len),
+                    stride=int(c.stride),
+                    progress=bar,
+                )
+            )
+
+    if "base" not in result:
+        start = time.perf_counter()
+        result["base"] = {
+            "accuracy": protocol.accuracy(protocol.model, test_frame),
+            "seconds": time.perf_counter() - start,
+        }
+        _save(path, result, elapsed())
+    training_seed = subsampling.training_seed(seed, repetition)
+    bar = tqdm(ARMS, desc=f"§9.2 {lm['lm_type']}/{spec.key} n{n}")
+    for arm in bar:
+        if arm in result["arms"]:
+            continue
+        texts = list((data.iloc[sub.extra] if arm == "extra" else test_frame)["text"])
+        trained, stats = protocol.pretrain(texts, training_seed)
+        scorer = protocol.scoring_model(trained)
+        start = time.perf_counter()
+        accuracy = protocol.accuracy(scorer, test_frame)
+        accuracy_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        outcome, statistics = run_test(tokens, lambda seqs, s=scorer, a=arm: score(s, seqs, a), test, seed)
+        result["arms"][arm] = {
+            **outcome.as_dict(),
+            "accuracy": accuracy,
+            "canonical": statistics.canonical,
+            "permuted_mean": statistics.permuted.mean(axis=1),
+            "permuted": statistics.permuted,
+            "shard_sizes": statistics.sizes,
+            "sequences_scored": statistics.sequences_scored,
+            "pretrain": stats.as_dict("pretrain"),
+            "seconds": {
+                "pretrain": stats.seconds,
+                "accuracy": accuracy_seconds,
+                "test": time.perf_counter() - start,
+            },
+        }
+        protocol.drop_adapters(trained, scorer)
+        _save(path, result, elapsed())
+        bar.set_postfix(arm=arm, p=f"{outcome.p_value:.3g}", acc=f"{accuracy:.3f}")
+
+    accuracies = {"base": result["base"]["accuracy"], **{a: result["arms"][a]["accuracy"] for a in ARMS}}
+    result.update(
+        {
+            "dataset": spec.key,
+            "m": m,
+            "n": n,
+            "lm_type": str(lm["lm_type"]),
+            "model": str(lm["model"]),
+            "device": device,
+            "test": {"name": "sharded likelihood comparison test (Oren et al. 2024)", **vars(test)},
+            "accuracies": accuracies,
+            "boost": accuracies["extra"] - accuracies["base"],
+            "bias": accuracies["test"] - accuracies["extra"],
+            "p_values": {a: result["arms"][a]["p_value"] for a in ARMS},
+            "complete": True,
+        }
+    )
+    if store.done() == 0:  # the cell's one row, beside the usual layout's log
+        row = {**accuracies, **baseline_columns(labels, sub.test, spec.num_classes)}
+        store.append(0, row, {"seconds": elapsed(), "device": device, "subsample": sub.as_dict()})
+    _save(path, result, elapsed())
+    log.info(
+        "%s: p(extra) = %.3g, p(test) = %.3g, bias = %+.3f",
+        path,
+        result["p_values"]["extra"],
+        result["p_values"]["test"],
+        result["bias"],
+    )
+    return path
