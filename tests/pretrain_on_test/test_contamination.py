@@ -384,6 +384,11 @@ def test_rerun_with_other_settings_is_refused(finished, tiny_llama, assets):
     cfg = contamination_config(tiny_llama, assets, finished.parents[4], "contamination.permutations=5")
     with pytest.raises(ResumeError, match=r"different \['contamination'\]"):
         run_contamination(cfg)
+    # ...but not a batch size, which changes speed only: the finished cell is read back, nothing reruns.
+    before = finished.read_text()
+    faster = contamination_config(tiny_llama, assets, finished.parents[4], "contamination.batch_size=3")
+    assert run_contamination(faster) == finished
+    assert json.loads(finished.read_text())["arms"] == json.loads(before)["arms"]
 
 
 def test_a_few_shot_lm_is_refused_by_name(tiny_llama, assets, tmp_path):

@@ -107,11 +107,12 @@ def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, c
 
 
 def test_likelihood_is_the_binomial_log_likelihood_far_from_zero_too():
-    """The shared-exp fast path and the stable path (|η| large) both equal the plain binomial log-likelihood
-    (without its constant) and its gradient by finite differences."""
+    """The paired-arms path (equal n), the two-log path (unequal n) and the stable path (|η| large) all equal the
+    plain binomial log-likelihood (without its constant), and the gradient its finite differences."""
     rng = np.random.default_rng(3)
     trials = np.full((3, 2, 2, 2), 40.0)
     trials[2, 1] = 0.0  # a padded cell
+    trials[0, 0, 1, 1] = 25.0  # arms of unequal n take the two-log path
     y = np.floor(rng.uniform(0, 1, trials.shape) * trials)
     for scale in (0.5, 40.0):  # 40: every |η| beyond the fast path's range
         c, t, alpha = rng.normal(0, scale, (3, 2)), rng.normal(0, 1, 3), np.array([0.0, 0.4])
@@ -124,10 +125,58 @@ def test_likelihood_is_the_binomial_log_likelihood_far_from_zero_too():
             expected, rel=1e-12
         )
         step = 1e-6
-        bumped = c.copy()
-        bumped[1, 0] += step
-        numeric = (
-            kernel._likelihood(bumped, t, alpha, y, trials, *[np.empty_like(a) for a in (g_c, g_t, g_alpha)])
-            - expected
-        ) / step
-        assert g_c[1, 0] == pytest.approx(numeric, rel=1e-4, abs=1e-4)
+
+        def value(c_, t_, alpha_):
+            return kernel._likelihood(c_, t_, alpha_, y, trials, np.empty((3, 2)), np.empty(3), np.empty(2))
+
+        for got, args, index in (
+            (g_c, (c, t, alpha), 0),
+            (g_t, (c, t, alpha), 1),
+            (g_alpha, (c, t, alpha), 2),
+        ):
+            bumped = [a.copy() for a in args]
+            spot = (1, 0) if index == 0 else (0,) if index == 1 else (1,)
+            bumped[index][spot] += step
+            numeric = (value(*bumped) - expected) / step
+            assert got[spot] == pytest.approx(numeric, rel=1e-4, abs=1e-4), (scale, index)
+
+
+def test_the_c_callback_nutpie_calls_is_the_log_density():
+    """What nutpie's Rust sampler calls (the C callback over the packed data buffer) returns `log_density`'s value and
+    gradient, and flags a non-finite density instead of passing it on."""
+    import ctypes
+
+    from testtask.pretrain_on_test import kernel_sampler
+
+    long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=2, seed=2)
+    data = ModelData.from_long(long)
+    spec = ModelSpec(noncentered_t=True, collapse_s=False)
+    model = kernel_sampler.kernel_model(data, spec, True, seed=0)
+    x = np.random.default_rng(4).normal(0, 0.5, model.n_dim)
+    grad, value = np.empty_like(x), np.empty(1)
+
+    def call(point):
+        doubles = ctypes.POINTER(ctypes.c_double)
+        return kernel.callbacks()[0].ctypes(
+            ctypes.c_uint64(point.size),
+            point.ctypes.data_as(doubles),
+            grad.ctypes.data_as(doubles),
+            value.ctypes.data_as(doubles),
+            model.buffer.ctypes.data_as(doubles),
+        )
+
+    assert call(x) == 0
+    expected, expected_grad = kernel.log_density(
+        x,
+        data.correct.astype(float),
+        data.trials.astype(float),
+        kernel.priors_vector(spec),
+        2,
+        True,
+        True,
+        False,
+    )
+    assert value[0] == expected
+    np.testing.assert_array_equal(grad, expected_grad)
+    x[2] = 800.0  # σ_U = exp(800): the density is not finite
+    assert call(x) in (3, 4)

@@ -9,90 +9,15 @@ addresses and a pointer to the data; `tests/pretrain_on_test/test_kernel.py` che
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 from nutpie import _lib
 from nutpie.sample import CompiledModel
 
 from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec
-from testtask.pretrain_on_test.kernel import Layout, expand_into, initial_point, log_density, priors_vector
-
-HEADER = 14  # n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, 7 prior scales
-
-_LOGP_SIGNATURE = numba.types.int64(
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.float64),
-    numba.types.CPointer(numba.types.float64),
-    numba.types.CPointer(numba.types.float64),
-    numba.types.CPointer(numba.types.float64),  # nutpie's void* user data: our packed float64 buffer
-)
-_EXPAND_SIGNATURE = numba.types.int64(
-    numba.types.uint64,
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.float64),
-    numba.types.CPointer(numba.types.float64),
-    numba.types.CPointer(numba.types.float64),
-)
-
-
-@numba.njit(cache=True)
-def _unpack(buffer_ptr):
-    header = numba.carray(buffer_ptr, (HEADER,))
-    n_j, n_k, n_i = int(header[0]), int(header[1]), int(header[2])
-    size = n_j * n_k * n_i * 2
-    whole = numba.carray(buffer_ptr, (HEADER + 2 * size,))
-    y = whole[HEADER : HEADER + size].reshape((n_j, n_k, n_i, 2))
-    n = whole[HEADER + size :].reshape((n_j, n_k, n_i, 2))
-    return header, y, n
-
-
-@functools.cache
-def callbacks() -> tuple[Any, Any]:
-    """The C callbacks (log density, draw expansion), compiled on first use rather than at import (a few seconds
-    on a cold numba cache), then read from numba's on-disk cache."""
-
-    @numba.cfunc(_LOGP_SIGNATURE, cache=True, error_model="numpy")
-    def _logp_callback(dim, x_ptr, grad_ptr, logp_ptr, buffer_ptr):
-        # Return codes as nutpie's own numba models use them: 0 ok, 3 non-finite gradient, 4 non-finite density.
-        header, y, n = _unpack(buffer_ptr)
-        x = numba.carray(x_ptr, (dim,))
-        grad_out = numba.carray(grad_ptr, (dim,))
-        logp_out = numba.carray(logp_ptr, (1,))
-        value, grad = log_density(
-            x, y, n, header[7:14], int(header[2]), header[3] > 0, header[4] > 0, header[5] > 0
-        )
-        logp_out[0] = value
-        for q in range(dim):
-            grad_out[q] = grad[q]
-        if not np.all(np.isfinite(grad)):
-            return 3
-        if not np.isfinite(value):
-            return 4
-        return 0
-
-    @numba.cfunc(_EXPAND_SIGNATURE, cache=True, error_model="numpy")
-    def _expand_callback(dim, n_expanded, x_ptr, out_ptr, buffer_ptr):
-        header, _, _ = _unpack(buffer_ptr)
-        x = numba.carray(x_ptr, (dim,))
-        out = numba.carray(out_ptr, (n_expanded,))
-        written = expand_into(
-            x,
-            out,
-            int(header[0]),
-            int(header[1]),
-            int(header[2]),
-            header[3] > 0,
-            header[4] > 0,
-            header[5] > 0,
-            header[6] > 0,
-        )
-        return 0 if written == n_expanded else -1
-
-    return _logp_callback, _expand_callback
+from testtask.pretrain_on_test.kernel import Layout, callbacks, initial_point, priors_vector
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,12 @@ def _settings(cfg: DictConfig, lm: Mapping[str, Any]) -> dict[str, Any]:
         "stratification": str(cfg.stratification),
         "lm": dict(lm),
         "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
-        "contamination": OmegaConf.to_container(cfg.contamination, resolve=True),
+        # batch_size changes speed only (padded batches score like single sequences), so a resumed run may change it
+        "contamination": {
+            k: v
+            for k, v in OmegaConf.to_container(cfg.contamination, resolve=True).items()
+            if k != "batch_size"
+        },
     }
 
 
@@ -74,6 +79,8 @@ def _load(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise ResumeError(f"{path}: not valid JSON ({error}); move it away to rerun the cell") from error
     old, new = before.get("settings") or {}, json.loads(json.dumps(to_jsonable(settings)))
+    if isinstance(old.get("contamination"), dict):  # files written before batch_size left the compared settings
+        old["contamination"] = {k: v for k, v in old["contamination"].items() if k != "batch_size"}
     if old != new:
         changed = sorted(k for k in new.keys() | old.keys() if old.get(k) != new.get(k))
         raise ResumeError(
