@@ -27,7 +27,9 @@ SMALL = [
 def config(tmp_path):
     root = tmp_path / "results" / "pretrain-on-test"
     write_accuracies(root, "accuracies_from_paper", 50, 100, ["bert", "gpt2"], datasets=5, subsamples=4)
-    write_accuracies(root, "accuracies_zero_shot", 100, 100, ["mistral-qlora-zero-shot"], datasets=5, subsamples=4)
+    write_accuracies(
+        root, "accuracies_zero_shot", 100, 100, ["mistral-qlora-zero-shot"], datasets=5, subsamples=4
+    )
     return lambda *extra: tmp_config(tmp_path, *SMALL, "source=results", "paper=pretrain-on-test", *extra)
 
 

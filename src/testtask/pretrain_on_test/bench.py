@@ -36,7 +36,8 @@ def _with_proxy(ctx: Context, scratch: Path) -> list[int]:
     proxies = [m for m in PAPER_M if m not in present]
     for m in proxies:
         shutil.copytree(source / f"m{present[0]}", target / f"m{m}")
-    for other in source.parent.iterdir():  # the other collections as they are (Figure 7 reads the zero-shot one)
+    # The other collections as they are (Figure 7 reads the zero-shot one).
+    for other in source.parent.iterdir():
         if other.is_dir() and other.name != collection:
             (scratch / other.name).symlink_to(other.resolve(), target_is_directory=True)
     ctx.data_root = scratch

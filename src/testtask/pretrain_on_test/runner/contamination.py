@@ -79,7 +79,8 @@ def _load(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise ResumeError(f"{path}: not valid JSON ({error}); move it away to rerun the cell") from error
     old, new = before.get("settings") or {}, json.loads(json.dumps(to_jsonable(settings)))
-    if isinstance(old.get("contamination"), dict):  # files written before batch_size left the compared settings
+    # Files written before batch_size left the compared settings still resume.
+    if isinstance(old.get("contamination"), dict):
         old["contamination"] = {k: v for k, v in old["contamination"].items() if k != "batch_size"}
     if old != new:
         changed = sorted(k for k in new.keys() | old.keys() if old.get(k) != new.get(k))
