@@ -64,5 +64,5 @@ def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, ca
     assert ours["beta_mean"] == pytest.approx(authors["beta_mean"], abs=0.5 * authors["beta_sd"] + 0.01)
     assert ours["avg_diff_pts"] == pytest.approx(authors["avg_diff_pts"], abs=0.5)
     assert result["speedup_total"] == pytest.approx(authors["total_s"] / ours["total_s"])
-    assert "x faster per fit" in capsys.readouterr().out
+    assert "x faster per fit" in capsys.readouterr().out and len(result["rows"]) in (2, 3)
     assert (tmp_path / "figures" / "pretrain-on-test" / "bench-vs-authors.json").is_file()

@@ -79,3 +79,32 @@ def test_slice_fit_through_the_general_sampler_is_the_same_summary():
         general.idata.posterior["treatment"].values, general.divergences
     )
     assert fast == summary
+
+
+def test_slices_are_the_frame_slices_of_the_same_draws(tmp_path):
+    """`slice_data` (array indexing) gives, draw for draw, the data `_slice_frame` (a data frame per slice) gave."""
+    from testtask.pretrain_on_test.fits import configuration_data
+
+    frame = simulate_long(TruePars(beta=0.1), datasets=5, subsamples=4, n=50, lm_types=2, seed=2)
+    frame = _as_accuracies(frame)
+    frame = frame[~((frame.dataset == "task01") & (frame.subsample == 3))]  # a task with fewer subsamples
+    fast = meta_analysis_figures.slice_data(frame, 30, np.random.default_rng(7))
+    rng = np.random.default_rng(7)
+    for one in fast:
+        slow = configuration_data(meta_analysis_figures._slice_frame(frame, rng), "bias")
+        np.testing.assert_array_equal(one.correct, slow.correct)
+        np.testing.assert_array_equal(one.trials, slow.trials)
+        assert (one.datasets, one.lm_types) == (slow.datasets, slow.lm_types)
+    assert len({tuple(d.correct.ravel()) for d in fast}) > 1
+
+
+def _as_accuracies(long):
+    """Paired counts (simulate_long) as the loaded-accuracies frame the figures read (bias: extra vs test)."""
+    keys = ["lm_type", "dataset", "subsample"]
+    control = long[long.treatment == 0].set_index(keys)
+    treated = long[long.treatment == 1].set_index(keys)
+    frame = control[["trials"]].rename(columns={"trials": "n"})
+    frame["extra_correct"] = control["correct"]
+    frame["test_correct"] = treated["correct"]
+    frame["m"] = 50
+    return frame.reset_index()
