@@ -59,10 +59,12 @@ def test_bench_times_figures_3_and_7_and_says_what_came_from_the_cache(config, t
 def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, capsys):
     """The authors' bambi + PyMC fit and ours agree on β and eq. 11 (same data and priors); the ratio is printed."""
     result = run(config("action=bench-vs-authors", "bench.vs_authors.n=100"))
-    authors, ours = result["rows"]
+    authors, ours, *one_core = result["rows"]
     assert authors["method"].startswith("authors") and ours["method"].startswith("ours")
     assert ours["beta_mean"] == pytest.approx(authors["beta_mean"], abs=0.5 * authors["beta_sd"] + 0.01)
     assert ours["avg_diff_pts"] == pytest.approx(authors["avg_diff_pts"], abs=0.5)
     assert result["speedup_total"] == pytest.approx(authors["total_s"] / ours["total_s"])
-    assert "x faster per fit" in capsys.readouterr().out and len(result["rows"]) in (2, 3)
+    assert "x faster per fit" in capsys.readouterr().out
+    # With more than one core, ours also runs on the authors' one core: the same chains, so the same draws.
+    assert [row["beta_mean"] for row in one_core] in ([], [ours["beta_mean"]])
     assert (tmp_path / "figures" / "pretrain-on-test" / "bench-vs-authors.json").is_file()
