@@ -151,7 +151,7 @@ def test_the_c_callback_nutpie_calls_is_the_log_density():
     long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=2, seed=2)
     data = ModelData.from_long(long)
     spec = ModelSpec(noncentered_t=True, collapse_s=False)
-    model = kernel_sampler.kernel_model(data, spec, True, seed=0)
+    model = kernel_sampler.kernel_model(data, spec, seed=0)
     x = np.random.default_rng(4).normal(0, 0.5, model.n_dim)
     grad, value = np.empty_like(x), np.empty(1)
 

@@ -82,7 +82,7 @@ def test_slice_fit_through_the_general_sampler_is_the_same_summary():
 
 
 def test_slices_are_the_frame_slices_of_the_same_draws(tmp_path):
-    """`slice_data` (array indexing) gives, draw for draw, the data `_slice_frame` (a data frame per slice) gave."""
+    """`slice_data` (array indexing) gives, draw for draw, the data the earlier data frame per slice gave."""
     from testtask.pretrain_on_test.fits import configuration_data
 
     frame = simulate_long(TruePars(beta=0.1), datasets=5, subsamples=4, n=50, lm_types=2, seed=2)
@@ -91,7 +91,7 @@ def test_slices_are_the_frame_slices_of_the_same_draws(tmp_path):
     fast = meta_analysis_figures.slice_data(frame, 30, np.random.default_rng(7))
     rng = np.random.default_rng(7)
     for one in fast:
-        slow = configuration_data(meta_analysis_figures._slice_frame(frame, rng), "bias")
+        slow = configuration_data(_slice_frame(frame, rng), "bias")
         np.testing.assert_array_equal(one.correct, slow.correct)
         np.testing.assert_array_equal(one.trials, slow.trials)
         assert (one.datasets, one.lm_types) == (slow.datasets, slow.lm_types)
@@ -108,3 +108,16 @@ def _as_accuracies(long):
     frame["test_correct"] = treated["correct"]
     frame["m"] = 50
     return frame.reset_index()
+
+
+def _slice_frame(frame, rng):
+    """The reference: Figure 7's earlier slicing, one subsample per task picked from a data frame."""
+    import pandas as pd
+
+    picks = []
+    for _, part in frame.groupby("dataset"):
+        k = rng.choice(part.subsample.unique())
+        chosen = part[part.subsample == k].copy()
+        chosen["subsample"] = 0
+        picks.append(chosen)
+    return pd.concat(picks, ignore_index=True)

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from testtask import papers
 from testtask.pipeline import compose
-from testtask.pretrain_on_test.fits import _key, spec_from
+from testtask.pretrain_on_test.fits import fit_key, spec_from
 from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, Priors
 from testtask.pretrain_on_test.settings import Settings, SettingsError
 
@@ -145,6 +145,6 @@ def test_model_spec_and_fit_cache_key_are_those_of_the_config(section, settings:
         np.ones((1, 1, 1, 2), dtype=np.int64), np.full((1, 1, 1, 2), 2), ["d"], ["a"], np.array([1])
     )
     sampler = {"name": "nutpie", "draws": 10, "tune": 10, "chains": 1}
-    assert _key(data, spec_from(settings), sampler, 0) == "845958030ab4362f117f"
-    assert _key(data, spec_from(settings, interaction=False), sampler, 0) == "cb536f4d073b8f9b8289"
-    assert _key(data, spec_from(settings, collapse_s=True), sampler, 0) == "845958030ab4362f117f"
+    assert fit_key(data, spec_from(settings), sampler, 0) == "845958030ab4362f117f"
+    assert fit_key(data, spec_from(settings, interaction=False), sampler, 0) == "cb536f4d073b8f9b8289"
+    assert fit_key(data, spec_from(settings, collapse_s=True), sampler, 0) == "845958030ab4362f117f"

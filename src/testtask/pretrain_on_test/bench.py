@@ -10,6 +10,7 @@ geometry, so the same work. Those rows are marked `proxy` and are timings only.
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import tempfile
@@ -46,8 +47,6 @@ def _with_proxy(ctx: Context, scratch: Path) -> list[int]:
 
 def machine() -> str:
     """What the timings ran on, for the JSON and the printed summary."""
-    import os
-
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 

@@ -30,7 +30,8 @@ def plain(cfg: Any) -> Any:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
 
 
-def _key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
+def fit_key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
+    """The posterior cache key of one fit: the data it saw, the model, the sampler settings and the seed."""
     h = hashlib.sha256()
     h.update(data.correct.tobytes())
     h.update(data.trials.tobytes())
@@ -67,7 +68,7 @@ def _read_cache(path: Path) -> az.InferenceData | None:
 
 def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_dir: Path | None) -> Fit:
     sampler = dict(plain(sampler))
-    path = Path(cache_dir) / f"{_key(data, spec, sampler, seed)}.nc" if cache_dir else None
+    path = Path(cache_dir) / f"{fit_key(data, spec, sampler, seed)}.nc" if cache_dir else None
     idata = _read_cache(path) if path is not None else None
     if idata is not None:
         seconds = float(idata.attrs.get("fit_seconds", float("nan")))

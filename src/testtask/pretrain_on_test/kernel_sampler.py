@@ -61,15 +61,10 @@ class KernelModel(CompiledModel):
         return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type, store)
 
 
-def kernel_model(
-    data: ModelData,
-    spec: ModelSpec,
-    noncentered: bool,
-    seed: int,
-    collapsed: bool = False,
-    hyper_only: bool = False,
-) -> KernelModel:
-    """The nutpie model of one fit; posterior variables are named as in the PyMC model."""
+def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool = False) -> KernelModel:
+    """The nutpie model of one fit of `spec` (resolved: `noncentered_t` and `collapse_s` decided); posterior
+    variables are named as in the PyMC model."""
+    noncentered, collapsed = bool(spec.noncentered_t), bool(spec.collapse_s)
     layout = Layout(data.shape, spec, noncentered, collapsed)
     n_j, n_k, n_i, _ = data.shape
     flags = [n_j, n_k, n_i, spec.interaction, noncentered, collapsed, hyper_only]
@@ -97,34 +92,38 @@ def kernel_model(
     )
 
 
-def sample(
-    data: ModelData,
-    spec: ModelSpec,
-    noncentered: bool,
-    seed: int,
-    draws: int,
-    tune: int,
-    chains: int,
-    cores: int,
-    target_accept: float,
-    collapsed: bool = False,
-    hyper_only: bool = False,
-):
-    """Sample `chains` chains on `cores` threads (the callbacks hold no GIL) into one InferenceData."""
+@dataclass(frozen=True)
+class NutsSettings:
+    """The sampler settings of one fit."""
+
+    draws: int
+    tune: int
+    chains: int
+    cores: int
+    target_accept: float
+
+
+def _run(model: KernelModel, seed: int, settings: NutsSettings, raw: bool):
+    """`settings.chains` chains on up to `settings.cores` threads (the callbacks hold no GIL)."""
     import nutpie
 
-    model = kernel_model(data, spec, noncentered, seed, collapsed, hyper_only)
     return nutpie.sample(
         model,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=max(1, min(cores, chains)),
+        draws=settings.draws,
+        tune=settings.tune,
+        chains=settings.chains,
+        cores=max(1, min(settings.cores, settings.chains)),
         seed=seed,
-        target_accept=target_accept,
+        target_accept=settings.target_accept,
         progress_bar=False,
         save_warmup=False,
+        return_raw_trace=raw,
     )
+
+
+def sample(data: ModelData, spec: ModelSpec, seed: int, settings: NutsSettings):
+    """Every posterior variable of one fit of `spec` (resolved), as one InferenceData."""
+    return _run(kernel_model(data, spec, seed), seed, settings, raw=False)
 
 
 @dataclass
@@ -133,37 +132,13 @@ class Draws:
 
     values: dict[str, np.ndarray]
     divergences: int
-    mean_steps: float
 
 
-def sample_hyper(
-    data: ModelData,
-    spec: ModelSpec,
-    seed: int,
-    draws: int,
-    tune: int,
-    chains: int,
-    cores: int,
-    target_accept: float,
-) -> Draws:
+def sample_hyper(data: ModelData, spec: ModelSpec, seed: int, settings: NutsSettings) -> Draws:
     """μ, β and the σ's of one fit (`spec` resolved), for callers that need only those: Figure 7 fits 1,000
     slices, where building an InferenceData of ~80 variables would cost as much as sampling them."""
-    import nutpie
-
-    model = kernel_model(data, spec, bool(spec.noncentered_t), seed, bool(spec.collapse_s), hyper_only=True)
-    trace = nutpie.sample(
-        model,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=max(1, min(cores, chains)),
-        seed=seed,
-        target_accept=target_accept,
-        progress_bar=False,
-        save_warmup=False,
-        return_raw_trace=True,
-    )
-    chain_draws, chain_stats = trace.get_arrow_trace()
+    model = kernel_model(data, spec, seed, hyper_only=True)
+    chain_draws, chain_stats = _run(model, seed, settings, raw=True).get_arrow_trace()
     kept = [~np.asarray(stats.column("tuning").to_numpy(), dtype=bool) for stats in chain_stats]
     values = {
         name: np.stack(
@@ -178,10 +153,4 @@ def sample_hyper(
         int(np.asarray(stats.column("diverging").to_numpy())[keep].sum())
         for stats, keep in zip(chain_stats, kept, strict=True)
     )
-    steps = np.concatenate(
-        [
-            np.asarray(stats.column("n_steps").to_numpy())[keep]
-            for stats, keep in zip(chain_stats, kept, strict=True)
-        ]
-    )
-    return Draws(values=values, divergences=divergent, mean_steps=float(steps.mean()))
+    return Draws(values=values, divergences=divergent)

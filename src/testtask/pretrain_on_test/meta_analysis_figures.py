@@ -22,7 +22,7 @@ from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
 from testtask.outputs import save_figure
 from testtask.pretrain_on_test import kernel_sampler
-from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
+from testtask.pretrain_on_test.fits import configuration_data, fit_key, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.inputs import LOG_ODDS, SHARE, load_collection
 from testtask.pretrain_on_test.posterior_panels import configurations
@@ -31,21 +31,10 @@ from testtask.pretrain_on_test.sampling import fit as fit_model
 log = logging.getLogger(__name__)
 
 
-def _slice_frame(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """One subsample per task (the same k for every LM type, as k is the same subsample)."""
-    picks = []
-    for _, part in frame.groupby("dataset"):
-        k = rng.choice(part.subsample.unique())
-        chosen = part[part.subsample == k].copy()
-        chosen["subsample"] = 0
-        picks.append(chosen)
-    return pd.concat(picks, ignore_index=True)
-
-
 def slice_data(frame: pd.DataFrame, slices: int, rng: np.random.Generator) -> list[ModelData]:
-    """`slices` de-replicated data sets: `_slice_frame`'s random picks (the same draws from `rng`, in the same
-    order), taken from the configuration's data array instead of rebuilding a data frame per slice (which took
-    longer than fitting the slice)."""
+    """`slices` de-replicated data sets: for each task, in task order, one subsample drawn uniformly from those it
+    has (the same k for every LM type, as k is the same subsample). Taken from the configuration's data array:
+    a data frame per slice took longer to build than fitting the slice."""
     full = configuration_data(frame, "bias")
     candidates = [part.subsample.unique() for _, part in frame.groupby("dataset")]
     assert [str(d) for d, _ in frame.groupby("dataset")] == full.datasets  # the same task order
@@ -54,7 +43,6 @@ def slice_data(frame: pd.DataFrame, slices: int, rng: np.random.Generator) -> li
         k = np.array([rng.choice(c) for c in candidates])
         tasks = np.arange(len(k))
         correct, trials = full.correct[tasks, k][:, None], full.trials[tasks, k][:, None]
-        present = trials[:, 0].sum(axis=(1, 2)) > 0
         lm_present = trials.sum(axis=(0, 1, 3)) > 0  # an LM type absent from every picked subsample drops out
         out.append(
             ModelData(
@@ -62,7 +50,7 @@ def slice_data(frame: pd.DataFrame, slices: int, rng: np.random.Generator) -> li
                 trials[:, :, lm_present],
                 full.datasets,
                 [lm for lm, keep in zip(full.lm_types, lm_present, strict=True) if keep],
-                present.astype(int),
+                np.ones(len(k), dtype=int),
             )
         )
     return out
@@ -97,16 +85,14 @@ def _fit_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> Sl
     """One slice fit. The compiled kernel returns β's draws straight from nutpie's trace (one thread per fit,
     slices side by side); other samplers and the bambi backend go through the general `fit`."""
     if sampler["name"] == "nutpie" and spec.backend == "marginal":
-        draws = kernel_sampler.sample_hyper(
-            data,
-            resolve_spec(data, spec),
-            seed,
+        settings = kernel_sampler.NutsSettings(
             draws=int(sampler["draws"]),
             tune=int(sampler["tune"]),
             chains=int(sampler["chains"]),
             cores=1,
             target_accept=float(sampler.get("target_accept", 0.8)),
         )
+        draws = kernel_sampler.sample_hyper(data, resolve_spec(data, spec), seed, settings)
         return _summarise(draws.values[TREATMENT], draws.divergences)
     result = fit_model(data, spec, {**sampler, "cores": 1}, seed)
     return _summarise(result.idata.posterior[TREATMENT].values, result.divergences)
@@ -118,12 +104,8 @@ def _cache_path(
     if ctx.cache_dir is None:
         return None
     h = hashlib.sha256()
-    for data, seed in jobs:
-        h.update(data.correct.tobytes())
-        h.update(data.trials.tobytes())
-        h.update(str(seed).encode())
-    keys = ("name", "draws", "tune", "chains", "target_accept")
-    h.update(json.dumps([dataclasses.asdict(spec), {k: sampler.get(k) for k in keys}], default=str).encode())
+    for data, seed in jobs:  # a panel's key: the posterior cache keys of its slice fits
+        h.update(fit_key(data, spec, sampler, seed).encode())
     return Path(ctx.cache_dir) / f"figure-7-slices-{h.hexdigest()[:20]}.json"
 
 

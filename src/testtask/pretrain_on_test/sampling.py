@@ -53,16 +53,7 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
         values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
         if name == "nutpie":
             idata = kernel_sampler.sample(
-                data,
-                spec,
-                bool(spec.noncentered_t),
-                seed,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                target_accept=target_accept,
-                collapsed=bool(spec.collapse_s),
+                data, spec, seed, kernel_sampler.NutsSettings(draws, tune, chains, cores, target_accept)
             )
         elif name in {"pymc", "numpyro"}:
             model = build_marginal(data.shape, spec)
