@@ -106,39 +106,67 @@ def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, c
     np.testing.assert_array_equal(hyper[:written], expected[:written])
 
 
-def test_likelihood_is_the_binomial_log_likelihood_far_from_zero_too():
-    """The paired-arms path (equal n), the two-log path (unequal n) and the stable path (|η| large) all equal the
-    plain binomial log-likelihood (without its constant), and the gradient its finite differences."""
+@pytest.mark.parametrize("n_k", [2, 12])  # 12: the row-by-row vectorised path (at least 8 subsamples)
+def test_likelihood_is_the_binomial_log_likelihood_far_from_zero_too(n_k):
+    """The paired-arms path (equal n), arms of unequal n and the stable path (|η| large) all equal the plain
+    binomial log-likelihood (without its constant), and the gradient its finite differences."""
     rng = np.random.default_rng(3)
-    trials = np.full((3, 2, 2, 2), 40.0)
+    trials = np.full((3, n_k, 2, 2), 40.0)
     trials[2, 1] = 0.0  # a padded cell
-    trials[0, 0, 1, 1] = 25.0  # arms of unequal n take the two-log path
+    trials[0, 0, 1, 1] = 25.0  # arms of unequal n: that row is computed in the stable form
     y = np.floor(rng.uniform(0, 1, trials.shape) * trials)
     for scale in (0.5, 40.0):  # 40: every |η| beyond the fast path's range
-        c, t, alpha = rng.normal(0, scale, (3, 2)), rng.normal(0, 1, 3), np.array([0.0, 0.4])
+        c, t, alpha = rng.normal(0, scale, (3, n_k)), rng.normal(0, 1, 3), np.array([0.0, 0.4])
+        if scale == 0.5:
+            c[1, -1] = (
+                35.0  # one far cell sends its task's rows to the stable form; the other tasks stay fast
+            )
         eta = (
             c[:, :, None, None] + alpha[None, None, :, None] + t[:, None, None, None] * np.array([-0.5, 0.5])
         )
         expected = float((y * eta - trials * np.logaddexp(0.0, eta)).sum())
-        g_c, g_t, g_alpha = np.empty((3, 2)), np.empty(3), np.empty(2)
+        g_c, g_t, g_alpha = np.empty((3, n_k)), np.empty(3), np.empty(2)
         assert kernel._likelihood(c, t, alpha, y, trials, g_c, g_t, g_alpha) == pytest.approx(
             expected, rel=1e-12
         )
         step = 1e-6
 
         def value(c_, t_, alpha_):
-            return kernel._likelihood(c_, t_, alpha_, y, trials, np.empty((3, 2)), np.empty(3), np.empty(2))
+            return kernel._likelihood(c_, t_, alpha_, y, trials, np.empty((3, n_k)), np.empty(3), np.empty(2))
 
-        for got, args, index in (
-            (g_c, (c, t, alpha), 0),
-            (g_t, (c, t, alpha), 1),
-            (g_alpha, (c, t, alpha), 2),
-        ):
-            bumped = [a.copy() for a in args]
-            spot = (1, 0) if index == 0 else (0,) if index == 1 else (1,)
-            bumped[index][spot] += step
-            numeric = (value(*bumped) - expected) / step
-            assert got[spot] == pytest.approx(numeric, rel=1e-4, abs=1e-4), (scale, index)
+        for spot_c in ((1, 0), (2, n_k - 1), (0, 0)):
+            for got, args, index in (
+                (g_c, (c, t, alpha), 0),
+                (g_t, (c, t, alpha), 1),
+                (g_alpha, (c, t, alpha), 2),
+            ):
+                bumped = [a.copy() for a in args]
+                spot = spot_c if index == 0 else (spot_c[0],) if index == 1 else (1,)
+                bumped[index][spot] += step
+                numeric = (value(*bumped) - expected) / step
+                assert got[spot] == pytest.approx(numeric, rel=1e-4, abs=1e-4), (scale, index, spot)
+
+
+def test_exp_and_log_of_the_vectorised_likelihood_are_within_an_ulp_or_two_of_libm():
+    """The polynomial exp and log the vectorised rows use, against NumPy's over their whole working ranges."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-700, 700, 200_000), rng.uniform(-1, 1, 100_000), [0.0, -40.0, 40.0]])
+    got = np.empty_like(x)
+    kernel.vexp(x, got)
+    assert np.max(np.abs(got / np.exp(x) - 1.0)) <= 2 * np.finfo(float).eps
+    # log of (1 + u0)(1 + u1) ≥ 1: near 1 (tiny u), around the mantissa fold at √2, and up to e^700.
+    v = np.concatenate(
+        [
+            1.0 + rng.uniform(0, 1e-6, 50_000),
+            rng.uniform(1.0, 4.0, 100_000),
+            np.sqrt(2.0) * (1.0 + rng.uniform(-1e-12, 1e-12, 1000)),
+            np.exp(rng.uniform(0, 700, 100_000)),
+        ]
+    )
+    got = np.empty_like(v)
+    kernel.vlog(v, got)
+    exact = np.log(v)
+    assert np.max(np.abs(got - exact) / np.maximum(exact, 1.0)) <= 2 * np.finfo(float).eps
 
 
 def test_the_c_callback_nutpie_calls_is_the_log_density():

@@ -80,7 +80,9 @@ def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_
     result = fit(data, spec, sampler, seed)
     if path is not None:
         result.idata.attrs["fit_seconds"] = result.seconds
-        atomic_save(path, lambda tmp: result.idata.to_netcdf(str(tmp)))
+        # Uncompressed: posterior draws are doubles that zlib cannot shrink (the file is as large either way),
+        # and compressing them took longer than fitting the smaller configurations.
+        atomic_save(path, lambda tmp: result.idata.to_netcdf(str(tmp), compress=False))
     return result
 
 
