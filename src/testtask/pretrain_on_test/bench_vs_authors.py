@@ -29,8 +29,11 @@ from testtask.pretrain_on_test.inputs import load_collection
 from testtask.pretrain_on_test.sampling import fit
 
 
-def _beta_row(method: str, posterior_beta: np.ndarray, seconds_fit: float, seconds_pp: float, average: float):
-    """`posterior_beta`: (chain, draw)."""
+def _beta_row(
+    method: str, posterior_beta: np.ndarray, seconds_fit: float, seconds_pp: float, average: np.ndarray
+) -> dict[str, Any]:
+    """`posterior_beta`: (chain, draw); `average`: eq. 11's average difference, one value per posterior draw."""
+    hdi = predictive.interval(average)
     return {
         "method": method,
         "fit_s": round(seconds_fit, 1),
@@ -40,7 +43,8 @@ def _beta_row(method: str, posterior_beta: np.ndarray, seconds_fit: float, secon
         "beta_sd": round(float(posterior_beta.std()), 4),
         "r_hat": round(float(az.rhat(posterior_beta)), 3),
         "ess_bulk": round(float(az.ess(posterior_beta, method="bulk"))),
-        "avg_diff_pts": round(100 * average, 2),
+        "avg_diff_pts": round(100 * hdi["mean"], 2),
+        "avg_diff_hdi89_pts": [round(100 * bound, 2) for bound in hdi["hdi_89"]],
     }
 
 
@@ -63,7 +67,7 @@ def _authors(data: ModelData, ctx: Context, sampler: dict, seed: int) -> dict[st
     seconds_pp = time.perf_counter() - start
     # eq. 11: the average over (task, subsample, LM type) of (Ŷ_treatment − Ŷ_control) / n, per draw.
     sign = np.where(long["treatment"].to_numpy() == 1, 1.0, -1.0) / long["trials"].to_numpy()
-    average = float((y_hat * sign).sum(axis=-1).mean() / (len(long) / 2))
+    average = ((y_hat * sign).sum(axis=-1) / (len(long) / 2)).reshape(-1)
     beta = idata.posterior[TREATMENT].values
     return _beta_row("authors: bambi + PyMC NUTS, 1 core", beta, seconds_fit, seconds_pp, average) | {
         "divergences": int(idata.sample_stats["diverging"].sum())
@@ -84,7 +88,7 @@ def _ours(data: ModelData, ctx: Context, sampler: dict, seed: int) -> dict[str, 
         beta,
         seconds_fit,
         seconds_pp,
-        float(pp.average.mean()),
+        pp.average,
     ) | {"divergences": result.divergences}
 
 
