@@ -63,6 +63,9 @@ def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, ca
     assert authors["method"].startswith("authors") and ours["method"].startswith("ours")
     assert ours["beta_mean"] == pytest.approx(authors["beta_mean"], abs=0.5 * authors["beta_sd"] + 0.01)
     assert ours["avg_diff_pts"] == pytest.approx(authors["avg_diff_pts"], abs=0.5)
+    # eq. 11's 89% HDI, both ways: the same interval within Monte Carlo error.
+    assert ours["avg_diff_hdi89_pts"] == pytest.approx(authors["avg_diff_hdi89_pts"], abs=0.3)
+    assert ours["avg_diff_hdi89_pts"][0] <= ours["avg_diff_pts"] <= ours["avg_diff_hdi89_pts"][1]
     assert result["speedup_total"] == pytest.approx(authors["total_s"] / ours["total_s"])
     assert "x faster per fit" in capsys.readouterr().out
     # With more than one core, ours also runs on the authors' one core: the same chains, so the same draws.
