@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -312,6 +313,32 @@ def test_real_mirror_matches_committed_manifest(tmp_path: Path) -> None:
     # The mirror may hold part of the release (it lacks m = 100 and more); every file it has must be verified.
     assert report["status"] == "fetched" and not report["unverified"]
     assert 0 < report["verified"] == report["files"] <= len(manifest)
+
+
+def test_offline_keeps_a_partial_mirror_copy_when_the_manifest_covers_the_whole_release(
+    tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committed manifest lists the complete release (m = 100 too) while the offline mirror holds part of it:
+    offline, the verified mirror copy is still kept; a download that lacks a manifest file is still refused."""
+    extra = "accuracies_from_paper/m100/n50/bert/ag_news/accuracies.csv"
+    F.write_manifest("pretrain-on-test", {extra: hashlib.sha256(CSV.encode()).hexdigest()}, checksums)
+    dest = tmp_path / "published"
+    F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+
+    def offline(url: str, path: Path, timeout: float = 0) -> None:
+        raise F.FetchError(f"could not download {url}")
+
+    monkeypatch.setattr(F, "download", offline)
+    report = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)["pretrain-on-test"]
+    assert report["status"] == "kept (offline)" and report["verified"] == 3
+    # The same files stamped as a download: incomplete against the manifest, so not up to date.
+    paper_dest, manifest = dest / "pretrain-on-test", F.load_manifest("pretrain-on-test", checksums)
+    stamp_path = paper_dest / F.STAMP_NAME
+    stamp = json.loads(stamp_path.read_text())
+    assert F._up_to_date(paper_dest, stamp["source"], manifest, [])
+    stamp_path.chmod(0o644)
+    stamp_path.write_text(json.dumps({**stamp, "source": "github:kddubey/pretrain-on-test@x/analysis"}))
+    assert not F._up_to_date(paper_dest, "github:kddubey/pretrain-on-test@x/analysis", manifest, [])
 
 
 def test_offline_keeps_verified_data_from_a_mirror(
