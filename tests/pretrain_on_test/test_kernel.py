@@ -208,3 +208,22 @@ def test_the_c_callback_nutpie_calls_is_the_log_density():
     np.testing.assert_array_equal(grad, expected_grad)
     x[2] = 800.0  # σ_U = exp(800): the density is not finite
     assert call(x) in (3, 4)
+
+
+def test_a_seed_gives_the_same_chains_on_one_core_and_on_two():
+    """nutpie with the vectorised likelihood (12 subsamples per task): one thread or two, the same draws bit for
+    bit. (A fast-math likelihood, whose sums' order could vary, broke this on real data.)"""
+    from testtask.pretrain_on_test import kernel_sampler
+
+    long = simulate_long(TruePars(beta=0.2), datasets=6, subsamples=12, n=80, lm_types=2, seed=3)
+    data = ModelData.from_long(long)
+    spec = ModelSpec(noncentered_t=True, collapse_s=False)
+    draws = [
+        kernel_sampler.sample_hyper(
+            data, spec, seed=11, settings=kernel_sampler.NutsSettings(200, 200, 4, cores, 0.8)
+        ).values
+        for cores in (1, 2)
+    ]
+    assert draws[0].keys() == draws[1].keys()
+    for name in draws[0]:
+        np.testing.assert_array_equal(draws[0][name], draws[1][name])

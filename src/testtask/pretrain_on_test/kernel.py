@@ -192,7 +192,27 @@ def _stable_row(c, t, alpha, y, n, j, i, g_c):
     return total, acc_t, acc_a
 
 
-@numba.njit(inline="always", fastmath={"reassoc", "contract", "nsz"}, error_model="numpy")
+_LANES = 8  # one AVX-512 register of doubles
+
+
+@numba.njit(inline="always", fastmath=False, error_model="numpy")
+def _lane_sum(x, lanes):
+    """Σ x in a fixed order: element q goes to lane q mod 8, the lanes are added pairwise. Vectorisable without
+    reassociation, and the same bits whichever way LLVM splits the loop (a reassociated reduction's order
+    depends on the buffers' alignment, so the same seed could give different chains)."""
+    size = x.size
+    for lane in range(_LANES):
+        lanes[lane] = 0.0
+    full = size - size % _LANES
+    for block in range(0, full, _LANES):
+        for lane in range(_LANES):
+            lanes[lane] += x[block + lane]
+    for q in range(full, size):
+        lanes[q - full] += x[q]
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+
+
+@numba.njit(inline="always", fastmath=False, error_model="numpy")
 def _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha):
     """`_likelihood` row by row (a task and an LM type, all its subsamples), in loops LLVM vectorises.
 
@@ -206,6 +226,7 @@ def _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha):
     u0s, u1s, products = np.empty(n_k), np.empty(n_k), np.empty(n_k)
     bits, exponent, mantissa = np.empty(n_k, np.int64), np.empty(n_k, np.int64), np.empty(n_k, np.int64)
     scale, m, product_bits = bits.view(np.float64), mantissa.view(np.float64), products.view(np.int64)
+    lanes = np.empty(_LANES)
     for i in range(n_i):
         g_alpha[i] = 0.0
     for j in range(n_j):
@@ -233,19 +254,18 @@ def _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha):
             for k in range(n_k):
                 exponent[k] = (product_bits[k] >> 52) - 1023
                 mantissa[k] = (product_bits[k] & _MANTISSA) | _ONE_BITS
-            row_total, row_t, row_a = 0.0, 0.0, 0.0
-            for k in range(n_k):
+            for k in range(n_k):  # per cell: log-likelihood into u0s, ∂/∂t_j into u1s, ∂/∂c_jk into rc
                 u0, u1 = u0s[k], u1s[k]
                 base = cj[k] + a
                 y0, y1, nn = y0r[k], y1r[k], nr[k]
                 inv = 1.0 / products[k]
-                row_total += y0 * (base - half) + y1 * (base + half) - nn * _log_split(m[k], exponent[k])
                 r0 = y0 - nn * u0 * (1.0 + u1) * inv
                 r1 = y1 - nn * u1 * (1.0 + u0) * inv
+                u0s[k] = y0 * (base - half) + y1 * (base + half) - nn * _log_split(m[k], exponent[k])
+                u1s[k] = 0.5 * (r1 - r0)
                 rc[k] = r0 + r1
-                row_t += 0.5 * (r1 - r0)
-                row_a += r0 + r1
             if worst + abs(a) + abs(half) < _FAST_RANGE and unequal == 0.0:
+                row_total, row_t, row_a = _lane_sum(u0s, lanes), _lane_sum(u1s, lanes), _lane_sum(rc, lanes)
                 for k in range(n_k):
                     g_c[j, k] += rc[k]
             else:
@@ -257,7 +277,7 @@ def _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha):
     return total
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz"}, error_model="numpy")
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     """Σ y·η − n·softplus(η) over cells, η = c_jk + α_i + (l − ½)·t_j; writes gradients in place.
 
@@ -266,8 +286,8 @@ def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     and their sigmoids share one division. Far from 0, where the products could overflow, or with arms of unequal
     n, a cell takes the stable form softplus(η) = max(η, 0) + log1p(exp(−|η|)). Tasks with at least 8 subsamples
     (Figures 3–6) go row by row through vectorised loops, about four times faster here than cell by cell;
-    Figure 7's one-subsample slices go cell by cell. Reassociation is allowed here only so that sums vectorise
-    (their order changes their last bits); the exp and log above are compiled without it.
+    Figure 7's one-subsample slices go cell by cell. No fast-math: sums run in a fixed order (`_lane_sum`), so a
+    seed gives the same chains bit for bit, whatever the buffers' alignment or the number of threads.
     """
     if y.shape[1] >= 8:
         return _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha)
