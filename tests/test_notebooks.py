@@ -11,6 +11,10 @@ from tests.conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 KERNEL = "python3"
+# The two longest (about 30 s each on 2 cores) run with `make test-slow` and `make notebooks`, keeping `make test`
+# under its 10 minutes; the figures they draw are built and checked by the pipeline tests as well.
+SLOW = {"training-on-the-test-task", "pretrain-on-test"}
+PARAMS = [pytest.param(p, id=p.stem, marks=[pytest.mark.slow] if p.stem in SLOW else []) for p in NOTEBOOKS]
 
 
 def _ensure_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,7 +34,7 @@ def _ensure_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.skipif(not NOTEBOOKS, reason="no notebooks/*.py")
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", PARAMS)
 def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_mirror: Path):
     jupytext = pytest.importorskip("jupytext")
     nbclient = pytest.importorskip("nbclient")
