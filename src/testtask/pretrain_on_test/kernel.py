@@ -285,7 +285,7 @@ def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     design: both arms are scored on the same test set) their softplus terms are one log, n·log((1 + u₀)(1 + u₁)),
     and their sigmoids share one division. Far from 0, where the products could overflow, or with arms of unequal
     n, a cell takes the stable form softplus(η) = max(η, 0) + log1p(exp(−|η|)). Tasks with at least 8 subsamples
-    (Figures 3–6) go row by row through vectorised loops, about four times faster here than cell by cell;
+    (Figures 3–6) go row by row through vectorised loops, several times faster than cell by cell (compare the fit seconds of `make bench`);
     Figure 7's one-subsample slices go cell by cell. No fast-math: sums run in a fixed order (`_lane_sum`), so a
     seed gives the same chains bit for bit, whatever the buffers' alignment or the number of threads.
     """
