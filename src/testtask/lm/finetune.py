@@ -260,6 +260,19 @@ def deepspeed_config(recipe: Mapping[str, Any]) -> str | None:
     return str(resolve(path)) if path else None
 
 
+def start_deepspeed_distributed(recipe: Mapping[str, Any], device: str) -> None:
+    """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments (NCCL on
+    GPUs, gloo on the CPU). On the CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch
+    check fails ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
+    if not deepspeed_config(recipe) or "WORLD_SIZE" not in os.environ:
+        return
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return
+    import deepspeed
+
+    deepspeed.init_distributed(dist_backend="nccl" if device.startswith("cuda") else "gloo")
+
+
 def warmup(recipe: Mapping[str, Any]) -> float:
     """Warm-up for TrainingArguments: `warmup_steps` when set above 0, else `warmup_ratio` of the total steps
     (the Trainer rounds the ratio up: ceil(total × ratio))."""
@@ -452,6 +465,7 @@ def finetune(
     chosen = resolve_precision(recipe, device, parameters, precision)
     # TrainingArguments before the model: under ZeRO-3 the model is then loaded sharded (zero.Init), train.py:257,267.
     # They also start torch.distributed under torchrun; the accumulation was computed from WORLD_SIZE before that.
+    start_deepspeed_distributed(recipe, device)
     args = training_arguments(
         recipe,
         output_dir=output_dir,

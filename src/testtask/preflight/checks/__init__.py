@@ -2,7 +2,14 @@
 
 import importlib
 
-MODULES = ("device", "pretrain_on_test", "training_on_the_test_task", "train_before_test", "distributed")
+MODULES = (
+    "device",
+    "pretrain_on_test",
+    "training_on_the_test_task",
+    "train_before_test",
+    "distributed",
+    "zero3",
+)
 
 for _module in MODULES:
     importlib.import_module(f"{__name__}.{_module}")

@@ -84,11 +84,15 @@ def _environment() -> dict[str, str]:
     src = str(Path(testtask.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("DS_BUILD_OPS", "0")  # DeepSpeed builds an op when first used (JIT), never at import
     return env
 
 
 def run_ranks(spec: dict[str, Any], ranks: int = RANKS, timeout: float = TIMEOUT_S) -> list[dict[str, Any]]:
     """Run the worker under torchrun; the ranks' records (a RuntimeError with the output's tail on failure)."""
+    env = _environment()
+    if not str(spec["device"]).startswith("cuda"):
+        env["DS_ACCELERATOR"] = "cpu"  # DeepSpeed's CPU accelerator (gloo), whatever GPUs the machine has
     out = Path(spec["out"])
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out / "spec.json"
@@ -104,9 +108,7 @@ def run_ranks(spec: dict[str, Any], ranks: int = RANKS, timeout: float = TIMEOUT
         str(spec_path),
     ]
     try:
-        proc = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, env=_environment(), check=False
-        )
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired as error:
         raise RuntimeError(f"torchrun did not finish in {timeout:.0f} s (a hung collective?)") from error
     records, errors = [], []

@@ -1,0 +1,124 @@
+"""ZeRO-3 for real: the training-on-the-test-task fine-tune under the authors' DeepSpeed configuration
+(`conf/deepspeed/zero3_authors.json`), launched by torchrun through the same `finetune` → Trainer path a cluster
+job takes.
+
+On the CPU two ranks (gloo, `DS_ACCELERATOR=cpu`); on GPUs one rank per GPU, at most two (NCCL). The check asserts
+that the load was partitioned at construction (each rank holds 1/ranks of every parameter, DeepSpeed's
+`ds_tensor`), that training changed the weights, and that the final model was consolidated into one
+`model.safetensors` with every tensor at its full shape, loadable by `from_pretrained`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from testtask.preflight import data as fixtures
+from testtask.preflight import models
+from testtask.preflight.registry import Skip, check
+
+ZERO3_CONFIG = "conf/deepspeed/zero3_authors.json"
+PAIRS = 32
+STEPS = 4
+# 32 pairs, 2 per device x accumulation x ranks = 8 per optimizer step: 4 steps, one epoch. More than 2: the
+# authors' DeepSpeed scheduler (WarmupCosineLR, warm-up from 0) gives the first step, and with the recipe's one
+# warm-up step the second too, a learning rate of 0.
+RUN = {"epochs": 1, "max_steps": None, "batch_size": 8, "per_device_batch_size": 2, "deepspeed": ZERO3_CONFIG}
+
+
+def ranks_for(ctx) -> int:
+    return 2 if not ctx.cuda else min(2, max(ctx.gpus, 1))
+
+
+def _model(ctx) -> Path:
+    def build():
+        pairs = fixtures.arc_pairs(PAIRS)
+        texts = [p + c for p, c in pairs] + [fixtures.MC_PROMPT_TEXT]
+        return models.build("llama", ctx.folder("zero3-llama"), texts, models.SMALL)
+
+    return ctx.cached("zero3-llama", build)
+
+
+def consolidated(model: Path, final: Path) -> dict[str, Any]:
+    """The final folder holds the whole model: every tensor at the base model's shape, loadable with
+    `from_pretrained`, and training changed the projection weights."""
+    from transformers import AutoModelForCausalLM
+
+    from testtask.preflight.checks.training_on_the_test_task import _weights, weight_change
+
+    base, saved = _weights(model), _weights(final)
+    missing = sorted(set(base) - set(saved))
+    if missing:
+        raise AssertionError(f"the saved model lacks {len(missing)} tensors, e.g. {missing[:3]}")
+    shapes = [k for k in base if tuple(base[k].shape) != tuple(saved[k].shape)]
+    if shapes:
+        k = shapes[0]
+        raise AssertionError(
+            f"{len(shapes)} saved tensors are not at full shape (a shard, not consolidated): {k} "
+            f"{tuple(saved[k].shape)} vs {tuple(base[k].shape)}"
+        )
+    AutoModelForCausalLM.from_pretrained(str(final))  # what lm-eval's HF model does first
+    dtype, changed = weight_change(model, final)
+    if changed == 0.0:
+        raise AssertionError("the consolidated model equals the base model: training changed nothing")
+    return {"saved_dtype": dtype, "fraction_of_weights_changed": changed}
+
+
+@check(
+    "zero3_tott_finetune",
+    "training-on-the-test-task fine-tune under the authors' ZeRO-3 config (torchrun; 2 CPU ranks or 1-2 GPUs): "
+    "partitioned load, training, consolidated save",
+)
+def zero3_tott_finetune(ctx) -> dict[str, Any]:
+    import importlib.util
+
+    from testtask.preflight.checks.distributed import run_ranks
+    from testtask.preflight.checks.training_on_the_test_task import recipe
+
+    if importlib.util.find_spec("deepspeed") is None:
+        raise RuntimeError("deepspeed is not installed: pip install -e '.[gpu]' (make install-gpu)")
+    model = _model(ctx)
+    ranks = ranks_for(ctx)
+    if ctx.cuda and ctx.gpus < 1:
+        raise Skip("no GPU visible")
+    out = ctx.folder("zero3-tott")
+    spec = {
+        "mode": "tott",
+        "model": str(model),
+        "pairs": [list(p) for p in fixtures.arc_pairs(PAIRS)],
+        "device": ctx.device,
+        "out": str(out),
+        "recipe": recipe(**RUN, precision="bf16-mixed" if ctx.cuda else "fp32"),
+        "parameters": models.parameter_count(model),
+        "record_partition": True,
+    }
+    records = run_ranks(spec, ranks=ranks, timeout=600)
+    for record in records:
+        part = record.get("partition")
+        if not part:
+            raise AssertionError(
+                f"rank {record['rank']}: the model was not partitioned by ZeRO-3 (no ds_tensor)"
+            )
+        expected = math.ceil(part["full"] / ranks)
+        if ranks > 1 and not part["local"] <= expected + 64 * len(part.get("sizes", [0])):
+            raise AssertionError(
+                f"rank {record['rank']} holds {part['local']} of {part['full']} elements; a 1/{ranks} shard is "
+                f"about {expected}"
+            )
+    steps = {r["steps"] for r in records}
+    if steps != {STEPS}:
+        raise AssertionError(f"ranks ran {sorted(steps)} optimizer steps, expected {STEPS}")
+    losses = [loss for _, loss in records[0]["losses"]]
+    if not losses or not all(math.isfinite(x) for x in losses):
+        raise AssertionError(f"losses {losses}")
+    numbers = {
+        "ranks": len(records),
+        "backend": records[0].get("backend"),
+        "partition_local_of_full": [[r["partition"]["local"], r["partition"]["full"]] for r in records],
+        "steps": records[0]["steps"],
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+    }
+    numbers.update(consolidated(model, out / "run" / "final"))
+    return numbers
