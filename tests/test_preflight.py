@@ -115,6 +115,29 @@ def test_gpu_checks_are_skipped_on_the_cpu(tmp_path):
     assert {c["status"] for c in outcome.values()} == {"skipped"}
     assert outcome["bitsandbytes_nf4"]["reason"].startswith("needs a CUDA GPU")
     assert outcome["dist_tbt_epochs"]["reason"].startswith("needs 2 GPUs")
+    assert {c["runs_on"] for c in outcome.values()} == {"cuda-only"}
+    # the JSON lists the whole cuda-only remainder, whichever checks ran
+    assert set(data["cuda_only"]) == {n for n, item in registry.checks().items() if item.needs}
+    assert {"cuda_bf16", "bitsandbytes_nf4", "dist_tott_finetune"} <= set(data["cuda_only"])
+    assert not {"pot_zeroshot_padding", "zero3_tott_finetune"} & set(data["cuda_only"])
+
+
+def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
+    """The CPU subset runs the authors' QLoRA (NF4 storage, bitsandbytes' paged 8-bit AdamW, whose paging itself is
+    CUDA memory: bitsandbytes_nf4, cuda-only) and ZeRO-3 (two gloo ranks, each holding half of every parameter, a
+    consolidated save); ~40 s."""
+    code, data = run_json(tmp_path, "--only", "pot_zeroshot_packing,zero3_tott_finetune")
+    outcome = by_name(data)
+    assert code == 0, {n: c.get("error") for n, c in outcome.items()}
+    qlora = outcome["pot_zeroshot_packing"]
+    assert qlora["runs_on"] == "cpu" and qlora["numbers"]["quantization"] == "nf4"
+    assert qlora["numbers"]["weight_storage"] == ["uint8"] and qlora["numbers"]["linear4bit_layers"] > 0
+    assert qlora["numbers"]["optimizer"] == "bitsandbytes.optim.adamw.AdamW"
+    assert qlora["numbers"]["optimizer_8bit_states"] > 0 and qlora["numbers"]["optimizer_paged_states"] == 0
+    zero3 = outcome["zero3_tott_finetune"]["numbers"]
+    assert zero3["ranks"] == 2 and zero3["backend"] == "gloo"
+    assert all(2 * local == full for local, full in zero3["partition_local_of_full"])
+    assert zero3["fraction_of_weights_changed"] > 0.5
 
 
 def test_unknown_check_is_a_usage_error(tmp_path, capsys):

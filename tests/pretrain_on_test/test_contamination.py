@@ -420,7 +420,8 @@ def test_presets_compose_and_pass_the_config_checks():
         "nf4",
     )
     assert (gpu.contamination.num_shards, gpu.contamination.permutations) == (256, 50)
-    assert cpu.lm.lm_type == "smollm2-lora-zero-shot-packing" and cpu.n == 2 * cpu.contamination.num_shards
+    assert cpu.lm.lm_type == "smollm2-qlora-zero-shot-packing" and cpu.n == 2 * cpu.contamination.num_shards
+    assert (cpu.lm.quantization, cpu.lm.pretrain.optim) == ("nf4", "paged_adamw_8bit")  # the authors' recipe
 
 
 # ---------------------------------------------------------------------------------------------------------------

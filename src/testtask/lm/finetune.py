@@ -273,6 +273,20 @@ def start_deepspeed_distributed(recipe: Mapping[str, Any], device: str) -> None:
     deepspeed.init_distributed(dist_backend="nccl" if device.startswith("cuda") else "gloo")
 
 
+def zero3_partition(model: Any) -> dict[str, int] | None:
+    """This rank's share of a ZeRO-3 partitioned model (DeepSpeed's `ds_tensor` shard of every parameter against
+    its full `ds_numel`), or None for a model that is not partitioned."""
+    params = list(model.parameters())
+    if not params or not all(hasattr(p, "ds_tensor") for p in params):
+        return None
+    return {
+        "world_size": world_size(),
+        "local_elements": sum(int(p.ds_tensor.numel()) for p in params),
+        "full_elements": sum(int(p.ds_numel) for p in params),
+        "parameters": len(params),
+    }
+
+
 def warmup(recipe: Mapping[str, Any]) -> float:
     """Warm-up for TrainingArguments: `warmup_steps` when set above 0, else `warmup_ratio` of the total steps
     (the Trainer rounds the ratio up: ceil(total × ratio))."""
@@ -501,6 +515,14 @@ def finetune(
         precision=chosen,
         model_kwargs=model_kwargs,
     )
+    partition = zero3_partition(model)  # loaded sharded under ZeRO-3: each rank holds 1/world_size
+    if partition:
+        log.info(
+            "ZeRO-3: this rank holds %d of %d parameter elements (%d ranks)",
+            partition["local_elements"],
+            partition["full_elements"],
+            partition["world_size"],
+        )
     features = tokenize(tokenizer, texts, recipe)
     callbacks = [SaveAtSteps(recipe.get("save_steps") or [], recipe.get("save_every"))]
     collate = PadCollator(tokenizer.pad_token_id, recipe, padding_side(recipe, tokenizer))
@@ -555,6 +577,7 @@ def finetune(
         "precision_meaning": PRECISION_MEANING[chosen],
         "weights_dtype": str(weights_dtype(chosen)).removeprefix("torch."),
         "deepspeed": args.deepspeed,
+        "zero3_partition": partition,  # the main rank's shard, as loaded (null without ZeRO-3)
         "device": device,
         "batch": batch,
     }

@@ -120,6 +120,11 @@ def git_commit(root: Path | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
+def runs_on(needs: frozenset[str] | set[str]) -> str:
+    """`cpu` for a check that also runs on the CPU (`--cpu`), `cuda-only` for one that needs CUDA itself."""
+    return "cuda-only" if needs else "cpu"
+
+
 def record(
     outcomes: Sequence[Outcome],
     *,
@@ -131,6 +136,13 @@ def record(
     total_seconds: float,
     complete: bool,
 ) -> dict[str, Any]:
+    from testtask.preflight.registry import checks
+
+    registry = checks()
+
+    def where(name: str) -> str | None:
+        return runs_on(registry[name].needs) if name in registry else None
+
     return {
         "schema": SCHEMA,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -146,7 +158,9 @@ def record(
         "all_checks": len(selected) == len(all_names),
         "total_seconds": round(total_seconds, 2),
         "summary": counts(outcomes),
-        "checks": [o.as_dict() for o in outcomes],
+        "checks": [{**o.as_dict(), "runs_on": where(o.name)} for o in outcomes],
+        # what the CPU subset cannot show: the checks that need CUDA itself (kernels, bf16, NCCL, device memory)
+        "cuda_only": [name for name in all_names if where(name) == "cuda-only"],
     }
 
 

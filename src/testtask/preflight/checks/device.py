@@ -92,7 +92,7 @@ def bitsandbytes_nf4(ctx) -> dict[str, Any]:
         import bitsandbytes.functional as bnbf
     except ImportError as error:
         raise RuntimeError(
-            "bitsandbytes is not installed; the QLoRA runner needs it: pip install -e '.[gpu]' (make install-gpu)"
+            "bitsandbytes is not installed; the QLoRA runner needs it: make install (a core dependency, pinned in constraints.txt)"
         ) from error
     torch.manual_seed(0)
     weight = torch.randn(256, 256, device=ctx.device, dtype=torch.bfloat16)
@@ -101,15 +101,23 @@ def bitsandbytes_nf4(ctx) -> dict[str, Any]:
     error = float((restored.float() - weight.float()).norm() / weight.float().norm())
     if not error < 0.2:  # NF4 keeps Gaussian weights to about 10% (relative); a broken kernel is far off
         raise AssertionError(f"NF4 round trip is off by {error:.3g} (relative); expected about 0.1")
-    param = torch.nn.Parameter(torch.randn(64, 64, device=ctx.device))  # 4096 elements: 8-bit states
+    # 131,072 elements: 8-bit states (>= 4,096) in paged memory (bitsandbytes pages states of >= 100,000 elements)
+    param = torch.nn.Parameter(torch.randn(512, 256, device=ctx.device))
     optimizer = bnb.optim.PagedAdamW8bit([param], lr=1e-3)
     before = param.detach().clone()
     param.grad = torch.randn_like(param)
     optimizer.step()
     state1 = optimizer.state[param]["state1"]
     if state1.dtype != torch.uint8:
-        raise AssertionError(f"paged AdamW kept {state1.dtype} states for a 4096-element tensor, not 8-bit")
+        raise AssertionError(f"paged AdamW kept {state1.dtype} states for a {param.numel()}-element tensor")
+    if not getattr(state1, "is_paged", False):
+        raise AssertionError("paged AdamW kept its states in ordinary device memory, not paged memory")
     changed = float((param.detach() != before).float().mean())
     if changed < 0.9:
         raise AssertionError(f"a paged 8-bit AdamW step changed only {changed:.1%} of the weights")
-    return {"nf4_relative_error": error, "adamw8bit_state_dtype": str(state1.dtype), "changed": changed}
+    return {
+        "nf4_relative_error": error,
+        "adamw8bit_state_dtype": str(state1.dtype),
+        "state_paged": True,
+        "changed": changed,
+    }

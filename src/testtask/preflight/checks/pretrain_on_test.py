@@ -106,30 +106,49 @@ def run_repetition(
     return protocol, acc, record
 
 
-def _count_4bit(model: Any) -> int:
-    return sum(type(module).__name__ == "Linear4bit" for module in model.modules())
+def _four_bit_layers(model: Any) -> tuple[int, set[str]]:
+    """bitsandbytes `Linear4bit` layers of `model` and the storage dtypes of their weights (uint8: packed NF4)."""
+    layers = [m for m in model.modules() if type(m).__name__ == "Linear4bit"]
+    return len(layers), {str(m.weight.dtype).removeprefix("torch.") for m in layers}
 
 
 def zero_shot(ctx, mode: str) -> dict[str, Any]:
+    """The authors' QLoRA recipe (NF4, paged 8-bit AdamW) on the device: on the CPU as on a GPU."""
     lm_name = "mistral_qlora_packing" if mode == "packing" else "mistral_qlora"
-    overrides = [] if ctx.cuda else ["lm.quantization=none"]  # NF4 needs bitsandbytes on a GPU
-    protocol, acc, record = run_repetition(ctx, lm_name, "llama", ZERO_SHOT, *overrides)
+    protocol, acc, record = run_repetition(ctx, lm_name, "llama", ZERO_SHOT)
     quantization = str(protocol.lm["quantization"])
-    four_bit = _count_4bit(protocol.model)
-    if quantization == "nf4" and not four_bit:
+    four_bit, storage = _four_bit_layers(protocol.model)
+    trained_four_bit, _ = _four_bit_layers(protocol.training_model)
+    if quantization != "nf4":
+        raise AssertionError(f"lm={lm_name} should quantize to nf4, has quantization={quantization}")
+    if not four_bit or not trained_four_bit or storage != {"uint8"}:
         raise AssertionError(
-            "lm.quantization=nf4, yet the scoring model has no bitsandbytes Linear4bit layer"
+            f"NF4 is off: {four_bit} scoring and {trained_four_bit} training Linear4bit layers, "
+            f"weights stored as {sorted(storage)} (packed NF4 is uint8)"
         )
     optim = record["pretrain_extra_optim"]
-    if ctx.cuda and optim != str(protocol.lm["pretrain"]["optim"]):
-        raise AssertionError(
-            f"on CUDA the optimizer should be {protocol.lm['pretrain']['optim']}, ran {optim}"
-        )
+    optimizer = {
+        k.removeprefix("pretrain_extra_optimizer_"): v for k, v in record.items() if "_optimizer_" in k
+    }
+    if optim != str(protocol.lm["pretrain"]["optim"]):
+        raise AssertionError(f"the optimizer should be {protocol.lm['pretrain']['optim']}, ran {optim}")
+    if optim == "paged_adamw_8bit" and not (
+        optimizer.get("class", "").startswith("bitsandbytes.")
+        and optimizer.get("paging_requested")
+        and optimizer.get("eight_bit", 0) > 0
+    ):
+        raise AssertionError(f"optim=paged_adamw_8bit, yet the optimizer that stepped is {optimizer}")
     sequences = len(protocol.pretraining_features(["x"] * ZERO_SHOT["n"]))
     return {
         "quantization": quantization,
         "linear4bit_layers": four_bit,
+        "weight_storage": sorted(storage),
         "optim": optim,
+        "optimizer": optimizer.get("class"),
+        "optimizer_states": optimizer.get("states"),
+        "optimizer_8bit_states": optimizer.get("eight_bit"),
+        # paged (CUDA unified memory) states: parameters of >= 100,000 elements on CUDA; none on the CPU
+        "optimizer_paged_states": optimizer.get("paged"),
         "precision": str(protocol.lm["pretrain"]["precision"]) if ctx.cuda else "fp32",
         "training_sequences": sequences,
         "tokens_per_second": record["pretrain_test_tokens_per_second"],
@@ -143,7 +162,7 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
 
 @check(
     "pot_zeroshot_padding",
-    "pretrain-on-test zero-shot: QLoRA NF4 (plain LoRA on CPU) pretraining + CAPPr scoring, padded prompts",
+    "pretrain-on-test zero-shot: QLoRA (NF4, paged 8-bit AdamW) pretraining + CAPPr scoring, padded prompts",
 )
 def pot_zeroshot_padding(ctx) -> dict[str, Any]:
     return zero_shot(ctx, "padding")
@@ -151,7 +170,7 @@ def pot_zeroshot_padding(ctx) -> dict[str, Any]:
 
 @check(
     "pot_zeroshot_packing",
-    "pretrain-on-test zero-shot: QLoRA NF4 (plain LoRA on CPU) pretraining + CAPPr scoring, packed texts",
+    "pretrain-on-test zero-shot: QLoRA (NF4, paged 8-bit AdamW) pretraining + CAPPr scoring, packed texts",
 )
 def pot_zeroshot_packing(ctx) -> dict[str, Any]:
     return zero_shot(ctx, "packing")

@@ -112,7 +112,7 @@ def run_contamination(cfg: DictConfig) -> Path:
     if lm["protocol"] != "zero_shot":
         raise ValueError(
             f"task=contamination needs a zero-shot causal LM (lm.protocol = zero_shot); lm={lm['lm_type']} has "
-            f"lm.protocol = {lm['protocol']!r}. Use lm=mistral_qlora_packing or lm=smollm2_lora_packing"
+            f"lm.protocol = {lm['protocol']!r}. Use lm=mistral_qlora_packing or lm=smollm2_qlora_packing"
         )
     if not bool(lm.get("packing", False)):
         log.warning("lm.packing is false: §9.2 runs the §9.1 packing experiment (lm=*_packing)")

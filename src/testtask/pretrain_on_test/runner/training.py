@@ -44,28 +44,6 @@ def _require(hp: Mapping[str, Any]) -> None:
         raise ConfigError(f"precision must be one of {PRECISIONS}, got {hp['precision']!r}")
 
 
-def needs_cuda(optim: str) -> bool:
-    """bitsandbytes optimizers (paged / 8-bit) run on CUDA only."""
-    return optim.startswith("paged_") or "8bit" in optim
-
-
-def effective_optim(hp: Mapping[str, Any], device: str) -> str:
-    """The optimizer to use on `device`: `optim`, or `optim_fallback` (logged) where `optim` needs CUDA."""
-    optim = str(hp["optim"])
-    if device.startswith("cuda") or not needs_cuda(optim):
-        return optim
-    fallback = hp.get("optim_fallback")
-    if not fallback:
-        raise DeviceError(
-            f"optim={optim} needs bitsandbytes on a CUDA GPU and the device is {device}; set "
-            "lm.pretrain.optim=adamw_torch (or lm.pretrain.optim_fallback) to train on CPU"
-        )
-    log.warning(
-        "optim=%s needs a CUDA GPU; on %s the optimizer is optim_fallback=%s", optim, device, fallback
-    )
-    return str(fallback)
-
-
 def training_arguments(
     hp: Mapping[str, Any], *, device: str, seed: int, output_dir: str, show_progress: bool
 ) -> Any:
@@ -87,7 +65,7 @@ def training_arguments(
         bf16=cuda and precision == "bf16",
         fp16=cuda and precision == "fp16",
         activation_checkpointing=bool(hp.get("gradient_checkpointing", False)),
-        optim=effective_optim(hp, device),
+        optim=str(hp["optim"]),  # bitsandbytes' paged 8-bit AdamW runs on the CPU too (bitsandbytes >= 0.49)
         use_cpu=not cuda,
         seed=seed,
         data_seed=seed,
@@ -105,13 +83,14 @@ class TrainStats:
     loss: float
     tokens: int  # tokens the model attended to (padding excluded)
     positions: int  # sequence positions processed, padding included
-    optim: str = ""  # the optimizer that ran (optim, or optim_fallback off CUDA)
+    optim: str = ""  # the Trainer's `optim` name
+    optimizer: dict[str, Any] | None = None  # describe_optimizer: class, 8-bit and paged states
 
     @property
     def tokens_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
-    def as_dict(self, prefix: str) -> dict[str, float]:
+    def as_dict(self, prefix: str) -> dict[str, Any]:
         return {
             f"{prefix}_seconds": self.seconds,
             f"{prefix}_loss": self.loss,
@@ -119,7 +98,29 @@ class TrainStats:
             f"{prefix}_positions": self.positions,
             f"{prefix}_tokens_per_second": self.tokens_per_second,
             f"{prefix}_optim": self.optim,
+            **{f"{prefix}_optimizer_{k}": v for k, v in (self.optimizer or {}).items()},
         }
+
+
+def describe_optimizer(optimizer: Any) -> dict[str, Any]:
+    """What actually stepped: the optimizer's class and, per trained parameter, its state's storage. For
+    bitsandbytes: `eight_bit` counts states kept in 8 bits (parameters of >= 4,096 elements; smaller ones keep
+    32-bit states) and `paged` those in paged (CUDA unified) memory (>= 100,000 elements, CUDA only: on the CPU
+    bitsandbytes warns and keeps ordinary tensors). `paging_requested` is the optimizer's own flag."""
+    import torch
+
+    inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps the torch/bitsandbytes optimizer
+    kind = type(inner)
+    states = [st for st in inner.state.values() if isinstance(st, dict)]
+    first = [st.get("state1", st.get("exp_avg")) for st in states]
+    first = [t for t in first if isinstance(t, torch.Tensor)]
+    return {
+        "class": f"{kind.__module__}.{kind.__qualname__}",
+        "states": len(first),
+        "eight_bit": sum(t.dtype == torch.uint8 for t in first),
+        "paged": sum(bool(getattr(t, "is_paged", False)) for t in first),
+        "paging_requested": bool(getattr(inner, "is_paged", False)),
+    }
 
 
 class _Counting:
@@ -165,4 +166,5 @@ def train(
         tokens=counting.tokens,
         positions=counting.positions,
         optim=str(getattr(args.optim, "value", args.optim)),
+        optimizer=describe_optimizer(trainer.optimizer),
     )

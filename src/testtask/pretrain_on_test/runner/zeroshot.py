@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from testtask.lm.hf import DeviceError, load_tokenizer
+from testtask.lm.hf import load_tokenizer
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
@@ -158,31 +158,48 @@ def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: st
 # models
 
 
+def compute_dtype(lm: Mapping[str, Any]) -> torch.dtype:
+    """`lm.bnb_4bit_compute_dtype`: the dtype NF4 weights are dequantized to for each matmul."""
+    name = str(lm.get("bnb_4bit_compute_dtype", "bfloat16"))
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"lm.bnb_4bit_compute_dtype must be a torch float dtype name, got {name!r}")
+    return dtype
+
+
+def keep_nf4_layout(model: Any) -> None:
+    """Turn off bitsandbytes' CPU repacking of NF4 weights for inference. On CPUs with AVX512-BF16 the first
+    no-grad forward of a Linear4bit layer rewrites its weights into a kernel layout, and every state_dict() (which
+    peft calls when adapters are added, copied and removed) writes them back with the nested absmax re-quantized:
+    the base model would drift a little with every repetition (scores moved by ~1e-4 after one). The plain
+    dequantize-and-matmul path computes the same NF4 product and leaves the weights as loaded."""
+    for module in model.modules():
+        if hasattr(module, "support_avx512bf16_for_cpu"):
+            module.support_avx512bf16_for_cpu = False
+
+
 def load_causal_lm(lm: Mapping[str, Any], device: str, *, prepare: bool) -> Any:
-    """The base model: 4-bit NF4 (QLoRA) on CUDA, prepared for k-bit training if `prepare`; or unquantized."""
+    """The base model: 4-bit NF4 with bitsandbytes (QLoRA), prepared for k-bit training if `prepare`; or
+    unquantized. NF4 runs on CUDA and, with bitsandbytes >= 0.49, on the CPU."""
     from transformers import AutoModelForCausalLM
 
     quantization = str(lm["quantization"])
     name = str(lm["model"])
     cuda = device.startswith("cuda")
     if quantization == "nf4":
-        if not cuda:
-            raise DeviceError(
-                "QLoRA loads the model in 4-bit NF4 with bitsandbytes, which needs a CUDA GPU, and this machine "
-                "has none. Run with lm.quantization=none for plain (unquantized) LoRA, which uses the same code "
-                "path otherwise and runs on CPU."
-            )
         from transformers import BitsAndBytesConfig
 
         bnb = BitsAndBytesConfig(  # A _dum.py:188-193
             load_in_4bit=True,
             bnb_4bit_quant_type="nf4",
             bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16,
+            bnb_4bit_compute_dtype=compute_dtype(lm),
         )
         model = AutoModelForCausalLM.from_pretrained(
             name, quantization_config=bnb, device_map={"": device}, dtype=torch.bfloat16
         )
+        if not cuda:
+            keep_nf4_layout(model)
         if not prepare:
             return model
         from peft import prepare_model_for_kbit_training
