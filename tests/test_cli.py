@@ -254,7 +254,16 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
     deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]
     assert {d.split(">")[0] for d in deps} >= {"bitsandbytes", "deepspeed"}
     pins = (repo_root() / "constraints.txt").read_text().lower().splitlines()
-    for name in ("bitsandbytes", "deepspeed", "hjson", "ninja", "py-cpuinfo", "msgpack", "einops", "pydantic"):
+    for name in (
+        "bitsandbytes",
+        "deepspeed",
+        "hjson",
+        "ninja",
+        "py-cpuinfo",
+        "msgpack",
+        "einops",
+        "pydantic",
+    ):
         assert any(re.match(rf"{name}==", line) for line in pins), name
 
 

@@ -77,7 +77,9 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
     from testtask.preflight.checks.training_on_the_test_task import recipe
 
     if importlib.util.find_spec("deepspeed") is None:
-        raise RuntimeError("deepspeed is not installed: make install (a core dependency, pinned in constraints.txt)")
+        raise RuntimeError(
+            "deepspeed is not installed: make install (a core dependency, pinned in constraints.txt)"
+        )
     model = _model(ctx)
     ranks = ranks_for(ctx)
     if ctx.cuda and ctx.gpus < 1:
