@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from testtask.errors import InputError
 from testtask.report import paths, rules
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -38,7 +39,7 @@ _FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note",
 _OURS_FIELDS = {"output", "path", "function", "scale"}
 
 
-class LedgerError(ValueError):
+class LedgerError(InputError, ValueError):
     """A ledger that cannot be used; the message names the file, the claim id and the field."""
 
 
