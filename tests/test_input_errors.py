@@ -50,6 +50,43 @@ def test_hydra_full_error_shows_the_traceback(tmp_path):
     assert "Traceback" in done.stderr and "ConfigError: invalid config: sampler.draws = -10" in done.stderr
 
 
+BAD_CLAIM = """\
+paper: pretrain-on-test
+claims:
+  - id: pot.mine
+    where: "Table 1"
+    statement: "two values, one number"
+    paper: 0
+    ours: {output: table-1, path: ["rows[0].boost_mean", "rows[0].bias_mean"]}
+    rule: {kind: tolerance, abs: 0.1}
+"""
+
+
+def test_a_claim_whose_paper_value_does_not_fit_its_rule_stops_the_report(tmp_path):
+    """`paper: 0` for a two-value claim: a ledger error naming the file and the claim, not "not computable"."""
+    ledger = tmp_path / "mine.yaml"
+    ledger.write_text(BAD_CLAIM)
+    # The report reads conf/claims/<paper>.yaml; the subprocess points it at the temporary ledger instead.
+    code = (
+        "import pathlib, testtask.report.main as m; "
+        f"m.ledger_file = lambda paper: pathlib.Path({str(ledger)!r}); "
+        "from testtask.cli import main; main()"
+    )
+    overrides = [
+        "action=report",
+        "paper=pretrain-on-test",
+        f"report.out_dir={tmp_path / 'report'}",
+        f"figures_dir={tmp_path / 'figures'}",
+    ]
+    done = _run(["-c", code, *overrides], tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {ledger}: claim pot.mine, field 'paper': ours.path lists 2 paths, so ours is a list of 2 "
+        "values: the paper's value must be a list of 2, got 0"
+    ]
+    assert not (tmp_path / "report").exists()
+
+
 def test_a_runner_config_error_prints_one_message(tmp_path):
     """The experiment runners' entry point (`python experiments/<paper>/run.py`) reports the same way."""
     script = str(REPO / "experiments" / "pretrain_on_test" / "run.py")

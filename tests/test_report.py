@@ -191,6 +191,31 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"rule": {"kind": "round"}}, "rule", "needs digits"),
         ({"rule": {"kind": "approx"}}, "rule", "unknown rule kind"),
         ({"rule": {"kind": "sign"}}, "paper", "positive, negative or zero"),
+        # Issue 25 finding 6: a paper value that does not fit its rule is a ledger error, not missing data.
+        (
+            {
+                "paper": 0,
+                "ours": {"output": "t", "path": ["a", "b"]},
+                "rule": {"kind": "tolerance", "abs": 1},
+            },
+            "paper",
+            "ours.path lists 2 paths, so ours is a list of 2 values: the paper's value must be a list of 2, got 0",
+        ),
+        ({"paper": [1.0], "ours": {"output": "t", "path": ["a", "b"]}}, "paper", "must be a list of 2"),
+        (
+            {"paper": 3, "ours": {"output": "t", "path": ["a", "b"]}, "rule": {"kind": "equal"}},
+            "paper",
+            "list of 2",
+        ),
+        ({"paper": "4.1"}, "paper", "rule round: the paper's value must be a number"),
+        ({"paper": [4.1, "x"]}, "paper", "rule round: the paper's value holds 'x', which is not a number"),
+        ({"paper": {}, "rule": {"kind": "tolerance", "rel": 0.1}}, "paper", "the paper's value is empty"),
+        ({"paper": True, "rule": {"kind": "tolerance", "rel": 0.1}}, "paper", "must be a number"),
+        ({"paper": 2.5, "rule": {"kind": "count", "op": "positive"}}, "paper", "non-negative whole number"),
+        ({"paper": -1, "rule": {"kind": "count", "op": "positive"}}, "paper", "non-negative whole number"),
+        ({"paper": "half", "rule": {"kind": "share", "op": "positive"}}, "paper", "rule share wants"),
+        ({"paper": 0, "rule": {"kind": "all", "op": "positive"}}, "paper", "the paper's words (a string)"),
+        ({"paper": 0.05, "rule": {"kind": "significance", "alpha": 0.05}}, "paper", "the paper's words"),
         ({"needs": "few/m50"}, "needs", "a list"),
         ({"needs": ["../up"]}, "needs", "without '..'"),
         ({"colour": "red"}, "colour", "unknown field"),
@@ -229,8 +254,37 @@ def test_ledger_level_errors(tmp_path):
         ledger.load(tmp_path / "bad.yaml")
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"paper": [4.1, 0.2], "ours": {"output": "t", "path": ["a", "b"]}},
+        {"paper": {"x": 1, "y": 2.5}, "rule": {"kind": "tolerance", "abs": 0.1}},
+        {
+            "paper": ["a", "b", "c"],
+            "ours": {"output": "t", "path": ["a", "b"]},
+            "rule": {"kind": "equal", "as_set": True},
+        },
+        {"paper": 3, "rule": {"kind": "count", "op": "positive"}},
+        {"paper": 12.5, "rule": {"kind": "share", "op": "positive"}},
+        {"paper": "not significant", "rule": {"kind": "significance", "alpha": 0.05}},
+        {"paper": "negative", "rule": {"kind": "sign"}, "ours": {"output": "t", "path": ["a", "b", "c"]}},
+    ],
+)
+def test_paper_values_that_fit_their_rule_load(tmp_path, overrides):
+    loaded = ledger.load(_write(tmp_path, [_claim(**overrides)]), "toy")
+    assert loaded.claims[0].id == "t.cell"
+
+
+def test_committed_ledgers_fit_their_rules():
+    """Every committed claim's paper value has the shape its rule needs (the check added for issue 25)."""
+    from testtask.report.main import ledger_file
+
+    for file in sorted(ledger_file("x").parent.glob("*.yaml")):
+        assert ledger.load(file, file.stem).claims
+
+
 def test_claims_are_frozen(tmp_path):
-    claim = ledger.load(_write(tmp_path, [_claim(paper={"a": [1, 2]})])).claims[0]
+    claim = ledger.load(_write(tmp_path, [_claim(paper={"a": [1, 2]}, rule={"kind": "equal"})])).claims[0]
     with pytest.raises(AttributeError):
         claim.id = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
