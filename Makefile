@@ -45,8 +45,9 @@ $(GPU_STAMP): $(STAMP)
 
 install-gpu: $(GPU_STAMP)
 
+# SOURCE=results reads only our runs under results/: the data step then fetches nothing (pipeline._fetch).
 data: install
-	$(TT) action=data paper=$(PAPER) $(ARGS)
+	$(TT) action=data paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 figure-%: data
 	$(TT) action=figure figure=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
