@@ -63,7 +63,8 @@ tables: data
 
 # The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/index.html and
 # report/REPRODUCTION.md. Evaluates the outputs already built (run `make figures tables` first for complete
-# verdicts); ARGS='report.build_missing=true' builds the absent ones first.
+# verdicts; when some are missing, the report and the console start with the command that builds them);
+# ARGS='report.build_missing=true' builds the absent ones first.
 report: data
 	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 

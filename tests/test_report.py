@@ -492,3 +492,80 @@ def test_report_settings_are_in_the_config():
     assert (
         fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m
     )  # only sizes change, not the design
+
+
+# ---------------------------------------------------------------- a fresh clone (issue 25 finding 7)
+
+
+def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path, caplog):
+    """Nothing built: `make report` gave every claim "not computable" and no way on; the report and the console
+    now start with the command per paper that builds what its claims read (with its SOURCE)."""
+    from tests.conftest import tmp_config
+    from testtask import papers
+    from testtask.pipeline import run
+
+    out = tmp_path / "report"
+    summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={out}"))
+    claims = [c for p in summary["papers"].values() for c in p["claims"]]
+    # all but claims on variants of a figure (built by their own command, which their verdict names)
+    waiting = [c for c in claims if c["not_built"]]
+    assert len(waiting) > 0.9 * len(claims) > 100
+    notice = summary["not_built"]
+    assert notice[0].startswith(f"{len(waiting)} claims read outputs that are not built yet")
+    sources = {p: "results" if p == "downstream-predictability" else "published" for p in papers.keys()}
+    assert notice[1:] == [f"make figures tables PAPER={p} SOURCE={s}" for p, s in sources.items()]
+    markdown = (out / "REPRODUCTION.md").read_text()
+    assert markdown.splitlines()[2] == f"> **Not built yet.** {notice[0]}"
+    assert "> - `make figures tables PAPER=pretrain-on-test SOURCE=published`" in markdown
+    page = (out / "index.html").read_text()
+    assert page.index("Not built yet") < page.index('class="prov"')
+    assert "make figures tables PAPER=downstream-predictability SOURCE=results" in page
+    console = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "report: make figures tables PAPER=proxy-tasks SOURCE=published" in console
+    # the per-claim command names SOURCE where it is not the Makefile's default
+    dp = summary["papers"]["downstream-predictability"]["claims"][0]
+    assert dp["command"].endswith("PAPER=downstream-predictability SOURCE=results")
+
+
+def test_built_outputs_leave_no_notice_and_a_tried_build_says_what_failed(tmp_path):
+    from testtask.report import unbuilt
+
+    loaded, figures, data = _toy(tmp_path)
+    verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)
+    waiting = unbuilt.collect("toy", "published", verdicts)
+    assert waiting == unbuilt.Unbuilt("toy", "published", ("figure-3.json", "figure-9.json"), 2)
+    lines = unbuilt.notice([waiting], ["figures_dir=/x"])
+    assert lines[1] == "make figures tables PAPER=toy SOURCE=published ARGS='figures_dir=/x'"
+    tried = unbuilt.notice([waiting], tried=True)
+    assert "could not be built although report.build_missing=true" in tried[0]
+    assert tried[1] == "toy: figure-3.json, figure-9.json"
+    (figures / "figure-3.json").write_text(json.dumps({"panels": [{"m": 50}]}))
+    (figures / "figure-9.json").write_text(json.dumps({"x": 1}))
+    verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)
+    assert unbuilt.collect("toy", "published", verdicts) is None and unbuilt.notice([]) == []
+    prov = provenance.Provenance("abc123", False, "testtask action=report", "now", tmp_path / "figures")
+    page, md = render.write([render.PaperReport("toy", verdicts, figures, loaded.file)], prov, tmp_path / "r")
+    assert "Not built yet" not in page.read_text() and "Not built yet" not in md.read_text()
+    assert unbuilt.place_overrides(["paper=all", "figures_dir=/f", "results_run=x", "+cache_dir=c"]) == [
+        "figures_dir=/f",
+        "results_run=x",
+        "+cache_dir=c",
+    ]
+
+
+def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_path):
+    import subprocess
+    import sys
+
+    figures, out = tmp_path / "figs", tmp_path / "report"
+    args = ["action=report", "paper=proxy-tasks", f"figures_dir={figures}", f"report.out_dir={out}"]
+    hydra = [f"hydra.run.dir={tmp_path / 'hydra'}", "hydra.output_subdir=null"]
+    code = "from testtask.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args, *hydra], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    command = f"make figures tables PAPER=proxy-tasks SOURCE=published ARGS='figures_dir={figures}'"
+    assert report["not_built"][1:] == [command]
+    assert command in done.stdout + done.stderr  # the console says it too
