@@ -42,8 +42,9 @@ install: $(STAMP)
 # install-gpu is the same as install (kept for the docs and scripts that name it).
 install-gpu: install
 
+# SOURCE=results reads only our runs under results/: the data step then fetches nothing (pipeline._fetch).
 data: install
-	$(TT) action=data paper=$(PAPER) $(ARGS)
+	$(TT) action=data paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 figure-%: data
 	$(TT) action=figure figure=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
@@ -59,7 +60,8 @@ tables: data
 
 # The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/index.html and
 # report/REPRODUCTION.md. Evaluates the outputs already built (run `make figures tables` first for complete
-# verdicts); ARGS='report.build_missing=true' builds the absent ones first.
+# verdicts; when some are missing, the report and the console start with the command that builds them);
+# ARGS='report.build_missing=true' builds the absent ones first.
 report: data
 	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 

@@ -161,3 +161,13 @@ def tmp_config(tmp_path: Path, *overrides: str):
             *overrides,
         ]
     )
+
+
+def go_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every download fails, as without a network."""
+    from testtask.data import fetch
+
+    def offline(url: str, path: Path, timeout: float = 0) -> None:
+        raise fetch.FetchError(f"could not download {url}")
+
+    monkeypatch.setattr(fetch, "download", offline)

@@ -313,3 +313,31 @@ def test_assets_action_dequantises_each_configured_checkpoint(tmp_path, monkeypa
         tmp_path / "models" / "smollm2",
     )
     assert calls == [expected] and done == {"smollm2-135m": tmp_path / "models" / "smollm2"}
+
+
+def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch):
+    """Issue 25 finding 7: `make table-contamination PAPER=pretrain-on-test SOURCE=results` (README §9.2) fetched
+    the published release first and failed offline without a mirror, although it reads only committed results."""
+    import subprocess
+
+    from tests.conftest import go_offline
+    from testtask.paths import repo_root
+
+    go_offline(monkeypatch)
+    monkeypatch.delenv("TESTTASK_DATA_MIRROR", raising=False)
+    committed = ["paper=pretrain-on-test", "source=results", f"results_dir={repo_root() / 'results'}"]
+    assert run(_config(tmp_path, "action=data", *committed, "results_run=cpu-mini")) == {}
+    assert not (tmp_path / "published").exists()
+    run(_config(tmp_path, "action=table", "table=contamination", *committed, "results_run=cpu-mini"))
+    assert (tmp_path / "figures" / "pretrain-on-test" / "table-contamination.json").is_file()
+    with pytest.raises(Exception, match="could not download"):  # source=published still fetches
+        run(_config(tmp_path, "action=data", "paper=pretrain-on-test", "source=published"))
+    # The Makefile's data step, which every figure/table/report target runs first, passes SOURCE on.
+    dry = subprocess.run(
+        ["make", "-n", "table-contamination", "PAPER=pretrain-on-test", "SOURCE=results"],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "action=data paper=pretrain-on-test source=results" in dry

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import go_offline
 from testtask.data import fetch as F
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -315,15 +316,6 @@ def test_real_mirror_matches_committed_manifest(tmp_path: Path) -> None:
     assert 0 < report["verified"] == report["files"] <= len(manifest)
 
 
-def _go_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every download fails, as without a network."""
-
-    def offline(url: str, path: Path, timeout: float = 0) -> None:
-        raise F.FetchError(f"could not download {url}")
-
-    monkeypatch.setattr(F, "download", offline)
-
-
 def test_offline_keeps_a_partial_mirror_copy_when_the_manifest_covers_the_whole_release(
     tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -334,7 +326,7 @@ def test_offline_keeps_a_partial_mirror_copy_when_the_manifest_covers_the_whole_
     dest = tmp_path / "published"
     F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
 
-    _go_offline(monkeypatch)
+    go_offline(monkeypatch)
     report = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)["pretrain-on-test"]
     assert report["status"] == "kept (offline)" and report["verified"] == 3
     # The same files stamped as a download: incomplete against the manifest, so not up to date.
@@ -354,7 +346,7 @@ def test_offline_keeps_verified_data_from_a_mirror(
     dest = tmp_path / "published"
     F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
 
-    _go_offline(monkeypatch)
+    go_offline(monkeypatch)
     report = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)["pretrain-on-test"]
     assert report["status"] == "kept (offline)" and report["source"].startswith("mirror:")
     assert report["verified"] == 3

@@ -191,6 +191,31 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"rule": {"kind": "round"}}, "rule", "needs digits"),
         ({"rule": {"kind": "approx"}}, "rule", "unknown rule kind"),
         ({"rule": {"kind": "sign"}}, "paper", "positive, negative or zero"),
+        # Issue 25 finding 6: a paper value that does not fit its rule is a ledger error, not missing data.
+        (
+            {
+                "paper": 0,
+                "ours": {"output": "t", "path": ["a", "b"]},
+                "rule": {"kind": "tolerance", "abs": 1},
+            },
+            "paper",
+            "ours.path lists 2 paths, so ours is a list of 2 values: the paper's value must be a list of 2, got 0",
+        ),
+        ({"paper": [1.0], "ours": {"output": "t", "path": ["a", "b"]}}, "paper", "must be a list of 2"),
+        (
+            {"paper": 3, "ours": {"output": "t", "path": ["a", "b"]}, "rule": {"kind": "equal"}},
+            "paper",
+            "list of 2",
+        ),
+        ({"paper": "4.1"}, "paper", "rule round: the paper's value must be a number"),
+        ({"paper": [4.1, "x"]}, "paper", "rule round: the paper's value holds 'x', which is not a number"),
+        ({"paper": {}, "rule": {"kind": "tolerance", "rel": 0.1}}, "paper", "the paper's value is empty"),
+        ({"paper": True, "rule": {"kind": "tolerance", "rel": 0.1}}, "paper", "must be a number"),
+        ({"paper": 2.5, "rule": {"kind": "count", "op": "positive"}}, "paper", "non-negative whole number"),
+        ({"paper": -1, "rule": {"kind": "count", "op": "positive"}}, "paper", "non-negative whole number"),
+        ({"paper": "half", "rule": {"kind": "share", "op": "positive"}}, "paper", "rule share wants"),
+        ({"paper": 0, "rule": {"kind": "all", "op": "positive"}}, "paper", "the paper's words (a string)"),
+        ({"paper": 0.05, "rule": {"kind": "significance", "alpha": 0.05}}, "paper", "the paper's words"),
         ({"needs": "few/m50"}, "needs", "a list"),
         ({"needs": ["../up"]}, "needs", "without '..'"),
         ({"colour": "red"}, "colour", "unknown field"),
@@ -229,8 +254,37 @@ def test_ledger_level_errors(tmp_path):
         ledger.load(tmp_path / "bad.yaml")
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"paper": [4.1, 0.2], "ours": {"output": "t", "path": ["a", "b"]}},
+        {"paper": {"x": 1, "y": 2.5}, "rule": {"kind": "tolerance", "abs": 0.1}},
+        {
+            "paper": ["a", "b", "c"],
+            "ours": {"output": "t", "path": ["a", "b"]},
+            "rule": {"kind": "equal", "as_set": True},
+        },
+        {"paper": 3, "rule": {"kind": "count", "op": "positive"}},
+        {"paper": 12.5, "rule": {"kind": "share", "op": "positive"}},
+        {"paper": "not significant", "rule": {"kind": "significance", "alpha": 0.05}},
+        {"paper": "negative", "rule": {"kind": "sign"}, "ours": {"output": "t", "path": ["a", "b", "c"]}},
+    ],
+)
+def test_paper_values_that_fit_their_rule_load(tmp_path, overrides):
+    loaded = ledger.load(_write(tmp_path, [_claim(**overrides)]), "toy")
+    assert loaded.claims[0].id == "t.cell"
+
+
+def test_committed_ledgers_fit_their_rules():
+    """Every committed claim's paper value has the shape its rule needs (the check added for issue 25)."""
+    from testtask.report.main import ledger_file
+
+    for file in sorted(ledger_file("x").parent.glob("*.yaml")):
+        assert ledger.load(file, file.stem).claims
+
+
 def test_claims_are_frozen(tmp_path):
-    claim = ledger.load(_write(tmp_path, [_claim(paper={"a": [1, 2]})])).claims[0]
+    claim = ledger.load(_write(tmp_path, [_claim(paper={"a": [1, 2]}, rule={"kind": "equal"})])).claims[0]
     with pytest.raises(AttributeError):
         claim.id = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
@@ -438,3 +492,80 @@ def test_report_settings_are_in_the_config():
     assert (
         fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m
     )  # only sizes change, not the design
+
+
+# ---------------------------------------------------------------- a fresh clone (issue 25 finding 7)
+
+
+def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path, caplog):
+    """Nothing built: `make report` gave every claim "not computable" and no way on; the report and the console
+    now start with the command per paper that builds what its claims read (with its SOURCE)."""
+    from tests.conftest import tmp_config
+    from testtask import papers
+    from testtask.pipeline import run
+
+    out = tmp_path / "report"
+    summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={out}"))
+    claims = [c for p in summary["papers"].values() for c in p["claims"]]
+    # all but claims on variants of a figure (built by their own command, which their verdict names)
+    waiting = [c for c in claims if c["not_built"]]
+    assert len(waiting) > 0.9 * len(claims) > 100
+    notice = summary["not_built"]
+    assert notice[0].startswith(f"{len(waiting)} claims read outputs that are not built yet")
+    sources = {p: "results" if p == "downstream-predictability" else "published" for p in papers.keys()}
+    assert notice[1:] == [f"make figures tables PAPER={p} SOURCE={s}" for p, s in sources.items()]
+    markdown = (out / "REPRODUCTION.md").read_text()
+    assert markdown.splitlines()[2] == f"> **Not built yet.** {notice[0]}"
+    assert "> - `make figures tables PAPER=pretrain-on-test SOURCE=published`" in markdown
+    page = (out / "index.html").read_text()
+    assert page.index("Not built yet") < page.index('class="prov"')
+    assert "make figures tables PAPER=downstream-predictability SOURCE=results" in page
+    console = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "report: make figures tables PAPER=proxy-tasks SOURCE=published" in console
+    # the per-claim command names SOURCE where it is not the Makefile's default
+    dp = summary["papers"]["downstream-predictability"]["claims"][0]
+    assert dp["command"].endswith("PAPER=downstream-predictability SOURCE=results")
+
+
+def test_built_outputs_leave_no_notice_and_a_tried_build_says_what_failed(tmp_path):
+    from testtask.report import unbuilt
+
+    loaded, figures, data = _toy(tmp_path)
+    verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)
+    waiting = unbuilt.collect("toy", "published", verdicts)
+    assert waiting == unbuilt.Unbuilt("toy", "published", ("figure-3.json", "figure-9.json"), 2)
+    lines = unbuilt.notice([waiting], ["figures_dir=/x"])
+    assert lines[1] == "make figures tables PAPER=toy SOURCE=published ARGS='figures_dir=/x'"
+    tried = unbuilt.notice([waiting], tried=True)
+    assert "could not be built although report.build_missing=true" in tried[0]
+    assert tried[1] == "toy: figure-3.json, figure-9.json"
+    (figures / "figure-3.json").write_text(json.dumps({"panels": [{"m": 50}]}))
+    (figures / "figure-9.json").write_text(json.dumps({"x": 1}))
+    verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)
+    assert unbuilt.collect("toy", "published", verdicts) is None and unbuilt.notice([]) == []
+    prov = provenance.Provenance("abc123", False, "testtask action=report", "now", tmp_path / "figures")
+    page, md = render.write([render.PaperReport("toy", verdicts, figures, loaded.file)], prov, tmp_path / "r")
+    assert "Not built yet" not in page.read_text() and "Not built yet" not in md.read_text()
+    assert unbuilt.place_overrides(["paper=all", "figures_dir=/f", "results_run=x", "+cache_dir=c"]) == [
+        "figures_dir=/f",
+        "results_run=x",
+        "+cache_dir=c",
+    ]
+
+
+def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_path):
+    import subprocess
+    import sys
+
+    figures, out = tmp_path / "figs", tmp_path / "report"
+    args = ["action=report", "paper=proxy-tasks", f"figures_dir={figures}", f"report.out_dir={out}"]
+    hydra = [f"hydra.run.dir={tmp_path / 'hydra'}", "hydra.output_subdir=null"]
+    code = "from testtask.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args, *hydra], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    command = f"make figures tables PAPER=proxy-tasks SOURCE=published ARGS='figures_dir={figures}'"
+    assert report["not_built"][1:] == [command]
+    assert command in done.stdout + done.stderr  # the console says it too

@@ -12,13 +12,15 @@ import os
 import hydra
 from omegaconf import DictConfig
 
+from testtask.errors import reported
 from testtask.paths import conf_dir
 from testtask.pipeline import run
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
-    run(cfg)
+    with reported():  # a user's mistake: one message, no traceback (unless HYDRA_FULL_ERROR=1)
+        run(cfg)
 
 
 def main() -> None:

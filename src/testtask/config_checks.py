@@ -33,6 +33,8 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from testtask.errors import InputError
+
 # --- known sets, from the code that reads each value ---------------------------------------------------------
 SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")  # numpyro MCMC(chain_method=...)
@@ -80,7 +82,7 @@ TBT_KEEP = ("all", "best", "none")  # train_before_test.runner.cell.KEEP
 TBT_SETS = ("train", "validation", "test")  # train_before_test.runner.splits.SETS
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """The composed config breaks one or more rules; `violations` holds one line per broken rule."""
 
     def __init__(self, violations: Sequence[str]):

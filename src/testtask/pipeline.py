@@ -176,8 +176,14 @@ def run(cfg: DictConfig) -> Any:
 
 
 def _fetch(cfg: DictConfig) -> Any:
+    """`action=data` (`make data`, the first step of the figure, table and report targets): fetch the selected
+    papers' published releases. With source=results the outputs read only our runs under results_dir, so nothing
+    is fetched (offline, without a mirror, a fetch would fail for data that is never read)."""
     from testtask.data.fetch import fetch_from_config
 
+    if cfg.source == "results":
+        log.info("source=results reads %s: the published release is not fetched", resolve(cfg.results_dir))
+        return {}
     return fetch_from_config(cfg.data, cfg.paper)
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from testtask.errors import InputError
+
 COLUMNS = ("element", "paper text", "authors' code", "config key", "default", "paper_text", "decision")
 NONE = {"—", "-", ""}
 
@@ -36,7 +38,7 @@ _KEY = re.compile(r"^(?:\[(?P<overrides>[^\]]*)\]\s*)?`(?P<path>[^`]+)`$")
 _LITERAL = re.compile(r"^`(?P<value>.*)`$")
 
 
-class TableError(ValueError):
+class TableError(InputError, ValueError):
     """A protocol table that does not follow the conventions, naming the file and the row."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from testtask import papers
+from testtask.errors import reported
 from testtask.paths import conf_dir
 
 
@@ -40,11 +41,13 @@ def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     args = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args and args[0] in spec.subcommands:  # e.g. a worker process started by a multi-process launcher
-        return load(spec.subcommands[args[0]])(*args[1:])
+        with reported():
+            return load(spec.subcommands[args[0]])(*args[1:])
     job = load(spec.run)
 
     def task(cfg: Any) -> Any:
-        return job(cfg)
+        with reported():  # a user's mistake: one message, no traceback (unless HYDRA_FULL_ERROR=1)
+            return job(cfg)
 
     # Hydra names the job after the task function's module unless the run config sets hydra.job.name.
     task.__module__ = spec.run.partition(":")[0]

@@ -33,6 +33,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from testtask.errors import InputError
 from testtask.io import atomic_write_bytes, atomic_write_json, atomic_write_text, current_umask
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ URL_TEMPLATE = "https://codeload.github.com/{repo}/tar.gz/{commit}"
 DOWNLOAD_TIMEOUT_S = 60.0
 
 
-class FetchError(RuntimeError):
+class FetchError(InputError, RuntimeError):
     """A source could not be fetched (offline, missing mirror, incomplete archive)."""
 
 

@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from testtask.errors import InputError
+
 LOGGED_METRICS = ("acc", "acc_norm", "brier_score")
 
 
-class SamplesError(ValueError):
+class SamplesError(InputError, ValueError):
     """A samples file that cannot be read as a multiple-choice task; the message names the file and the field."""
 
 

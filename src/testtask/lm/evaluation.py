@@ -47,6 +47,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testtask.errors import InputError
 from testtask.io import atomic_write_text, to_jsonable
 from testtask.lm.results_layout import classify
 
@@ -324,7 +325,7 @@ def write_samples(folder: Path, samples: Mapping[str, Sequence[Mapping[str, Any]
 PROVENANCE_KEY = "testtask_provenance"
 
 
-class StaleResultError(RuntimeError):
+class StaleResultError(InputError, RuntimeError):
     """A result file exists but was made by another model or other settings; resuming would reuse it silently."""
 
 

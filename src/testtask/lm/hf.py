@@ -6,8 +6,10 @@ from typing import Any
 
 import torch
 
+from testtask.errors import InputError
 
-class DeviceError(RuntimeError):
+
+class DeviceError(InputError, RuntimeError):
     pass
 
 

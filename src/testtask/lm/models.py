@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from testtask.errors import InputError
 from testtask.paths import conf_dir
 
 KINDS = ("base", "instruct", "extra")
@@ -93,7 +94,7 @@ class ModelInfo:
         return self.train_date >= cutoff
 
 
-class UnknownModel(KeyError):
+class UnknownModel(InputError, KeyError):
     """A model name the registry does not know; the message names the file that mentions it, when given."""
 
     def __init__(self, name: str, source: str | Path | None = None) -> None:

@@ -19,13 +19,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from testtask.errors import InputError
+
 STAGES = ("e1", "e2", "e1+2", "e3")
 FINETUNES = ("mmluaux", "gsm8kaux", "mcaux")  # mcaux: ARC/OpenBookQA train (the CPU mini-replication)
 ADJUSTMENTS = ("base", *STAGES, "intermediate", "lr_sweep")
 _STEP = re.compile(r"^step_(\d+)$")
 
 
-class ResultsError(ValueError):
+class ResultsError(InputError, ValueError):
     """A result file is malformed or sits where the layout does not expect one; names the file."""
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from testtask.errors import InputError
+
 COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
 ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
 # Counts are reconstructed as accuracy × n; anything further than this from an integer is not a count.
@@ -34,7 +36,7 @@ _PATTERN = re.compile(
 EFFECTS = {"boost": ("base", "extra"), "bias": ("extra", "test")}
 
 
-class AccuracyDataError(ValueError):
+class AccuracyDataError(InputError, ValueError):
     """An accuracies.csv file (named in the message) is malformed."""
 
 

@@ -29,10 +29,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from testtask.errors import InputError
+
 Score = Callable[[list[list[int]]], Sequence[float]]
 
 
-class ContaminationTestError(ValueError):
+class ContaminationTestError(InputError, ValueError):
     """Settings or inputs the test cannot run with (the message names the setting)."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import InputError
 from testtask.io import atomic_save, atomic_write_text
 from testtask.outputs import save_numbers
 
@@ -25,7 +26,7 @@ ARMS = ("extra", "test")
 NAME = "table-contamination"
 
 
-class ContaminationInputError(ValueError):
+class ContaminationInputError(InputError, ValueError):
     """A contamination.json that cannot be read (the message names the file and the field)."""
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from testtask.errors import InputError
 from testtask.pretrain_on_test.accuracies import EFFECTS
 from testtask.pretrain_on_test.hierarchical import ModelSpec, Priors
 from testtask.pretrain_on_test.sampling import BACKENDS
@@ -22,7 +23,7 @@ NONCENTERED_T = (True, False, "auto")
 T = TypeVar("T")
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError, ValueError):
     """A value of the `pretrain_on_test` section (named in the message) is missing or not of its type."""
 
 

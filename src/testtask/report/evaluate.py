@@ -35,13 +35,13 @@ class NotComputable(LookupError):
     """Raised by a report-hook function when the sidecars it read cannot give the value (the message says why)."""
 
 
-def build_command(file: str, paper: str) -> str:
-    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`)."""
+def build_command(file: str, paper: str, source: str = "published") -> str:
+    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`);
+    SOURCE is named unless it is the Makefile's default (published)."""
     stem = Path(file).stem
     match = re.fullmatch(r"(figure|table)-(.+)", stem)
-    if match:
-        return f"make {match.group(1)}-{match.group(2)} PAPER={paper}"
-    return f"make figures tables PAPER={paper}"
+    target = f"{match.group(1)}-{match.group(2)}" if match else "figures tables"
+    return f"make {target} PAPER={paper}" + ("" if source == "published" else f" SOURCE={source}")
 
 
 def _cell(text: str) -> Any:
@@ -104,6 +104,9 @@ class Verdict:
     missing: tuple[str, ...] = ()  # the inputs or sidecars that are absent
     command: str | None = None  # what makes the missing part
     reason: str | None = None  # why not computable, in words
+    unbuilt: tuple[
+        str, ...
+    ] = ()  # the sidecars it reads that are not built (the report names what builds them)
 
     @property
     def note(self) -> str | None:
@@ -122,6 +125,7 @@ class Verdict:
             "missing": list(self.missing),
             "command": self.command,
             "reason": self.reason,
+            "not_built": list(self.unbuilt),
             "note": self.claim.note,
         }
 
@@ -169,16 +173,19 @@ def evaluate_claim(
     data_root: Path,
     functions: Mapping[str, Callable[[Any], Any]],
     paper: str,
+    source: str = "published",
 ) -> Verdict:
     missing_needs = tuple(need for need in claim.needs if not (Path(data_root) / need).exists())
     value: Any = None
     shown: str | None = None
     problem: tuple[tuple[str, ...], str | None, str] | None = None  # (missing, command, reason)
+    unbuilt: tuple[str, ...] = ()
     try:
         value = compute(claim, sidecars, functions)
         shown = rules.fmt(value)
     except MissingOutput as err:
-        problem = ((err.file,), build_command(err.file, paper), f"{err.file} has not been built")
+        problem = ((err.file,), build_command(err.file, paper, source), f"{err.file} has not been built")
+        unbuilt = (err.file,)
     except (LookupError, NotComputable) as err:  # a path the sidecar does not hold, rows it lacks
         problem = ((), None, str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}")
     if missing_needs:
@@ -197,10 +204,13 @@ def evaluate_claim(
             missing=missing_needs,
             command=f"make data PAPER={paper} (the full release; the offline mirror lacks it)",
             reason=f"missing input {', '.join(missing_needs)}",
+            unbuilt=unbuilt,
         )
     if problem is not None:
         missing, command, reason = problem
-        return Verdict(claim, NOT_COMPUTABLE, missing=missing, command=command, reason=reason)
+        return Verdict(
+            claim, NOT_COMPUTABLE, missing=missing, command=command, reason=reason, unbuilt=unbuilt
+        )
     try:
         outcome = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params)
     except rules.RuleError as err:
@@ -221,10 +231,14 @@ def evaluate(
     out_dir: Path,
     data_root: Path,
     functions: Mapping[str, Callable[[Any], Any]] | None = None,
+    source: str = "published",
 ) -> list[Verdict]:
-    """Every claim of `ledger` on the sidecars in `out_dir` (figures_dir/<paper>) and the inputs in `data_root`."""
+    """Every claim of `ledger` on the sidecars in `out_dir` (figures_dir/<paper>) and the inputs in `data_root`;
+    `source`: where the outputs are built from (named in the commands that build missing ones)."""
     sidecars = Sidecars(out_dir)
-    return [evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper) for c in ledger.claims]
+    return [
+        evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims
+    ]
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:

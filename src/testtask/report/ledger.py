@@ -6,6 +6,7 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
     where: "Table 1(a)"               # where the paper states it (section, table, figure)
     statement: "BERT, m = 50, n = 50: mean boost, mean bias (%)"   # short, our words
     paper: [4.1, 0.19]                # the paper's value(s): number, list, string or mapping (quoted as data)
+                                      #   (the shape each rule needs: report/paper_values.py)
     ours:                             # how ours is obtained: a path into a sidecar ...
       output: table-1                 #   figures_dir/<paper>/table-1.json (or a file name: table-2.csv)
       path: rows[lm_type=bert,m=50,n=50].boost_mean   # see report/paths.py; a list of paths gives a list
@@ -30,7 +31,8 @@ from typing import Any
 
 import yaml
 
-from testtask.report import paths, rules
+from testtask.errors import InputError
+from testtask.report import paper_values, paths, rules
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -38,7 +40,7 @@ _FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note",
 _OURS_FIELDS = {"output", "path", "function", "scale"}
 
 
-class LedgerError(ValueError):
+class LedgerError(InputError, ValueError):
     """A ledger that cannot be used; the message names the file, the claim id and the field."""
 
 
@@ -186,8 +188,10 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
     problem = rules.check_params(str(rule_raw["kind"]), params)
     if problem:
         raise fail("rule", problem)
-    if rule_raw["kind"] == "sign" and raw["paper"] not in ("positive", "negative", "zero"):
-        raise fail("paper", "rule sign wants positive, negative or zero")
+    n_paths = len(path) if isinstance(path, tuple) else None
+    wrong = paper_values.problem(str(rule_raw["kind"]), raw["paper"], params, n_paths)
+    if wrong:
+        raise fail("paper", wrong)
 
     needs = raw.get("needs") or []
     if not isinstance(needs, list) or not all(isinstance(n, str) and n.strip() for n in needs):

@@ -1,7 +1,8 @@
 """`testtask action=report [paper=<key>|all]` (`make report`): evaluate every paper's claims ledger on the sidecars
 already built under `figures_dir` and render `<report.out_dir>/index.html`, `REPRODUCTION.md` and `report.json`.
 
-By default nothing is built (fast: run `make figures tables` first for complete verdicts); with
+By default nothing is built (fast: run `make figures tables` first for complete verdicts; what is missing is named
+first on the page and the console with the command that builds it, report/unbuilt.py); with
 `report.build_missing=true` the outputs the claims read that are absent are built first through the pipeline's
 `build` (passed in by the pipeline, which this package never imports).
 """
@@ -19,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from testtask import papers
 from testtask.io import atomic_write_json
 from testtask.paths import conf_dir, resolve
-from testtask.report import evaluate, ledger, provenance, render
+from testtask.report import evaluate, ledger, provenance, render, unbuilt
 
 log = logging.getLogger("testtask.report")
 
@@ -73,6 +74,15 @@ def _command(cfg: DictConfig) -> str:
     )
 
 
+def _overrides() -> list[str]:
+    """The command line's overrides that place outputs (none when called from Python, outside Hydra)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return unbuilt.place_overrides(list(HydraConfig.get().overrides.task))
+
+
 def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     settings = cfg.report
     chosen = papers.keys() if cfg.paper == "all" else [str(cfg.paper)]
@@ -80,6 +90,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     data_dest = resolve(cfg.data.dest)
     out_dir = resolve(settings.out_dir)
     reports: list[render.PaperReport] = []
+    missing: list[unbuilt.Unbuilt] = []
     for paper in chosen:
         plugin = papers.get(paper)
         loaded = load_ledger(paper)
@@ -103,14 +114,21 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
             data_root = resolve(cfg.results_dir) / paper
             if cfg.get("results_run"):
                 data_root = data_root / str(cfg.results_run)
-        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report)
+        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report, source)
         reports.append(render.PaperReport(paper, verdicts, folder, loaded.file))
         log.info("report %s: %s", paper, render.summary(verdicts))
+        waiting = unbuilt.collect(paper, source, verdicts)
+        if waiting:
+            missing.append(waiting)
+    notice = unbuilt.notice(missing, _overrides(), tried=bool(settings.build_missing))
+    for line in notice:  # on the console too, not only at the top of the page
+        log.warning("report: %s", line)
     sources = OmegaConf.to_container(cfg.data.get("sources") or {}, resolve=True)
     prov = provenance.collect(chosen, _command(cfg), figures_dir, data_dest, sources)  # type: ignore[arg-type]
-    page, md = render.write(reports, prov, out_dir)
+    page, md = render.write(reports, prov, out_dir, notice)
     summary = {
         "provenance": prov.as_dict(),
+        "not_built": notice,
         "papers": {
             r.paper: {
                 "ledger": str(r.ledger_file) if r.ledger_file else None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ th{background:#f3f3f3}.prov td:first-child{white-space:nowrap;font-weight:600}
 .output .claims{flex:1 1 56%}pre{white-space:pre-wrap;font-size:12px;background:#fafafa;padding:.5em;border:1px solid #eee}
 .badge{display:inline-block;border-radius:3px;padding:0 .45em;font-weight:600;font-size:12px;white-space:nowrap}
 .match{background:#d7f5dd;color:#0b5a1c}.differ{background:#fde2c8;color:#8a3b00}.nc{background:#e4e4e4;color:#444}
+.notice{background:#fff4d6;border:1px solid #e0b84c;padding:.4em 1em;margin:.8em 0}
 .summary span{margin-right:1em}.detail{color:#555;font-size:12.5px}code{font-size:12.5px}
 """
 
@@ -113,9 +115,14 @@ def _provenance_rows(prov: Provenance) -> list[tuple[str, str]]:
     return rows
 
 
-def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path) -> str:
+def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notice: Sequence[str] = ()) -> str:
+    """`notice`: a heading and lines shown first (report/unbuilt.py: what builds the outputs not built)."""
     e = html.escape
-    body = ["<h1>Reproduction report</h1>", '<table class="prov">']
+    body = ["<h1>Reproduction report</h1>"]
+    if notice:
+        items = "".join(f"<li><code>{e(line)}</code></li>" for line in notice[1:])
+        body.append(f'<div class="notice"><p><b>Not built yet.</b> {e(notice[0])}</p><ul>{items}</ul></div>')
+    body.append('<table class="prov">')
     body += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _provenance_rows(prov)]
     body.append("</table>")
     body.append(
@@ -182,8 +189,10 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(reports: list[PaperReport], prov: Provenance) -> str:
+def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str] = ()) -> str:
     lines = ["# Reproduction report", ""]
+    if notice:
+        lines += [f"> **Not built yet.** {notice[0]}", ">", *(f"> - `{line}`" for line in notice[1:]), ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in _provenance_rows(prov)]
     lines += ["", "| paper | " + " | ".join(STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
     for r in reports:
@@ -215,13 +224,15 @@ def markdown(reports: list[PaperReport], prov: Provenance) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(reports: list[PaperReport], prov: Provenance, out_dir: Path) -> tuple[Path, Path]:
+def write(
+    reports: list[PaperReport], prov: Provenance, out_dir: Path, notice: Sequence[str] = ()
+) -> tuple[Path, Path]:
     """Write index.html (copying the figures) and REPRODUCTION.md into `out_dir`; return their paths."""
     from testtask.io import atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / "index.html"
-    atomic_write_text(page, html_page(reports, prov, out_dir))
+    atomic_write_text(page, html_page(reports, prov, out_dir, notice))
     md = out_dir / "REPRODUCTION.md"
-    atomic_write_text(md, markdown(reports, prov))
+    atomic_write_text(md, markdown(reports, prov, notice))
     return page, md

@@ -21,13 +21,14 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import InputError
 from testtask.io import unique_keys_hook
 from testtask.metric_ranges import problem
 
 MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
 
 
-class ResultsFormatError(ValueError):
+class ResultsFormatError(InputError, ValueError):
     """`all_results.json` does not have the expected structure; the message names the file and the field."""
 
 

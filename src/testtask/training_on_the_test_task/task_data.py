@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from testtask.errors import InputError
+
 LETTERS = "ABCDEFGHIJ"
 Pair = tuple[str, str]
 
 
-class TaskDataError(ValueError):
+class TaskDataError(InputError, ValueError):
     """A training document lacks a field its formatter needs; the message names the source and the field."""
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.errors import InputError
 from testtask.io import atomic_write_text
 from testtask.lm.hf import pick_device
 from testtask.paths import resolve
@@ -22,7 +23,7 @@ from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority
 log = logging.getLogger("testtask.runner")
 
 
-class ResumeError(RuntimeError):
+class ResumeError(InputError, RuntimeError):
     pass
 
 

@@ -21,10 +21,11 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from testtask.errors import InputError
 from testtask.paths import resolve
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError, ValueError):
     """A dataset that cannot be turned into canonical text/label rows; the message names the source and field."""
 
 

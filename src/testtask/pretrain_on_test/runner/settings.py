@@ -14,8 +14,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from testtask.errors import InputError
 
-class SettingsError(KeyError):
+
+class SettingsError(InputError, KeyError):
     pass
 
 

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from testtask.errors import InputError
+
 STRATIFICATIONS = ("balanced_floor", "proportional")
 
 
-class SubsampleError(ValueError):
+class SubsampleError(InputError, ValueError):
     pass
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from testtask.errors import InputError
 from testtask.lm.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
 
 log = logging.getLogger("testtask.runner")
@@ -32,7 +33,7 @@ REQUIRED = (
 PRECISIONS = ("fp32", "bf16", "fp16")
 
 
-class ConfigError(KeyError):
+class ConfigError(InputError, KeyError):
     pass
 
 

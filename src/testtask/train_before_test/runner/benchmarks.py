@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from testtask.errors import InputError
+
 _REQUIRED = ("task", "metric")
 _SPLITS_REQUIRED = ("train", "test")
 _OPTIONAL = {
@@ -32,7 +34,7 @@ _SOURCE_KEYS = {"path": None, "name": None, "split": "train", "text": "text", "w
 CORPUS_SPLITS = {"train": "train", "validation": "validation", "test": "test"}
 
 
-class SpecError(ValueError):
+class SpecError(InputError, ValueError):
     pass
 
 

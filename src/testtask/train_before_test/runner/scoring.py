@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from testtask.errors import InputError
 from testtask.io import atomic_write_text
 from testtask.lm.evaluation import dumps_result, task_hashes, write_samples
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class MetricMissing(KeyError):
+class MetricMissing(InputError, KeyError):
     pass
 
 

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from testtask.errors import InputError
+
 _STREAMS = {"carve": 0, "train": 1, "validation": 2, "test": 3}
 SETS = ("train", "validation", "test")
 RULES = ("authors", "streams")
 
 
-class SplitError(ValueError):
+class SplitError(InputError, ValueError):
     pass
 
 

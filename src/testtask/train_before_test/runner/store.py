@@ -23,12 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from testtask.errors import InputError
 from testtask.io import atomic_write_json, to_jsonable
 
 KEYS = ("train_before_test", "direct_eval", "train_before_test_stderr", "direct_eval_stderr")
 
 
-class SettingsChanged(RuntimeError):
+class SettingsChanged(InputError, RuntimeError):
     pass
 
 

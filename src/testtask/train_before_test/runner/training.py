@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testtask.errors import InputError
 from testtask.lm.finetune import finetune, gradient_accumulation, world_size
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(InputError, RuntimeError):
     pass
 
 

@@ -1,0 +1,43 @@
+"""Errors a user makes (a bad override, a malformed results file, a ledger claim that does not fit its rule).
+
+Every such error class derives from `InputError` as well as from its usual built-in base (ValueError, KeyError,
+...), so library callers keep catching what they caught before. The command-line edges (`testtask`, the experiment
+runners) wrap their Hydra task in `reported()`: an InputError then prints its one message and exits 1, instead of
+Hydra's traceback with the useful line last; `HYDRA_FULL_ERROR=1` lets it through unchanged for debugging.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class InputError(Exception):
+    """An error in what the user gave (config, data, results, ledger); its message says what and where."""
+
+
+def message(err: BaseException) -> str:
+    """The error's message as written (KeyError's str() would wrap it in quotes)."""
+    if isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
+        return err.args[0]
+    return str(err)
+
+
+def full_error() -> bool:
+    """True when the user asked for full tracebacks (Hydra's own switch, read the way Hydra reads it)."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn an InputError into `error: <message>` on stderr and exit status 1 (unless HYDRA_FULL_ERROR=1).
+
+    SystemExit, not an Exception, so Hydra's own error reporting (which prints a traceback) passes it on.
+    """
+    try:
+        yield
+    except InputError as err:
+        if full_error():
+            raise
+        raise SystemExit(f"error: {message(err)}") from None

@@ -1,0 +1,60 @@
+"""What the report says first when outputs its claims read are not built (on a fresh clone: all of them).
+
+`make report` builds nothing by default: the full-setting figures take long (the posterior fits), and a report
+that silently spent that time would not be "the report of what is built". Instead of a page of "not computable",
+the report and the console start with the commands that build what is missing (`make figures tables` per paper,
+with its SOURCE and the overrides the report was given), and the faster alternatives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from testtask.report.evaluate import Verdict
+
+# Overrides that decide where outputs are built and read: a command that builds the missing ones repeats them.
+PLACE_KEYS = ("figures_dir", "cache_dir", "results_dir", "results_run", "data.dest")
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    paper: str
+    source: str
+    files: tuple[str, ...]  # the sidecars not built
+    claims: int  # how many claims wait for them
+
+
+def collect(paper: str, source: str, verdicts: Sequence[Verdict]) -> Unbuilt | None:
+    """The outputs of `paper` its claims read that are not built (None when all are)."""
+    waiting = [v for v in verdicts if v.unbuilt]
+    if not waiting:
+        return None
+    files = tuple(sorted({f for v in waiting for f in v.unbuilt}))
+    return Unbuilt(paper, source, files, len(waiting))
+
+
+def place_overrides(overrides: Sequence[str]) -> list[str]:
+    """The command-line overrides (key=value) among `overrides` that say where outputs are built and read."""
+    return [o for o in overrides if o.partition("=")[0].lstrip("+~") in PLACE_KEYS]
+
+
+def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: bool = False) -> list[str]:
+    """A heading line and one line per paper: the command that builds its missing outputs, or (after
+    `report.build_missing=true` tried) the outputs that could not be built. [] when nothing is missing."""
+    if not unbuilt:
+        return []
+    claims = sum(u.claims for u in unbuilt)
+    if tried:
+        head = (
+            f"{claims} claims read outputs that could not be built although report.build_missing=true "
+            "(their inputs are not available; the log says why):"
+        )
+        return [head, *(f"{u.paper}: {', '.join(u.files)}" for u in unbuilt)]
+    args = f" ARGS='{' '.join(overrides)}'" if overrides else ""
+    head = (
+        f"{claims} claims read outputs that are not built yet. Build them, then run `make report` again "
+        "(or `make report ARGS=report.build_missing=true` to build only what the claims read, or "
+        "`make report-fast` for an approximate report in minutes):"
+    )
+    return [head, *(f"make figures tables PAPER={u.paper} SOURCE={u.source}{args}" for u in unbuilt)]
