@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from testtask import diagnostics
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
 from testtask.outputs import save_figure
@@ -149,6 +150,35 @@ def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec
     return fits, seconds, False
 
 
+SHOWN_SLICES = 5  # failing slices a warning lists by number; the sidecar has them all
+
+
+def _check_slices(
+    cell: str, fits: list[SliceFit], limits: diagnostics.Thresholds
+) -> list[list[diagnostics.Failure]]:
+    """Each slice fit's failed diagnostics (of β, the only parameter a slice keeps); one warning per panel
+    names the failing slices, as one per slice would bury the console under hundreds of lines."""
+    checked = [
+        diagnostics.failures({TREATMENT: {"r_hat": f.r_hat, "ess_bulk": f.ess_bulk}}, f.divergences, limits)
+        for f in fits
+    ]
+    failing = [(i, found) for i, found in enumerate(checked) if found]
+    if failing:
+        shown = "; ".join(
+            f"slice {i}: {', '.join(f.text() for f in found)}" for i, found in failing[:SHOWN_SLICES]
+        )
+        more = f"; and {len(failing) - SHOWN_SLICES} more" if len(failing) > SHOWN_SLICES else ""
+        log.warning(
+            "fit diagnostics failed for %s: %d of %d slice fits: %s%s",
+            cell,
+            len(failing),
+            len(fits),
+            shown,
+            more,
+        )
+    return checked
+
+
 def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, seed: int) -> dict:
     """Refit the bias model on `slices` random slices with one subsample per task; summarise β's posterior means."""
     settings = ctx.settings.figure_7
@@ -169,6 +199,9 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     ess = np.array([f.ess_bulk for f in fits])
     divergences = np.array([f.divergences for f in fits])
     outside = np.abs(means_arr) >= band
+    lm_types = ", ".join(sorted(map(str, frame.lm_type.unique())))
+    cell = f"{ctx.paper} {ctx.output or 'figure 7'}, {label} bias (LM types {lm_types})"
+    checked = _check_slices(cell, fits, ctx.limits())
     return {
         "m": int(frame.m.iloc[0]),
         "n": int(frame.n.iloc[0]),
@@ -189,8 +222,19 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
             "slices_r_hat_over_1_01": int((r_hat > 1.01).sum()),
             "divergences": int(divergences.sum()),
             "slices_with_divergences": int((divergences > 0).sum()),
-            "per_slice": {"r_hat": r_hat, "ess_bulk": ess, "divergences": divergences},
+            "per_slice": {
+                "r_hat": r_hat,
+                "ess_bulk": ess,
+                "divergences": divergences,
+                diagnostics.OK: [not found for found in checked],
+            },
         },
+        diagnostics.OK: not any(checked),
+        diagnostics.FAILURES: [
+            {"slice": i, **failure}
+            for i, found in enumerate(checked)
+            for failure in diagnostics.record(found)[diagnostics.FAILURES]
+        ],
         "sampler": {k: sampler.get(k) for k in ("name", "draws", "tune", "chains", "target_accept")},
         "seconds": seconds,
         "from_cache": from_cache,

@@ -9,6 +9,7 @@ shown as "on the data present", never judged.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testtask import diagnostics
 from testtask.report import paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
 
@@ -63,6 +65,7 @@ class Sidecars(Mapping[str, Any]):
         self.folder = Path(folder)
         self._cache: dict[str, Any] = {}
         self.read: set[str] = set()
+        self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
 
     @staticmethod
     def file_name(name: str) -> str:
@@ -82,7 +85,15 @@ class Sidecars(Mapping[str, Any]):
             else:
                 self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
         self.read.add(file)
+        self.touched.add(file)
         return self._cache[file]
+
+    def start_claim(self) -> None:
+        self.touched = set()
+
+    def with_failed_fits(self) -> tuple[str, ...]:
+        """The files read since `start_claim` that record a fit which failed its diagnostics."""
+        return tuple(sorted(f for f in self.touched if diagnostics.any_failed(self._cache[f])))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (self.folder / self.file_name(name)).is_file()
@@ -104,6 +115,7 @@ class Verdict:
     missing: tuple[str, ...] = ()  # the inputs or sidecars that are absent
     command: str | None = None  # what makes the missing part
     reason: str | None = None  # why not computable, in words
+    failed_fits: tuple[str, ...] = ()  # sidecars read that record a fit outside the diagnostics limits
 
     @property
     def note(self) -> str | None:
@@ -123,6 +135,7 @@ class Verdict:
             "command": self.command,
             "reason": self.reason,
             "note": self.claim.note,
+            "failed_fits": list(self.failed_fits),
         }
 
 
@@ -164,6 +177,20 @@ def compute(claim: Claim, sidecars: Sidecars, functions: Mapping[str, Callable[[
 
 
 def evaluate_claim(
+    claim: Claim,
+    sidecars: Sidecars,
+    data_root: Path,
+    functions: Mapping[str, Callable[[Any], Any]],
+    paper: str,
+) -> Verdict:
+    """`claim`'s verdict, marked with the sidecars it read that record a fit failing its diagnostics."""
+    sidecars.start_claim()
+    verdict = _judge(claim, sidecars, data_root, functions, paper)
+    failed = sidecars.with_failed_fits()
+    return dataclasses.replace(verdict, failed_fits=failed) if failed else verdict
+
+
+def _judge(
     claim: Claim,
     sidecars: Sidecars,
     data_root: Path,
