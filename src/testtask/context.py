@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from testtask import provenance
+from testtask.diagnostics import Thresholds, configured
 
 
 class InputsUnavailable(RuntimeError):
@@ -28,6 +29,12 @@ class Context:
     # The pipeline's way to another paper's context for the same source (a paper that reads another paper's
     # release asks for it here instead of building that paper's context itself); None outside the pipeline.
     related: Callable[[str], Context] | None = None
+    diagnostics: Thresholds | None = None  # the fits' limits as composed; None: conf/config.yaml's (`limits`)
+    output: str | None = None  # what is being built ("figure 3"), to name it in messages
+
+    def limits(self) -> Thresholds:
+        """The diagnostics limits every fit of this context is checked by."""
+        return self.diagnostics if self.diagnostics is not None else configured()
 
     def collection_root(self, name: str) -> Path:
         """Folder of one collection of raw results (e.g. `accuracies_from_paper`), or InputsUnavailable."""

@@ -14,8 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers, provenance
+from testtask import diagnostics, papers, provenance
 from testtask.context import Context, InputsUnavailable
+from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
 from testtask.paths import conf_dir, resolve
 
@@ -80,6 +81,7 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         cache_dir=resolve(cache) / paper if cache else None,
         settings=plugin.settings(section),
         related=related,
+        diagnostics=Thresholds.from_config(cfg[diagnostics.SECTION]),
     )
 
 
@@ -117,6 +119,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
         wanted = sorted(builders, key=_order) if numbers is None else [n for n in numbers if n in builders]
         for number in wanted:
             ctx = make_context(cfg, paper)
+            ctx.output = f"{kind} {number}"
             start = time.perf_counter()
             stamp = provenance.Stamp(
                 paper=paper,

@@ -51,6 +51,12 @@ def test_figure_7_records_every_slice_fit_and_reuses_them(tmp_path, results, mon
         assert diagnostics["worst_r_hat"] == max(diagnostics["per_slice"]["r_hat"])
         assert diagnostics["min_ess_bulk"] == min(diagnostics["per_slice"]["ess_bulk"])
         assert diagnostics["worst_r_hat"] < 1.1 and diagnostics["min_ess_bulk"] > 50
+        # Each slice checked by the one diagnostics rule; the panel's flag is false when any slice fails.
+        assert len(diagnostics["per_slice"]["diagnostics_ok"]) == 12
+        assert panel["diagnostics_ok"] == all(diagnostics["per_slice"]["diagnostics_ok"])
+        assert len({f["slice"] for f in panel["diagnostics_failures"]}) == 12 - sum(
+            diagnostics["per_slice"]["diagnostics_ok"]
+        )
         assert panel["sampler"]["draws"] == 300 and not panel["from_cache"]
     # The simulated bias (+0.8 logit on the test arm) is far outside ±0.04 in every slice; no bias is inside.
     assert few["share_outside_band"] == 1.0 and few["share_hdi_excludes_zero"] == 1.0

@@ -2,6 +2,7 @@
 
 A fit is keyed by the data it saw, the model spec, the sampler settings and the seed, so a rerun (or another
 figure needing the same fit) reads the posterior instead of sampling again, and a crash loses one fit at most.
+Each file stores its key and the model code's version (`cache_entry`); one that does not match is refitted.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.io import atomic_save
-from testtask.pretrain_on_test import accuracies
+from testtask.pretrain_on_test import accuracies, cache_entry
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.sampling import fit
 from testtask.pretrain_on_test.settings import Settings
@@ -45,10 +46,11 @@ def fit_key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
     return h.hexdigest()[:20]
 
 
-def _read_cache(path: Path) -> az.InferenceData | None:
-    """The cached posterior at `path`, or None when there is none or it cannot be read (a truncated or
-    corrupt file, e.g. from a full disk or a copy cut short): that entry is reported by name, removed, and
-    the fit runs again."""
+def _read_cache(path: Path, key: str) -> az.InferenceData | None:
+    """The cached posterior at `path`, or None when there is none, it cannot be read (a truncated or corrupt
+    file, e.g. from a full disk or a copy cut short) or it does not prove it holds the fit `key` of today's model
+    code (another fit's file under this name, or a file from older code): that entry is reported by name and what
+    is wrong with it, removed, and the fit runs again."""
     if not path.is_file():
         return None
     try:
@@ -63,13 +65,23 @@ def _read_cache(path: Path) -> az.InferenceData | None:
         )
         path.unlink(missing_ok=True)
         return None
+    problem = cache_entry.mismatch(idata.attrs, key)
+    if problem is not None:
+        log.warning(
+            "cached posterior %s is not the fit asked for: %s; removing it and fitting again", path, problem
+        )
+        path.unlink(missing_ok=True)
+        return None
     return idata
 
 
 def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_dir: Path | None) -> Fit:
+    """The fit of `data` under `spec`, `sampler` and `seed`: read from `cache_dir` when an entry there proves it
+    holds it, sampled (and cached) otherwise."""
     sampler = dict(plain(sampler))
-    path = Path(cache_dir) / f"{fit_key(data, spec, sampler, seed)}.nc" if cache_dir else None
-    idata = _read_cache(path) if path is not None else None
+    key = fit_key(data, spec, sampler, seed)
+    path = Path(cache_dir) / f"{key}.nc" if cache_dir else None
+    idata = _read_cache(path, key) if path is not None else None
     if idata is not None:
         seconds = float(idata.attrs.get("fit_seconds", float("nan")))
         log.info("reusing cached posterior %s", path.name)
@@ -80,6 +92,7 @@ def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_
     result = fit(data, spec, sampler, seed)
     if path is not None:
         result.idata.attrs["fit_seconds"] = result.seconds
+        result.idata.attrs.update(cache_entry.stamp(key))
         # Uncompressed: posterior draws are doubles that zlib cannot shrink (the file is as large either way),
         # and compressing them took longer than fitting the smaller configurations.
         atomic_save(path, lambda tmp: result.idata.to_netcdf(str(tmp), compress=False))

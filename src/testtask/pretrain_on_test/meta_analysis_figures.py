@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from testtask import diagnostics
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
 from testtask.outputs import save_figure
-from testtask.pretrain_on_test import kernel_sampler
+from testtask.pretrain_on_test import cache_entry, kernel_sampler
 from testtask.pretrain_on_test.fits import configuration_data, fit_key, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.inputs import LOG_ODDS, SHARE, load_collection
@@ -98,23 +99,42 @@ def _fit_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> Sl
     return _summarise(result.idata.posterior[TREATMENT].values, result.divergences)
 
 
-def _cache_path(
+def _cache_entry(
     ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict
-) -> Path | None:
+) -> tuple[Path, str] | None:
+    """Where a panel's slice fits are cached, and the panel's key: the posterior cache keys of its slice fits."""
     if ctx.cache_dir is None:
         return None
     h = hashlib.sha256()
-    for data, seed in jobs:  # a panel's key: the posterior cache keys of its slice fits
+    for data, seed in jobs:
         h.update(fit_key(data, spec, sampler, seed).encode())
-    return Path(ctx.cache_dir) / f"figure-7-slices-{h.hexdigest()[:20]}.json"
+    key = h.hexdigest()
+    return Path(ctx.cache_dir) / f"figure-7-slices-{key[:20]}.json", key
+
+
+def _read_panel(path: Path, key: str) -> dict | None:
+    """The cached panel at `path` when it is readable and proves it holds `key` under today's model code; else
+    None, with a warning naming the file and what is wrong, and the file removed (the panel is fitted again)."""
+    if not path.is_file():
+        return None
+    try:
+        cached = json.loads(path.read_text())
+        problem = cache_entry.mismatch(cached, key)
+    except (ValueError, AttributeError) as err:  # truncated JSON, or JSON that is not an object
+        problem = f"it is unreadable ({type(err).__name__}: {err})"
+    if problem is not None:
+        log.warning("cached slice fits %s are not the panel asked for: %s; fitting again", path, problem)
+        path.unlink(missing_ok=True)
+        return None
+    return cached
 
 
 def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict, label: str):
     """Fit every slice, `sampler.cores` at a time (the kernel holds no GIL, so threads overlap); a finished
     panel is cached, so a rerun reads it instead of fitting 500 slices again."""
-    path = _cache_path(ctx, jobs, spec, sampler)
-    if path is not None and path.is_file():
-        cached = json.loads(path.read_text())
+    entry = _cache_entry(ctx, jobs, spec, sampler)
+    cached = _read_panel(*entry) if entry is not None else None
+    if cached is not None:
         log.info("%s: %d slice fits from the cache (fitted in %.0f s)", label, len(jobs), cached["seconds"])
         return [SliceFit(**row) for row in cached["fits"]], cached["seconds"], True
     started = time.perf_counter()
@@ -123,9 +143,40 @@ def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec
         futures = [pool.submit(_fit_slice, data, spec, sampler, seed) for data, seed in jobs]
         fits = [future.result() for future in tqdm(futures, desc=label, unit="slice")]
     seconds = time.perf_counter() - started
-    if path is not None:
-        atomic_write_json(path, {"seconds": seconds, "fits": [dataclasses.asdict(f) for f in fits]})
+    if entry is not None:
+        path, key = entry
+        stored = {**cache_entry.stamp(key), "seconds": seconds, "fits": [dataclasses.asdict(f) for f in fits]}
+        atomic_write_json(path, stored)
     return fits, seconds, False
+
+
+SHOWN_SLICES = 5  # failing slices a warning lists by number; the sidecar has them all
+
+
+def _check_slices(
+    cell: str, fits: list[SliceFit], limits: diagnostics.Thresholds
+) -> list[list[diagnostics.Failure]]:
+    """Each slice fit's failed diagnostics (of β, the only parameter a slice keeps); one warning per panel
+    names the failing slices, as one per slice would bury the console under hundreds of lines."""
+    checked = [
+        diagnostics.failures({TREATMENT: {"r_hat": f.r_hat, "ess_bulk": f.ess_bulk}}, f.divergences, limits)
+        for f in fits
+    ]
+    failing = [(i, found) for i, found in enumerate(checked) if found]
+    if failing:
+        shown = "; ".join(
+            f"slice {i}: {', '.join(f.text() for f in found)}" for i, found in failing[:SHOWN_SLICES]
+        )
+        more = f"; and {len(failing) - SHOWN_SLICES} more" if len(failing) > SHOWN_SLICES else ""
+        log.warning(
+            "fit diagnostics failed for %s: %d of %d slice fits: %s%s",
+            cell,
+            len(failing),
+            len(fits),
+            shown,
+            more,
+        )
+    return checked
 
 
 def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, seed: int) -> dict:
@@ -148,6 +199,9 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     ess = np.array([f.ess_bulk for f in fits])
     divergences = np.array([f.divergences for f in fits])
     outside = np.abs(means_arr) >= band
+    lm_types = ", ".join(sorted(map(str, frame.lm_type.unique())))
+    cell = f"{ctx.paper} {ctx.output or 'figure 7'}, {label} bias (LM types {lm_types})"
+    checked = _check_slices(cell, fits, ctx.limits())
     return {
         "m": int(frame.m.iloc[0]),
         "n": int(frame.n.iloc[0]),
@@ -168,8 +222,19 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
             "slices_r_hat_over_1_01": int((r_hat > 1.01).sum()),
             "divergences": int(divergences.sum()),
             "slices_with_divergences": int((divergences > 0).sum()),
-            "per_slice": {"r_hat": r_hat, "ess_bulk": ess, "divergences": divergences},
+            "per_slice": {
+                "r_hat": r_hat,
+                "ess_bulk": ess,
+                "divergences": divergences,
+                diagnostics.OK: [not found for found in checked],
+            },
         },
+        diagnostics.OK: not any(checked),
+        diagnostics.FAILURES: [
+            {"slice": i, **failure}
+            for i, found in enumerate(checked)
+            for failure in diagnostics.record(found)[diagnostics.FAILURES]
+        ],
         "sampler": {k: sampler.get(k) for k in ("name", "draws", "tune", "chains", "target_accept")},
         "seconds": seconds,
         "from_cache": from_cache,

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
+from testtask import diagnostics
 from testtask.context import Context
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, spec_from
@@ -19,10 +20,25 @@ from testtask.pretrain_on_test.inputs import load_collection
 log = logging.getLogger(__name__)
 
 
+def cell_name(ctx: Context, frame: pd.DataFrame, effect: str, where: str = "", **spec_overrides: Any) -> str:
+    """A fit's cell as the diagnostics warning names it, e.g. "pretrain-on-test figure 3, few_shot m=50 n=50
+    bias (LM types bert, gpt2)"."""
+    parts = [f"{ctx.paper} {ctx.output or ''}".strip() + ",", where, f"m={int(frame.m.iloc[0])}"]
+    parts += [f"n={int(frame.n.iloc[0])}", effect, *(f"{k}={v}" for k, v in spec_overrides.items())]
+    parts.append(f"(LM types {', '.join(sorted(map(str, frame.lm_type.unique())))})")
+    return " ".join(p for p in parts if p)
+
+
 def fit_panel(
-    ctx: Context, frame: pd.DataFrame, effect: str, seed_offset: int = 0, **spec_overrides: Any
+    ctx: Context,
+    frame: pd.DataFrame,
+    effect: str,
+    seed_offset: int = 0,
+    where: str = "",
+    **spec_overrides: Any,
 ) -> dict:
-    """Fit one (m, n, effect), draw the posterior predictive, and collect the numbers for the JSON sidecar."""
+    """Fit one (m, n, effect), draw the posterior predictive, and collect the numbers for the JSON sidecar.
+    `where` (e.g. the collection's role) goes into the cell a failed diagnostics warning names."""
     data = configuration_data(frame, effect)
     spec = spec_from(ctx.settings, **spec_overrides)
     fit = fit_cached(data, spec, ctx.sampler, ctx.seed + seed_offset, ctx.cache_dir)
@@ -52,6 +68,9 @@ def fit_panel(
         "sampler": fit.sampler,
         "backend": spec.backend,
         "noncentered_t": fit.spec.noncentered_t,
+        **diagnostics.assess(
+            cell_name(ctx, frame, effect, where, **spec_overrides), diag, fit.divergences, ctx.limits()
+        ),
     }
     return {"panel": panel, "fit": fit, "predictive": pp}
 
@@ -70,7 +89,11 @@ def fit_collection(ctx: Context, role: str, effects: list[str] | None = None) ->
         part = frame[(frame.m == m) & (frame.n == n)]
         # A seed per configuration, not per position in the job list, so figures share cached fits.
         result = fit_panel(
-            ctx, part, effect, seed_offset=zlib.crc32(f"{role}/{m}/{n}/{effect}".encode()) % 100_000
+            ctx,
+            part,
+            effect,
+            seed_offset=zlib.crc32(f"{role}/{m}/{n}/{effect}".encode()) % 100_000,
+            where=role,
         )
         seconds = result["panel"]["fit_seconds"]
         log.info(

@@ -7,6 +7,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from testtask import diagnostics
 from testtask.context import Context
 from testtask.outputs import save_figure
 from testtask.pretrain_on_test.fits import fit_cached, spec_from
@@ -25,14 +26,17 @@ def recover(ctx: Context, beta: float, seed: int) -> tuple[Fit, dict]:
         seed=seed,
     )
     fit = fit_cached(ModelData.from_long(long), spec_from(ctx.settings), ctx.sampler, seed, ctx.cache_dir)
-    d = fit.diagnostics()[TREATMENT]
+    every = fit.diagnostics()
+    d = every[TREATMENT]
     lo, hi = d["hdi_89"]
+    cell = f"{ctx.paper} {ctx.output or 'figure 12'}, simulated data with true beta={beta}"
     return fit, {
         "true_beta": beta,
         **d,
         "covers_truth": bool(lo <= beta <= hi),
         "excludes_zero": bool(lo > 0 or hi < 0),
         "divergences": fit.divergences,
+        **diagnostics.assess(cell, every, fit.divergences, ctx.limits()),
     }
 
 

@@ -9,6 +9,7 @@ shown as "on the data present", never judged.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testtask import diagnostics
 from testtask.report import paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
 
@@ -63,6 +65,7 @@ class Sidecars(Mapping[str, Any]):
         self.folder = Path(folder)
         self._cache: dict[str, Any] = {}
         self.read: set[str] = set()
+        self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
 
     @staticmethod
     def file_name(name: str) -> str:
@@ -82,7 +85,15 @@ class Sidecars(Mapping[str, Any]):
             else:
                 self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
         self.read.add(file)
+        self.touched.add(file)
         return self._cache[file]
+
+    def start_claim(self) -> None:
+        self.touched = set()
+
+    def with_failed_fits(self) -> tuple[str, ...]:
+        """The files read since `start_claim` that record a fit which failed its diagnostics."""
+        return tuple(sorted(f for f in self.touched if diagnostics.any_failed(self._cache[f])))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (self.folder / self.file_name(name)).is_file()
@@ -107,6 +118,7 @@ class Verdict:
     unbuilt: tuple[
         str, ...
     ] = ()  # the sidecars it reads that are not built (the report names what builds them)
+    failed_fits: tuple[str, ...] = ()  # sidecars read that record a fit outside the diagnostics limits
 
     @property
     def note(self) -> str | None:
@@ -127,6 +139,7 @@ class Verdict:
             "reason": self.reason,
             "not_built": list(self.unbuilt),
             "note": self.claim.note,
+            "failed_fits": list(self.failed_fits),
         }
 
 
@@ -168,6 +181,21 @@ def compute(claim: Claim, sidecars: Sidecars, functions: Mapping[str, Callable[[
 
 
 def evaluate_claim(
+    claim: Claim,
+    sidecars: Sidecars,
+    data_root: Path,
+    functions: Mapping[str, Callable[[Any], Any]],
+    paper: str,
+    source: str = "published",
+) -> Verdict:
+    """`claim`'s verdict, marked with the sidecars it read that record a fit failing its diagnostics."""
+    sidecars.start_claim()
+    verdict = _judge(claim, sidecars, data_root, functions, paper, source)
+    failed = sidecars.with_failed_fits()
+    return dataclasses.replace(verdict, failed_fits=failed) if failed else verdict
+
+
+def _judge(
     claim: Claim,
     sidecars: Sidecars,
     data_root: Path,

@@ -55,8 +55,13 @@ def _paper_value(v: Verdict) -> str:
     return rules.fmt(thaw(v.claim.paper))
 
 
+FIT_WARNING = "⚠ fit diagnostics"  # beside a claim resting on a fit outside the diagnostics limits
+
+
 def _detail(v: Verdict) -> str:
     parts = []
+    if v.failed_fits:
+        parts.append(f"{FIT_WARNING}: {', '.join(v.failed_fits)} records a fit outside the limits")
     if v.status == DIFFERS and v.difference:
         parts.append(f"differs by {v.difference}")
     if v.status == NOT_COMPUTABLE:

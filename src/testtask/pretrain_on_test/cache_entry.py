@@ -1,0 +1,64 @@
+"""What a cached posterior must carry to be trusted: the key it was fitted under and the model code's version.
+
+A cache file's name is its key, but a name proves nothing (a file copied over another, a cache kept across a change
+of the likelihood). So every entry stores its key and `model_code_version()` inside itself, and a reader compares
+both with what it expects before using the entry (`mismatch`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+KEY = "cache_key"
+VERSION = "model_code_version"
+
+
+def _model_code() -> list[Any]:
+    """The code that decides what a posterior is: the likelihood and priors (both backends and the compiled
+    kernel), the parameterisation choices, and the binding to the samplers. Summaries and figures are left out:
+    changing them does not change a posterior."""
+    from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, sampling
+
+    return [
+        kernel,
+        kernel_sampler,
+        sampling,
+        hierarchical.Priors,
+        hierarchical.ModelSpec,
+        hierarchical.ModelData,
+        hierarchical.build_marginal,
+        hierarchical.build_bambi,
+        hierarchical.choose_noncentered,
+        hierarchical.resolve_spec,
+    ]
+
+
+@functools.cache
+def model_code_version() -> str:
+    """A hash of the source of the model code (`_model_code`), computed from the code itself: an edit to any of
+    it gives a new version, so no hand-kept constant can be forgotten."""
+    h = hashlib.sha256()
+    for part in _model_code():
+        h.update(inspect.getsource(part).encode())
+    return h.hexdigest()[:16]
+
+
+def stamp(key: str) -> dict[str, str]:
+    """The attributes an entry fitted under `key` stores about itself."""
+    return {KEY: key, VERSION: model_code_version()}
+
+
+def mismatch(stored: Mapping[str, Any], key: str) -> str | None:
+    """How the attributes an entry stores differ from those expected for `key`, in words; None when they match."""
+    problems = []
+    for name, expected in stamp(key).items():
+        found = stored.get(name)
+        if found is None:
+            problems.append(f"it stores no {name} (expected {expected})")
+        elif str(found) != expected:
+            problems.append(f"its {name} is {found}, expected {expected}")
+    return "; ".join(problems) or None

@@ -1,0 +1,116 @@
+"""A cached posterior proves what it holds (issue 25, finding 8): its key and the model code's version are stored
+inside the file, and an entry that does not match them is named in a warning and refitted."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from testtask.pretrain_on_test import cache_entry
+from testtask.pretrain_on_test.fits import fit_cached, fit_key
+from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, ModelSpec
+from testtask.pretrain_on_test.meta_analysis_figures import _read_panel
+
+SAMPLER = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
+SPEC = ModelSpec(backend="marginal")
+SEED = 3
+
+
+def _data(effect: float, seed: int) -> ModelData:
+    """Three tasks, three subsamples, two LM types; the treatment arm `effect` more accurate."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
+        for lm in ("a", "b")
+        for d in range(3)
+        for s in range(3)
+        for t in (0, 1)
+    ]
+    for row in rows:
+        row["correct"] = int(rng.binomial(50, 0.5 + effect * row["treatment"]))
+    return ModelData.from_long(pd.DataFrame(rows))
+
+
+def _beta(fit: Fit) -> np.ndarray:
+    return fit.idata.posterior[TREATMENT].values
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> dict:
+    """Two real fits in one cache, as Figure 3 leaves them: a large 'boost' and a null 'bias'."""
+    folder = tmp_path / "cache"
+    out = {"folder": folder}
+    for name, effect in (("boost", 0.3), ("bias", 0.0)):
+        data = _data(effect, seed=len(name))
+        out[name] = {
+            "data": data,
+            "fit": fit_cached(data, SPEC, SAMPLER, SEED, folder),
+            "path": folder / f"{fit_key(data, SPEC, SAMPLER, SEED)}.nc",
+        }
+    return out
+
+
+def test_a_posterior_copied_over_another_is_named_and_refitted(cache: dict, caplog) -> None:
+    boost, bias = cache["boost"], cache["bias"]
+    assert _beta(boost["fit"]).mean() > _beta(bias["fit"]).mean() + 0.5  # the two are told apart
+    shutil.copyfile(boost["path"], bias["path"])
+    with caplog.at_level(logging.WARNING, logger="testtask"):
+        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+    assert not again.from_cache
+    assert str(bias["path"]) in caplog.text and cache_entry.KEY in caplog.text
+    assert np.allclose(_beta(again), _beta(bias["fit"]))  # the bias's posterior, not the boost's
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="testtask"):
+        third = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+    assert third.from_cache and not caplog.text  # the cache was rewritten with the right entry
+    assert np.allclose(_beta(third), _beta(bias["fit"]))
+
+
+def test_a_change_of_the_model_code_is_refitted(cache: dict, caplog, monkeypatch) -> None:
+    bias = cache["bias"]
+    monkeypatch.setattr(cache_entry, "model_code_version", lambda: "edited-likelihood")
+    with caplog.at_level(logging.WARNING, logger="testtask"):
+        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+    assert not again.from_cache
+    assert str(bias["path"]) in caplog.text and cache_entry.VERSION in caplog.text
+    assert "edited-likelihood" in caplog.text
+
+
+def test_an_intact_entry_is_reused(cache: dict, caplog) -> None:
+    bias = cache["bias"]
+    with caplog.at_level(logging.WARNING, logger="testtask"):
+        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+    assert again.from_cache and not caplog.text
+    assert np.array_equal(_beta(again), _beta(bias["fit"]))
+
+
+def test_the_code_version_is_computed_from_the_model_code(monkeypatch) -> None:
+    full = cache_entry.model_code_version()
+    fewer = cache_entry._model_code()[1:]  # without the compiled likelihood
+    cache_entry.model_code_version.cache_clear()
+    monkeypatch.setattr(cache_entry, "_model_code", lambda: fewer)
+    try:
+        assert cache_entry.model_code_version() != full
+    finally:
+        cache_entry.model_code_version.cache_clear()
+
+
+def test_figure_7_panel_cache_proves_what_it_holds(tmp_path: Path, caplog) -> None:
+    panel = {"seconds": 1.0, "fits": []}
+    path = tmp_path / "figure-7-slices-b.json"
+    path.write_text(json.dumps({**cache_entry.stamp("key-a"), **panel}))  # panel a copied over b
+    with caplog.at_level(logging.WARNING, logger="testtask"):
+        assert _read_panel(path, "key-b") is None
+    assert str(path) in caplog.text and cache_entry.KEY in caplog.text and not path.exists()
+    path.write_text(json.dumps(panel))  # written before entries carried their stamp
+    assert _read_panel(path, "key-b") is None and cache_entry.VERSION in caplog.text
+    path.write_text('{"seconds": 1.0, "fi')  # cut short
+    assert _read_panel(path, "key-b") is None and "unreadable" in caplog.text
+    path.write_text(json.dumps({**cache_entry.stamp("key-b"), **panel}))
+    assert _read_panel(path, "key-b") == {**cache_entry.stamp("key-b"), **panel}
