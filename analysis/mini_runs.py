@@ -52,6 +52,59 @@ def pretrain_on_test(root: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def zero_shot(root: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """Per (lm_type, dataset) of the §9 zero-shot CPU mini (accuracies_zero_shot): accuracies, boost, bias,
+    seconds per repetition, and the optimizer that stepped (from run_log.jsonl)."""
+    out = {}
+    for csv in sorted((root / "accuracies_zero_shot").rglob("accuracies.csv")):
+        acc = pd.read_csv(csv)
+        log = csv.parent / "run_log.jsonl"
+        records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+        reps = [r["seconds"] for r in records]
+        out[(csv.parent.parent.name, csv.parent.name)] = {
+            "repetitions": len(acc),
+            "base": acc.base.mean(),
+            "extra": acc.extra.mean(),
+            "test": acc.test.mean(),
+            "majority": acc.majority.mean(),
+            "boost": 100 * (acc.extra - acc.base).mean(),
+            "bias": 100 * (acc.test - acc.extra).mean(),
+            "seconds": float(np.median(reps)) if reps else float("nan"),
+            "optim": records[-1].get("pretrain_test_optim", "") if records else "",
+        }
+    return out
+
+
+def packing_speed(root: Path) -> dict[str, dict[str, Any]]:
+    """`make packing-speed`'s JSONs (results/pretrain-on-test/speed), one per lm_type and device."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(root.glob("packing-*.json"))}
+
+
+def _print_zero_shot(rows: dict, speeds: dict) -> None:
+    print(
+        "pretrain-on-test zero-shot cpu-mini (make mini-zero-shot-pretrain-on-test; means over repetitions)"
+    )
+    print(
+        "| lm_type | dataset | reps | acc_base | acc_extra | acc_test | majority | boost | bias | s / rep | optim |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for (lm_type, name), r in rows.items():
+        print(
+            f"| {lm_type} | {name} | {r['repetitions']} | {r['base']:.3f} | {r['extra']:.3f} | {r['test']:.3f} | "
+            f"{r['majority']:.3f} | {r['boost']:+.1f} | {r['bias']:+.1f} | {r['seconds']:.0f} | {r['optim']} |"
+        )
+    print("packing speed (make packing-speed; one epoch of pretraining on the prompts of the same texts)")
+    print("| file | mode | sequences | tokens | seconds | tokens/s | texts/s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for stem, data in speeds.items():
+        for mode, run in data["runs"].items():
+            trial = run["trials"][0]
+            print(
+                f"| {stem} | {mode} | {run['sequences']} | {trial['tokens']:,} | {trial['seconds']:.1f} | "
+                f"{run['tokens_per_second']:.1f} | {run['texts_per_second']:.2f} |"
+            )
+
+
 def training_on_the_test_task(results: Path, scratch: Path) -> dict[str, Any]:
     """The figure-mini panels (before/after per benchmark) and lm-eval's total seconds, from `results`."""
     evaluations = results / TOTT / "evaluations"
@@ -156,6 +209,7 @@ def main() -> None:
             old_pot = pretrain_on_test(old / POT)
             old_tott = training_on_the_test_task(old, tmp / "figures-before")
         _print_pot(pretrain_on_test(repo_root() / POT), old_pot)
+        _print_zero_shot(zero_shot(repo_root() / POT), packing_speed(repo_root() / POT.parent / "speed"))
         _print_tott(training_on_the_test_task(repo_root(), tmp / "figures-now"), old_tott)
 
 
