@@ -42,7 +42,7 @@ def expected_from(path: Path, obj: Any) -> Expected | None:
     """What the sidecar `path` was built from, as the Expected its counterpart is checked against (None: it has
     no provenance block, so its counterpart is checked against nothing)."""
     block = obj.get(PROVENANCE) if isinstance(obj, dict) else None
-    if not isinstance(block, dict):
+    if not isinstance(block, dict) or "source" not in block:
         return None
     checksum = (block.get("data") or {}).get("checksum")
     return Expected.of(

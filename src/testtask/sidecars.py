@@ -5,7 +5,7 @@ Every reader of a sidecar (the report, `analysis/compare_sidecars.py`, the noteb
 what it was asked for as an `Expected` to `check` (or reads through `read`/`load`): a sidecar whose `provenance`
 block names another source, another results run or other data is refused with `ProvenanceMismatch`, naming both.
 
-A sidecar without a `provenance` block (written by hand, in tests, or by a builder called from Python outside
+A sidecar without a `provenance` block naming its source (written by hand, in tests, or by a builder called from Python outside
 `pipeline.build`) is accepted with a warning: its folder (`paths.output_dir`, one per source and run) is then the
 only thing that says what it was built from, and that is the layout every build writes.
 """
@@ -66,7 +66,7 @@ def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
     if expected is None or not isinstance(document, dict):
         return document
     block = document.get(KEY)
-    if not isinstance(block, dict):
+    if not isinstance(block, dict) or "source" not in block:  # no block, or a partial one written by hand
         if str(path) not in _warned:
             _warned.add(str(path))
             log.warning(
