@@ -162,7 +162,11 @@ def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):
     assert row["arxiv_2025"] == pytest.approx(0.82069) and not row["excluded_from_perplexity"]
     claim = next(c for c in load_ledger(PAPER).claims if c.id == "tbt.b2.table3.pythia_410m")
     verdict = evaluate.evaluate_claim(
-        claim, Sidecars(tmp_path / "figs" / PAPER / "published"), tmp_path / "published" / PAPER, functions.FUNCTIONS, PAPER
+        claim,
+        Sidecars(tmp_path / "figs" / PAPER / "published"),
+        tmp_path / "published" / PAPER,
+        functions.FUNCTIONS,
+        PAPER,
     )
     assert verdict.status == evaluate.MATCHES, verdict
 
