@@ -65,8 +65,9 @@ def _config(tmp_path: Path, *extra: str):
     return cfg
 
 
-def _json(tmp_path: Path, name: str) -> dict:
-    return json.loads((tmp_path / "figs" / PAPER / "published" / f"{name}.json").read_text())
+def _json(tmp_path: Path, name: str, folder: str = "published") -> dict:
+    """A sidecar of the source folder `folder` (paths.source_folder)."""
+    return json.loads((tmp_path / "figs" / PAPER / folder / f"{name}.json").read_text())
 
 
 @pytest.fixture
@@ -155,7 +156,7 @@ def test_source_results_reads_our_runs_layout(tmp_path: Path):
     path.write_text(json.dumps(synthetic_results(benchmarks, seed=1)))
     cfg = _config(tmp_path, "source=results", f"results_dir={tmp_path / 'results'}", "results_run=run1")
     assert run(OmegaConf.merge(cfg, {"action": "figure", "figure": 6}))
-    assert _json(tmp_path, "figure-6")["source"] == "results"
+    assert _json(tmp_path, "figure-6", "results-run1")["source"] == "results"
 
 
 def test_absent_results_skip_the_figure(tmp_path: Path):
