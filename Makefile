@@ -58,15 +58,15 @@ figures: data
 tables: data
 	$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
-# The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/index.html and
-# report/REPRODUCTION.md. Evaluates the outputs already built (run `make figures tables` first for complete
+# The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/<source>/index.html and
+# report/<source>/REPRODUCTION.md (<source>: published, or results-<run>; README "Where outputs go"). Evaluates the outputs already built (run `make figures tables` first for complete
 # verdicts; when some are missing, the report and the console start with the command that builds them);
 # ARGS='report.build_missing=true' builds the absent ones first.
 report: data
 	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # The same in minutes from a clean checkout: builds what the claims read into figures-fast/ with smaller settings
-# (conf/report/fast.yaml; approximate posteriors, stated in the report) -> report-fast/.
+# (conf/report/fast.yaml; approximate posteriors, stated in the report) -> report-fast/<source>/.
 report-fast: data
 	$(TT) action=report report=fast figures_dir=figures-fast cache_dir=cache-fast paper=$(PAPER) source=$(SOURCE) $(ARGS)
 

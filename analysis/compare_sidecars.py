@@ -1,7 +1,7 @@
 """Compare the JSON sidecars of two figure folders: the same numbers before and after a change of the code.
 
 python analysis/compare_sidecars.py OLD_FIGURES NEW_FIGURES [--rtol 1e-9] [--atol 1e-12] [--ignore seconds ...]
-                                   [--with-provenance]
+                                   [--with-provenance] [--source published|results [--run RUN]]
 
 Walks every `*.json` under OLD_FIGURES (e.g. `figures/` built at an older commit), pairs it with the file of the
 same relative path under NEW_FIGURES and compares them value by value: numbers within the tolerance, strings,
@@ -10,7 +10,11 @@ and a summary; exits 1 when a shared value differs or a file is missing on the n
 are listed but allowed (a sidecar may gain fields); `--strict` makes them differences too. `--ignore NAME` skips
 every key called NAME (default: the wall-clock fields `seconds`, `fit_seconds`, `total_seconds`). A sidecar's
 top-level `provenance` block (git commit, command, data checksum: it differs from one build to the next by design)
-is left out unless `--with-provenance` is given.
+is left out of the comparison unless `--with-provenance` is given, but it is checked first
+(testtask.sidecars.check): each new sidecar must be built from the source, results run and data its old one was
+(a before/after comparison on other data compares nothing), and with `--source` (and `--run`) every sidecar on
+both sides must be of that source; a mismatch stops the tool with a message naming both (exit 2). Point it at one
+source folder on each side, e.g. `figures/<paper>/published` (testtask.paths.output_dir).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from testtask.sidecars import Expected, ProvenanceMismatch, check
+
 TIMINGS = ("seconds", "fit_seconds", "total_seconds")
 PROVENANCE = "provenance"  # the top-level block testtask.provenance adds to every sidecar
 
@@ -30,6 +36,18 @@ PROVENANCE = "provenance"  # the top-level block testtask.provenance adds to eve
 def without_provenance(obj: Any) -> Any:
     """`obj` without its top-level `provenance` block."""
     return {k: v for k, v in obj.items() if k != PROVENANCE} if isinstance(obj, dict) else obj
+
+
+def expected_from(path: Path, obj: Any) -> Expected | None:
+    """What the sidecar `path` was built from, as the Expected its counterpart is checked against (None: it has
+    no provenance block, so its counterpart is checked against nothing)."""
+    block = obj.get(PROVENANCE) if isinstance(obj, dict) else None
+    if not isinstance(block, dict) or "source" not in block:
+        return None
+    checksum = (block.get("data") or {}).get("checksum")
+    return Expected.of(
+        str(block.get("source")), block.get("run"), checksum, reader=f"the comparison with {path}"
+    )
 
 
 def differences(
@@ -80,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare the top-level provenance blocks too (they differ by commit, command and data)",
     )
+    parser.add_argument(
+        "--source", choices=("published", "results"), help="the source every sidecar must be of"
+    )
+    parser.add_argument("--run", help="with --source results: the results run every sidecar must be of")
     args = parser.parse_args(argv)
+    asked = Expected.of(args.source, args.run, reader="compare_sidecars") if args.source else None
     files = sorted(p.relative_to(args.old) for p in args.old.rglob("*.json"))
     bad = added = 0
     for rel in files:
@@ -90,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old / rel, target))
+        try:
+            check(args.old / rel, old, asked)
+            check(target, new, asked)
+            check(target, new, expected_from(args.old / rel, old))
+        except ProvenanceMismatch as err:
+            print(f"refused: {err}")
+            return 2
         if not args.with_provenance:
             old, new = without_provenance(old), without_provenance(new)
         ignore = tuple(args.ignore) if args.ignore is not None else TIMINGS

@@ -17,9 +17,11 @@ our families (the CPU-mini family, a simulated one, a build with overrides); whe
 statements (the ordering of the chain, Figure 3's shares, Figures 5 and 6) is judged by the claims ledger
 conf/claims/downstream-predictability.yaml: `make report PAPER=downstream-predictability SOURCE=results`.
 
-    python analysis/downstream_predictability_summary.py [figures_dir] [--method NAME] [--per-task]
+    python analysis/downstream_predictability_summary.py [figures_dir] [--run RUN] [--method NAME] [--per-task]
 
-`figures_dir` is the folder holding `downstream-predictability/` (default: the repository's `figures/`).
+`figures_dir` is the folder holding `downstream-predictability/` (default: the repository's `figures/`); the
+sidecars are read from its `results-<RUN>/` folder (testtask.paths.output_dir; RUN default cpu-mini, `simulated`
+for `build_simulated`), each checked to be built from that run (testtask.sidecars.check).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from typing import Any
 
 from testtask.downstream_predictability.chain import LABELS as QUANTITY_LABELS
 from testtask.downstream_predictability.statistics import STATISTICS
+from testtask.paths import output_dir
+from testtask.sidecars import Expected
+from testtask.sidecars import check as check_provenance
 
 REPO = Path(__file__).resolve().parents[1]
 SUBDIR = "downstream-predictability"
@@ -41,14 +46,14 @@ FIGURES = (2, 3, 4, 5, 6)
 STATISTIC_HEADERS = ("mean", "median", "AUC of 1 − CDF", "−min(W(C,+1), W(C,−1))")
 
 
-def load_sidecars(folder: Path) -> dict[int, dict[str, Any]]:
-    """Figure number -> its JSON sidecar, for the sidecars that exist."""
+def load_sidecars(folder: Path, expected: Expected | None = None) -> dict[int, dict[str, Any]]:
+    """Figure number -> its JSON sidecar, for the sidecars that exist (each checked against `expected`)."""
     out = {}
     for number in FIGURES:
         path = folder / f"figure-{number}.json"
         if path.is_file():
             try:
-                out[number] = json.loads(path.read_text())
+                out[number] = check_provenance(path, json.loads(path.read_text()), expected)
             except json.JSONDecodeError as err:
                 raise SystemExit(f"{path}: not valid JSON ({err})") from err
     return out
@@ -359,11 +364,12 @@ def print_ordering(fig4: dict[str, Any] | None, method: str | None) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("figures_dir", nargs="?", default=str(REPO / "figures"))
+    parser.add_argument("--run", default="cpu-mini", help="the results run the figures were built from")
     parser.add_argument("--method", default=None, help="correlation method (default: that of Figures 2/3)")
     parser.add_argument("--per-task", action="store_true", help="also print the mean correlation per task")
     args = parser.parse_args(argv)
-    folder = Path(args.figures_dir) / SUBDIR
-    sidecars = load_sidecars(folder)
+    folder = output_dir(Path(args.figures_dir), "results", args.run, SUBDIR)
+    sidecars = load_sidecars(folder, Expected.of("results", args.run, reader="the summary"))
     print(f"# downstream-predictability: summary of {short(folder)}\n")
     if not sidecars:
         print(

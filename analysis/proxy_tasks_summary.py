@@ -3,7 +3,8 @@ figures.
 
 Reads only the JSON written by the builds (`testtask action=figures paper=proxy-tasks` and
 `testtask action=tables paper=proxy-tasks`): figure-loo.json, table-loo.json and table-robustness.json under
-figures/proxy-tasks/. Computes nothing of the method itself; it only lays the numbers out and counts. None of these
+figures/proxy-tasks/published/ (testtask.paths.output_dir; each checked to be built from the release,
+testtask.sidecars.check). Computes nothing of the method itself; it only lays the numbers out and counts. None of these
 tables answers a statement of the paper (it has no leave-one-model-out prediction, baselines or published matrices).
 The paper's claims (Table 5 recomputed from its Table 4, §4.2's reading of it, Table 3's Kendall) are judged by the
 claims ledger conf/claims/proxy-tasks.yaml: `make report PAPER=proxy-tasks`.
@@ -18,8 +19,11 @@ import statistics
 import sys
 from pathlib import Path
 
+from testtask.paths import output_dir
+from testtask.sidecars import Expected, check
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DIR = ROOT / "figures" / "proxy-tasks"
+DEFAULT_DIR = output_dir(ROOT / "figures", "published", None, "proxy-tasks")
 TARGET = "gsm8k"
 SIDECARS = {
     "figure-loo.json": "action=figures",
@@ -35,7 +39,8 @@ def load(folder: Path) -> dict[str, dict]:
         how = sorted({SIDECARS[name] for name in missing})
         cmds = "; ".join(f"nice -n 19 .venv/bin/testtask {a} paper=proxy-tasks" for a in how)
         sys.exit(f"missing {', '.join(missing)} in {folder}: build them first ({cmds})")
-    return {name: json.loads((folder / name).read_text()) for name in SIDECARS}
+    asked = Expected.of("published", reader="the summary")
+    return {name: check(folder / name, json.loads((folder / name).read_text()), asked) for name in SIDECARS}
 
 
 def markdown(headers: list[str], rows: list[list[object]]) -> str:

@@ -35,7 +35,7 @@
 #
 # Every number comes from the `testtask` library through the CLI
 # (`testtask action=figure figure=N paper=downstream-predictability source=results`); the figures' JSON files
-# hold the numbers behind every panel. With `TESTTASK_NOTEBOOK_FAST=1` Figure 5 is skipped and the simulated
+# (`figures/downstream-predictability/results-cpu-mini/`) hold the numbers behind every panel. With `TESTTASK_NOTEBOOK_FAST=1` Figure 5 is skipped and the simulated
 # family is smaller.
 
 # %%
@@ -235,8 +235,9 @@ with tempfile.TemporaryDirectory() as work:
         seed=int(NB.cfg.seed) % 2**32,
     )
 print(f"built {[b['figure'] for b in built]}; rising questions: {np.mean(family.slopes['sim_task'] > 0):.2f}")
-display(Image(filename=str(NB.out_dir(SIMULATED) / "figure-3.png")))
-sim = NB.numbers("figure-4", SIMULATED)
+SIM_RUN = (RESULTS, "results_run=simulated")  # build_simulated's source and run: its outputs' folder
+display(Image(filename=str(NB.out_dir(SIMULATED, *SIM_RUN) / "figure-3.png")))
+sim = NB.numbers("figure-4", SIMULATED, *SIM_RUN)
 sim_table = pd.DataFrame(sim["rows"])
 display(
     sim_table[sim_table.method == CFG.focus.method]
@@ -255,7 +256,7 @@ print({step: f"{o['n_holds']}/{o['n']}" for step, o in sim["ordering"].items()})
 if not NB.fast:
     ZERO = f"{NB.figures_dir}/variants/undefined-zero"
     if NB.build("figure", 4, RESULTS, "downstream_predictability.undefined=zero", figures=ZERO):
-        zero = pd.DataFrame(NB.numbers("figure-4", ZERO)["rows"])
+        zero = pd.DataFrame(NB.numbers("figure-4", ZERO, RESULTS)["rows"])
         display(
             zero[zero.method == CFG.focus.method]
             .groupby("quantity", sort=False)[["mean", "auc_ccdf"]]

@@ -21,7 +21,7 @@
 #
 # Every result comes from the `testtask` library: each cell runs the CLI's configuration
 # (`testtask.pipeline.compose` + `testtask.pipeline.run`, the same as `testtask action=figure figure=N`), then displays
-# `figures/pretrain-on-test/figure-N.png` and reads key numbers from the JSON file written beside it. No
+# `figures/pretrain-on-test/published/figure-N.png` and reads key numbers from the JSON file written beside it. No
 # analysis lives only in this notebook.
 #
 # **Settings.** With `TESTTASK_NOTEBOOK_FAST=1` (the test suite does this) the sampler runs short chains and

@@ -24,7 +24,7 @@
 # This notebook rebuilds the paper's figures from the authors' released score matrices
 # (`all_results.json`: benchmark -> model -> score, with standard errors, for both regimes). Each cell runs the
 # CLI (`testtask.pipeline.compose` + `run`, the same as `testtask paper=train-before-test action=figure figure=N`),
-# displays `figures/train-before-test/figure-N.png` and reads the numbers from the JSON file beside it. The
+# displays `figures/train-before-test/published/figure-N.png` and reads the numbers from the JSON file beside it. The
 # sentences comparing our numbers with the paper's are written by code from those JSON files; the paper's
 # values are typed in once, in `PAPER_VALUES` below. No analysis lives only in this notebook.
 #

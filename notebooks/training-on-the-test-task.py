@@ -24,7 +24,7 @@
 # Every result comes from the `testtask` library: each cell runs the CLI's configuration
 # (`testtask.pipeline.compose` + `testtask.pipeline.run`, the same as
 # `testtask paper=training-on-the-test-task action=figure figure=N`), then displays
-# `figures/training-on-the-test-task/figure-N.png` and reads key numbers from the JSON file written beside it
+# `figures/training-on-the-test-task/published/figure-N.png` and reads key numbers from the JSON file written beside it
 # (tables: `table-N.md`, `.csv` and `.json`). No analysis lives only in this notebook.
 #
 # **Settings.** With `TESTTASK_NOTEBOOK_FAST=1` (the test suite does this) only Figures 1, 3, 7, 8, 9, 17, 20

@@ -158,7 +158,7 @@ def test_the_adding_a_figure_example_of_docs_architecture_works(tmp_path, monkey
         ]
     )
     assert [b["figure"] for b in build(cfg, "figure", ["mean-boost"])] == ["mean-boost"]
-    out = tmp_path / "figures" / "pretrain-on-test"
+    out = tmp_path / "figures" / "pretrain-on-test" / "results"  # results_run=null: no run level
     numbers = json.loads((out / "figure-mean-boost.json").read_text())
     assert len(numbers["mean_boost"]) == 3 and (out / "figure-mean-boost.png").is_file()
 

@@ -38,7 +38,9 @@ def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):
         run(_config(tmp_path, "action=table", "table=1"))
     built = run(_config(tmp_path, "action=figure", "figure=6"))
     assert [b["figure"] for b in built] == [6]
-    numbers = json.loads((tmp_path / "figures" / "pretrain-on-test" / "figure-6.json").read_text())
+    numbers = json.loads(
+        (tmp_path / "figures" / "pretrain-on-test" / "published" / "figure-6.json").read_text()
+    )
     assert {p["variant"] for p in numbers["panels"]} == {"padding"}
     assert numbers["panels"][0]["lm_types"] == ["mistral-qlora-zero-shot"]
     assert any("packing" in note for note in numbers["missing"])
@@ -59,7 +61,7 @@ def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
             seed=n,
         )
     run(_config(tmp_path, "action=figure", "figure=3", "source=results"))
-    out = tmp_path / "figures" / "pretrain-on-test"
+    out = tmp_path / "figures" / "pretrain-on-test" / "results"  # results_run=null: no run level
     assert (out / "figure-3.png").stat().st_size > 10_000 and (out / "figure-3.pdf").is_file()
     numbers = json.loads((out / "figure-3.json").read_text())
     assert numbers["source"] == "results" and numbers["total_seconds"] > 0
@@ -120,7 +122,9 @@ def test_figure_3_from_the_committed_cpu_mini_results(tmp_path):
     cfg.results_dir = str(repo_root() / "results")
     cfg.results_run = "cpu-mini"  # the default of conf/config.yaml
     run(cfg)
-    numbers = json.loads((tmp_path / "figures" / "pretrain-on-test" / "figure-3.json").read_text())
+    numbers = json.loads(
+        (tmp_path / "figures" / "pretrain-on-test" / "results-cpu-mini" / "figure-3.json").read_text()
+    )
     panels = {(p["m"], p["n"], p["effect"]): p for p in numbers["panels"]}
     assert set(panels) == {(50, 50, "boost"), (50, 50, "bias")}
     frames = pd.concat([pd.read_csv(f) for f in files])
@@ -330,7 +334,9 @@ def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch
     assert run(_config(tmp_path, "action=data", *committed, "results_run=cpu-mini")) == {}
     assert not (tmp_path / "published").exists()
     run(_config(tmp_path, "action=table", "table=contamination", *committed, "results_run=cpu-mini"))
-    assert (tmp_path / "figures" / "pretrain-on-test" / "table-contamination.json").is_file()
+    assert (
+        tmp_path / "figures" / "pretrain-on-test" / "results-cpu-mini" / "table-contamination.json"
+    ).is_file()
     with pytest.raises(Exception, match="could not download"):  # source=published still fetches
         run(_config(tmp_path, "action=data", "paper=pretrain-on-test", "source=published"))
     # The Makefile's data step, which every figure/table/report target runs first, passes SOURCE on.

@@ -129,7 +129,7 @@ def figure_3_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="testtask"):
         run(tmp_config(tmp_path, "action=figure", "figure=3", "source=results"))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    return tmp_path / "figures" / "pretrain-on-test", warnings
+    return tmp_path / "figures" / "pretrain-on-test" / "results", warnings
 
 
 def test_figure_3_names_the_cell_and_flags_the_fit_in_its_sidecar(figure_3_with_a_bad_bias_fit):

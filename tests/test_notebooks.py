@@ -63,5 +63,5 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     ]
     assert not errors, errors
     if path.stem == "pretrain-on-test":
-        assert (figures / "pretrain-on-test" / "figure-3.json").is_file()
-        assert (figures / "pretrain-on-test" / "figure-3.png").is_file()
+        assert (figures / "pretrain-on-test" / "published" / "figure-3.json").is_file()
+        assert (figures / "pretrain-on-test" / "published" / "figure-3.png").is_file()

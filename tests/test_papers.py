@@ -81,7 +81,7 @@ def test_a_new_paper_builds_through_the_pipeline(toy_paper, tmp_path):
     (tmp_path / "results" / "toy-paper" / "values.txt").write_text("0.1 0.6 0.7 0.9")
     built = run(_config(tmp_path, "action=table", "table=1"))
     assert [(b["paper"], b["table"]) for b in built] == [("toy-paper", 1)]
-    numbers = json.loads((tmp_path / "figures" / "toy-paper" / "table-1.json").read_text())
+    numbers = json.loads((tmp_path / "figures" / "toy-paper" / "results" / "table-1.json").read_text())
     assert numbers["share_above"] == 0.75
     assert run(_config(tmp_path, "action=toy")) == ("toy-paper", 0.5)
 

@@ -27,8 +27,9 @@ def _config(tmp_path: Path, *extra: str):
     return tmp_config(tmp_path, "pretrain_on_test.permutation_test.permutations=50", *FAST, *extra)
 
 
-def _sidecar(tmp_path: Path, name: str) -> dict:
-    return json.loads((tmp_path / "figures" / "pretrain-on-test" / name).read_text())
+def _sidecar(tmp_path: Path, name: str, folder: str = "results") -> dict:
+    """A sidecar of `folder` (paths.source_folder: `results` for results_run=null, or `published`)."""
+    return json.loads((tmp_path / "figures" / "pretrain-on-test" / folder / name).read_text())
 
 
 def _few_shot(root: Path, ns: tuple[int, ...] = (50,)) -> None:
@@ -84,12 +85,12 @@ def test_published_release_is_identified_by_its_fetch_stamp(tmp_path):
     _few_shot(release)
     stamp_release(release)
     run(_config(tmp_path, "action=table", "table=1"))
-    data = _sidecar(tmp_path, "table-1.json")["provenance"]["data"]
+    data = _sidecar(tmp_path, "table-1.json", "published")["provenance"]["data"]
     hashes = json.loads((release / ".fetched.json").read_text())["hashes"]
     canonical = json.dumps(hashes, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert data["checksum"] == "sha256:" + hashlib.sha256(canonical).hexdigest()
     assert data["files"] == len(hashes) == 6 and data["fetched_from"] == "test:synthetic"
-    assert _sidecar(tmp_path, "table-1.json")["provenance"]["source"] == "published"
+    assert _sidecar(tmp_path, "table-1.json", "published")["provenance"]["source"] == "published"
 
 
 def test_figure_3_without_m_100_says_so_on_the_figure(tmp_path, monkeypatch):

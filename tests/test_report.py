@@ -504,8 +504,8 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     from testtask import papers
     from testtask.pipeline import run
 
-    out = tmp_path / "report"
-    summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={out}"))
+    summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={tmp_path / 'report'}"))
+    out = tmp_path / "report" / "published"  # paths.output_dir: one report folder per source
     claims = [c for p in summary["papers"].values() for c in p["claims"]]
     # all but claims on variants of a figure (built by their own command, which their verdict names)
     waiting = [c for c in claims if c["not_built"]]
@@ -565,7 +565,7 @@ def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_pa
         [sys.executable, "-c", code, *args, *hydra], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((out / "published" / "report.json").read_text())
     command = f"make figures tables PAPER=proxy-tasks SOURCE=published ARGS='figures_dir={figures}'"
     assert report["not_built"][1:] == [command]
     assert command in done.stdout + done.stderr  # the console says it too

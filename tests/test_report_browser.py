@@ -60,8 +60,9 @@ def test_every_figure_of_the_report_loads_in_a_headless_browser(tmp_path):
 
 @pytest.mark.slow
 def test_every_figure_of_the_built_report_loads():
-    """`make report`'s own page (report/index.html, when it has been built): every embedded figure decodes."""
-    page = repo_root() / "report" / "index.html"
+    """`make report`'s own page (report/published/index.html, when it has been built): every embedded figure
+    decodes."""
+    page = repo_root() / "report" / "published" / "index.html"
     if not page.is_file():
         pytest.skip(f"{page} not built (make report)")
     images = _browser_images(page)

@@ -20,7 +20,7 @@ class Context:
     paper: str  # paper key, e.g. "pretrain-on-test"
     source: str  # "published" or "results"
     data_root: Path  # raw results of this paper for the chosen source
-    out_dir: Path  # figures/<paper-key>
+    out_dir: Path  # figures/<paper-key>/<source folder> (paths.output_dir)
     cfg: Any  # this paper's analysis config (DictConfig or dict)
     sampler: Any  # sampler config
     seed: int
@@ -31,6 +31,7 @@ class Context:
     related: Callable[[str], Context] | None = None
     diagnostics: Thresholds | None = None  # the fits' limits as composed; None: conf/config.yaml's (`limits`)
     output: str | None = None  # what is being built ("figure 3"), to name it in messages
+    run: str | None = None  # the results run read (results_run) with source=results; None for the release
 
     def limits(self) -> Thresholds:
         """The diagnostics limits every fit of this context is checked by."""

@@ -7,15 +7,15 @@ TESTTASK_NOTEBOOK_CACHE and TESTTASK_NOTEBOOK_DATA (where figures, caches and do
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from testtask.data.fetch import FetchError
-from testtask.paths import resolve
+from testtask.paths import output_dir, resolve
 from testtask.pipeline import NothingBuilt, compose, run
+from testtask.sidecars import Expected, read
 
 
 class Walkthrough:
@@ -45,8 +45,10 @@ class Walkthrough:
     def config(self, *extra: str, figures: str | None = None):
         return compose([*self.overrides, f"figures_dir={figures or self.figures_dir}", *extra])
 
-    def out_dir(self, figures: str | None = None) -> Path:
-        return resolve(figures or self.figures_dir) / self.paper
+    def out_dir(self, figures: str | None = None, *extra: str) -> Path:
+        """The folder of the outputs built with overrides `extra` (their source and run: paths.output_dir)."""
+        cfg = self.config(*extra, figures=figures)
+        return output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), self.paper)
 
     def fetch(self) -> dict[str, Any] | None:
         """`action=data`: copy or download the authors' release; None (with a note) when it cannot be fetched."""
@@ -72,10 +74,13 @@ class Walkthrough:
             return False
         return True
 
-    def numbers(self, name: str, figures: str | None = None) -> dict | None:
-        """The JSON sidecar `name`.json (None if absent)."""
-        path = self.out_dir(figures) / f"{name}.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+    def numbers(self, name: str, figures: str | None = None, *extra: str) -> dict | None:
+        """The JSON sidecar `name`.json of the outputs built with overrides `extra` (None if absent); one built
+        from another source or run than those overrides say is refused (sidecars.ProvenanceMismatch)."""
+        cfg = self.config(*extra, figures=figures)
+        path = self.out_dir(figures, *extra) / f"{name}.json"
+        expected = Expected.of(cfg.source, cfg.get("results_run"), reader="the notebook")
+        return read(path, expected) if path.is_file() else None
 
     def figure(self, number: int, *extra: str, figures: str | None = None) -> dict | None:
         """Build Figure `number`, display its PNG and return its JSON sidecar (None if not built)."""
@@ -83,12 +88,12 @@ class Walkthrough:
 
         if not self.build("figure", number, *extra, figures=figures):
             return None
-        png = self.out_dir(figures) / f"figure-{number}.png"
+        png = self.out_dir(figures, *extra) / f"figure-{number}.png"
         if not png.is_file():
             print(f"Figure {number}: {png} is missing.")
             return None
         display(Image(filename=str(png)))
-        return self.numbers(f"figure-{number}", figures)
+        return self.numbers(f"figure-{number}", figures, *extra)
 
     def table(self, number: int, *extra: str, figures: str | None = None) -> dict | None:
         """Build Table `number`, display its Markdown and return its JSON sidecar ({} if it has none; None if not built)."""
@@ -96,5 +101,5 @@ class Walkthrough:
 
         if not self.build("table", number, *extra, figures=figures):
             return None
-        display(Markdown((self.out_dir(figures) / f"table-{number}.md").read_text()))
-        return self.numbers(f"table-{number}", figures) or {}
+        display(Markdown((self.out_dir(figures, *extra) / f"table-{number}.md").read_text()))
+        return self.numbers(f"table-{number}", figures, *extra) or {}

@@ -33,3 +33,32 @@ def resolve(path: str | os.PathLike) -> Path:
     """A path from config: absolute as given, relative to the repository root otherwise."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else repo_root() / p
+
+
+PUBLISHED = "published"
+RESULTS = "results"
+
+
+def run_of(source: str, run: object) -> str | None:
+    """The results run that a source reads: `run` (results_run) for source=results, None for the authors'
+    release (results_run names our runs only, so it must not split published outputs)."""
+    return None if source == PUBLISHED or run in (None, "") else str(run)
+
+
+def source_folder(source: str, run: object = None) -> str:
+    """The folder name that keeps one source's outputs apart: `published`, `results-<run>`, or `results` (our runs
+    without a run level, results_run=null). Outputs of two sources (or two runs) never share a folder."""
+    if source not in (PUBLISHED, RESULTS):
+        raise ValueError(f"source must be {PUBLISHED} or {RESULTS}, got {source!r}")
+    name = run_of(source, run)
+    if name is not None and ("/" in name or name in (".", "..")):
+        raise ValueError(f"results_run {name!r} cannot name an output folder")
+    return source if name is None else f"{source}-{name}"
+
+
+def output_dir(root: str | os.PathLike, source: str, run: object = None, paper: str | None = None) -> Path:
+    """THE place an output of `source` (and results run `run`) goes under the output root `root` (figures_dir,
+    report.out_dir, ...): `<root>/<paper>/<source folder>/` for a paper's figures and tables, `<root>/<source
+    folder>/` for a report over papers. Every writer and reader composes its folder here."""
+    base = resolve(root)
+    return (base / paper if paper else base) / source_folder(source, run)

@@ -18,7 +18,7 @@ from testtask import diagnostics, papers, provenance
 from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
-from testtask.paths import conf_dir, resolve
+from testtask.paths import conf_dir, output_dir, resolve, run_of
 
 log = logging.getLogger("testtask")
 
@@ -74,7 +74,7 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         paper=paper,
         source=cfg.source,
         data_root=data_root,
-        out_dir=resolve(cfg.figures_dir) / paper,
+        out_dir=output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), paper),
         cfg=section,
         sampler=cfg.sampler,
         seed=int(cfg.seed),
@@ -82,6 +82,7 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         settings=plugin.settings(section),
         related=related,
         diagnostics=Thresholds.from_config(cfg[diagnostics.SECTION]),
+        run=run_of(cfg.source, cfg.get("results_run")),
     )
 
 
@@ -130,6 +131,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 git_commit=commit,
                 git_dirty=dirty,
                 command=provenance.command(),
+                run=ctx.run,
                 cache=checksums,
             )
             try:

@@ -151,6 +151,7 @@ class Stamp:
     git_commit: str
     git_dirty: bool
     command: str
+    run: str | None = None  # the results run read (source=results); the sidecar's readers check it
     cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved root -> data entry, per build
     others: dict[str, Path] = field(default_factory=dict)  # other papers' roots read, in order
 
@@ -175,6 +176,7 @@ class Stamp:
             "dirty": self.git_dirty,
             "seed": self.seed,
             "source": self.source,
+            "run": self.run,
             "data": data,
             "command": self.command,
             "testtask_version": __version__,

@@ -126,7 +126,7 @@ def test_report_on_the_real_sidecars(tmp_path):
     """On the figures built from our runs under figures/ (skipped when absent): every claim is computed, none
     fails on a path or a rule, through `testtask action=report`."""
     figures = resolve(compose([f"paper={PAPER}"]).figures_dir)
-    folder = figures / PAPER
+    folder = figures / PAPER / "results-cpu-mini"  # paths.output_dir of source=results, the default run
     if not all((folder / f"figure-{n}.json").is_file() for n in (3, 4, 5, 6)):
         pytest.skip(f"{folder} lacks figures 3-6 (make figures PAPER={PAPER} SOURCE=results)")
     summary = run(

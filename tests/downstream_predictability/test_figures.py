@@ -20,8 +20,11 @@ PAPER = "downstream-predictability"
 SETTINGS = replace(Settings.from_config(compose()["downstream_predictability"]), methods=("spearman",))
 
 
+SIMULATED = "results-simulated"  # build_simulated's source and run (paths.source_folder)
+
+
 def _numbers(figures, number):
-    return json.loads((figures / PAPER / f"figure-{number}.json").read_text())
+    return json.loads((figures / PAPER / SIMULATED / f"figure-{number}.json").read_text())
 
 
 def _mean_spearman(tmp_path, rho):
@@ -61,7 +64,7 @@ def test_simulated_family_through_the_cli(tmp_path):
     assert [b["figure"] for b in built] == [2, 3, 4, 5, 6]
     figures = tmp_path / "figures"
     for number in (2, 3, 4, 5, 6):
-        assert (figures / PAPER / f"figure-{number}.png").stat().st_size > 10_000
+        assert (figures / PAPER / SIMULATED / f"figure-{number}.png").stat().st_size > 10_000
     fig2 = _numbers(figures, 2)
     assert fig2["families"]["simulated"]["n_members"] == 5 and fig2["warnings"] == []
     panel = fig2["panels"]["simulated"]
@@ -113,7 +116,7 @@ MMLU_SUBJECTS = ("high_school_biology", "marketing", "us_foreign_policy", "world
 def test_cpu_mini_family(tmp_path):
     cfg = compose([f"paper={PAPER}", "source=results", f"figures_dir={tmp_path}"])
     assert [b["figure"] for b in build(cfg, "figure", [3])] == [3]
-    numbers = json.loads((tmp_path / PAPER / "figure-3.json").read_text())
+    numbers = json.loads((tmp_path / PAPER / "results-cpu-mini" / "figure-3.json").read_text())
     family = numbers["families"]["smollm2-135m-cpu-mini"]
     steps = [f"intermediate/mcaux/evals/smollm2-135m/step_{k}" for k in (10, 20, 30, 40)]
     assert [m["name"] for m in family["members"]] == ["base", *steps, "e1/mcaux"]

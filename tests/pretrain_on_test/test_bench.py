@@ -51,7 +51,7 @@ def test_bench_times_figures_3_and_7_and_says_what_came_from_the_cache(config, t
     proxied = run(config("action=bench", "bench.proxy_missing_m=true", "pretrain_on_test.figure_7.m=100"))
     assert [(row["m"], row["proxy"]) for row in proxied["fits"]] == [(50, False)] * 2 + [(100, True)] * 2
     assert [p["m"] for p in proxied["figure_7"]["panels"]] == [100, 100] and not proxied["figure_7"]["notes"]
-    saved = json.loads((tmp_path / "figures" / "pretrain-on-test" / "bench.json").read_text())
+    saved = json.loads((tmp_path / "figures" / "pretrain-on-test" / "results" / "bench.json").read_text())
     assert saved["cold"] is False and saved["proxy_m"] == [100] and saved["machine"]
 
 
@@ -72,4 +72,4 @@ def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, ca
     assert "x faster per fit" in capsys.readouterr().out
     # With more than one core, ours also runs on the authors' one core: the same chains, so the same draws.
     assert [row["beta_mean"] for row in one_core] in ([], [ours["beta_mean"]])
-    assert (tmp_path / "figures" / "pretrain-on-test" / "bench-vs-authors.json").is_file()
+    assert (tmp_path / "figures" / "pretrain-on-test" / "results" / "bench-vs-authors.json").is_file()

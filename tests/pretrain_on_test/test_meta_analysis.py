@@ -39,7 +39,7 @@ def results(tmp_path):
 
 def test_figure_7_records_every_slice_fit_and_reuses_them(tmp_path, results, monkeypatch):
     run(_config(tmp_path, "action=figure", "figure=7", "source=results"))
-    out = tmp_path / "figures" / "pretrain-on-test"
+    out = tmp_path / "figures" / "pretrain-on-test" / "results"
     numbers = json.loads((out / "figure-7.json").read_text())
     few, zero = numbers["panels"]
     assert (few["m"], few["n"], few["slices"]) == (50, 100, 12) and zero["lm_types"] == [

@@ -114,13 +114,13 @@ def test_table_5_claims_on_a_fresh_build(tmp_path):
     assert table_3["status"] == evaluate.NOT_COMPUTABLE and table_3["missing"] == ["table-3.json"]
     assert table_3["command"] == "make table-3 PAPER=proxy-tasks"
     assert summary["papers"][PAPER]["counts"] == {"matches": 4, "differs": 16, "not computable": 1}
-    assert "`pt.table5.cmnli.r`" in (tmp_path / "report" / "REPRODUCTION.md").read_text()
+    assert "`pt.table5.cmnli.r`" in (tmp_path / "report" / "published" / "REPRODUCTION.md").read_text()
 
 
 def test_report_on_the_real_sidecars():
     """On the outputs `make figures tables PAPER=proxy-tasks` wrote under figures/ (skipped when absent): no claim
     is left not computable by a path the sidecar lacks or a value of the wrong shape for its rule."""
-    folder = resolve(compose([f"paper={PAPER}"]).figures_dir) / PAPER
+    folder = resolve(compose([f"paper={PAPER}"]).figures_dir) / PAPER / "published"
     if not (folder / "table-5.json").is_file():
         pytest.skip(f"{folder} holds no built proxy-tasks tables")
     loaded = load_ledger(PAPER)

@@ -61,7 +61,7 @@ def test_table_5_from_the_papers_ensembles(tmp_path):
     cfg = compose([f"paper={PAPER}", f"figures_dir={tmp_path}"])
     numbers = build(cfg, "table", [5])
     assert numbers and numbers[0]["table"] == 5
-    out = json.loads((tmp_path / PAPER / "table-5.json").read_text())
+    out = json.loads((tmp_path / PAPER / "published" / "table-5.json").read_text())
     rows = out["rows"]
     assert set(rows) == {"C3", "CMNLI", "OCNLI", "CHID", "RTE", "CMMLU"}
     # C3 random-noise members 31.18, 30.36, 32.26: sample variance by hand
@@ -72,7 +72,7 @@ def test_table_5_from_the_papers_ensembles(tmp_path):
         assert r["ratio"] == pytest.approx(r["var_data"] / r["var_noise"]), task
     assert out["paper_reported_table5"]["CMMLU"]["ratio"] == pytest.approx(10.79)
     assert rows["CMMLU"]["ratio"] == pytest.approx(10.79, abs=0.01)
-    assert (tmp_path / PAPER / "table-5.md").is_file()
+    assert (tmp_path / PAPER / "published" / "table-5.md").is_file()
 
 
 def test_tott_config_is_reachable_from_proxy_tasks():
@@ -101,8 +101,8 @@ def test_real_releases_lomo_figure(real_mirror, tmp_path, monkeypatch):
     ]
     cfg.proxy_tasks.evaluation.bootstrap = 200
     assert run(cfg)
-    out = json.loads((figures / PAPER / "figure-loo.json").read_text())
-    assert (figures / PAPER / "figure-loo.png").is_file()
+    out = json.loads((figures / PAPER / "published" / "figure-loo.json").read_text())
+    assert (figures / PAPER / "published" / "figure-loo.png").is_file()
     assert "stderr proxy" in out["robustness"]
     by = {p["matrix"]["key"]: p for p in out["panels"]}
     assert set(by) == {"tbt_direct", "tott_base"}

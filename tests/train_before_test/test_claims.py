@@ -128,10 +128,10 @@ def test_functions_on_synthetic_sidecars():
 def test_variants_are_read_beside_the_defaults_or_name_their_command(tmp_path: Path):
     with pytest.raises(NotComputable, match="no folder"):
         functions.ties_leader(SIDECARS)
-    sidecars = Sidecars(tmp_path / "figures" / PAPER)
+    sidecars = Sidecars(tmp_path / "figures" / PAPER / "published")
     with pytest.raises(NotComputable, match=r"variant ties-leader not built .*ties\.rule=leader"):
         functions.ties_leader(sidecars)
-    variant = tmp_path / "figures" / "variants" / "ties-leader" / PAPER
+    variant = tmp_path / "figures" / "variants" / "ties-leader" / PAPER / "published"
     variant.mkdir(parents=True)
     (variant / "figure-12.json").write_text(json.dumps(_figure_12(0.564, 0.796, (0.5, 0.75))))
     assert functions.ties_leader(sidecars)["train_before_test"] == 0.796
@@ -155,20 +155,24 @@ def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):
     )
     cfg.train_before_test.categories = OmegaConf.create(CATEGORIES)
     run(OmegaConf.merge(cfg, {"action": "table", "table": 3}))
-    table = json.loads((tmp_path / "figs" / PAPER / "table-3.json").read_text())
+    table = json.loads((tmp_path / "figs" / PAPER / "published" / "table-3.json").read_text())
     assert table["reference_model"] == PYTHIA
     assert table["models_without_bits_per_byte"] == ["google/gemma-7b", "google/gemma-7b-it"]
     row = next(r for r in table["rows"] if r["model"] == PYTHIA and r["regime"] == "direct")
     assert row["arxiv_2025"] == pytest.approx(0.82069) and not row["excluded_from_perplexity"]
     claim = next(c for c in load_ledger(PAPER).claims if c.id == "tbt.b2.table3.pythia_410m")
     verdict = evaluate.evaluate_claim(
-        claim, Sidecars(tmp_path / "figs" / PAPER), tmp_path / "published" / PAPER, functions.FUNCTIONS, PAPER
+        claim,
+        Sidecars(tmp_path / "figs" / PAPER / "published"),
+        tmp_path / "published" / PAPER,
+        functions.FUNCTIONS,
+        PAPER,
     )
     assert verdict.status == evaluate.MATCHES, verdict
 
 
 def test_report_on_the_real_sidecars_has_no_path_or_rule_error():
-    folder = resolve("figures") / PAPER
+    folder = resolve("figures") / PAPER / "published"
     if not (folder / "figure-2.json").is_file():
         pytest.skip(f"no real sidecars in {folder} (make figures tables PAPER={PAPER})")
     verdicts = evaluate.evaluate(

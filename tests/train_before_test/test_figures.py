@@ -65,8 +65,9 @@ def _config(tmp_path: Path, *extra: str):
     return cfg
 
 
-def _json(tmp_path: Path, name: str) -> dict:
-    return json.loads((tmp_path / "figs" / PAPER / f"{name}.json").read_text())
+def _json(tmp_path: Path, name: str, folder: str = "published") -> dict:
+    """A sidecar of the source folder `folder` (paths.source_folder)."""
+    return json.loads((tmp_path / "figs" / PAPER / folder / f"{name}.json").read_text())
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def test_main_figures_and_tables_on_synthetic_results(synthetic: Path):
 
     fig3 = _json(synthetic, "figure-3")
     assert fig3["intra_category"]["direct"]["Math"] is None  # one benchmark: no pair within
-    assert (synthetic / "figs" / PAPER / "figure-3.csv").is_file()
+    assert (synthetic / "figs" / PAPER / "published" / "figure-3.csv").is_file()
 
     fig4 = _json(synthetic, "figure-4")
     tbt = fig4["panels"]["train_before_test"]
@@ -134,7 +135,7 @@ def test_main_figures_and_tables_on_synthetic_results(synthetic: Path):
 
     fig12 = _json(synthetic, "figure-12")
     assert fig12["ties"]["rule"] == "pairwise" and fig12["ties"]["z"] == pytest.approx(1.96, abs=1e-3)
-    table4 = json.loads((synthetic / "figs" / PAPER / "table-4.json").read_text())
+    table4 = json.loads((synthetic / "figs" / PAPER / "published" / "table-4.json").read_text())
     assert {"model", "flops_1e18", "pc1_direct", "pc1_train_before_test"} <= set(table4["rows"][0])
 
 
@@ -155,7 +156,7 @@ def test_source_results_reads_our_runs_layout(tmp_path: Path):
     path.write_text(json.dumps(synthetic_results(benchmarks, seed=1)))
     cfg = _config(tmp_path, "source=results", f"results_dir={tmp_path / 'results'}", "results_run=run1")
     assert run(OmegaConf.merge(cfg, {"action": "figure", "figure": 6}))
-    assert _json(tmp_path, "figure-6")["source"] == "results"
+    assert _json(tmp_path, "figure-6", "results-run1")["source"] == "results"
 
 
 def test_absent_results_skip_the_figure(tmp_path: Path):

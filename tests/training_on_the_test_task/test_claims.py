@@ -3,8 +3,8 @@ the ledger validates, each named function gives a known answer on small syntheti
 a synthetic figures folder (or say which sidecar is missing and how to build it), and on the real sidecars, when
 they have been built, no claim fails with a path or rule error.
 
-The real sidecars are looked for in `figures/training-on-the-test-task/` (`make figures tables
-PAPER=training-on-the-test-task`) or in `$TESTTASK_REPORT_FIGURES/training-on-the-test-task/`; absent, that test
+The real sidecars are looked for in `figures/training-on-the-test-task/published/` (`make figures tables
+PAPER=training-on-the-test-task`) or in `$TESTTASK_REPORT_FIGURES/training-on-the-test-task/published/`; absent, that test
 is skipped."""
 
 from __future__ import annotations
@@ -314,8 +314,9 @@ def _real_folder() -> Path | None:
     roots = [Path(os.environ["TESTTASK_REPORT_FIGURES"])] if os.environ.get("TESTTASK_REPORT_FIGURES") else []
     roots.append(REPO / "figures")
     for root in roots:
-        if (root / PAPER / "figure-1.json").is_file() and (root / PAPER / "table-3.json").is_file():
-            return root / PAPER
+        folder = root / PAPER / "published"  # paths.output_dir
+        if (folder / "figure-1.json").is_file() and (folder / "table-3.json").is_file():
+            return folder
     return None
 
 

@@ -127,7 +127,7 @@ def test_every_figure_and_table_builds_and_recovers_theta(synthetic):
     tables = {entry["table"] for entry in build(cfg, "table", None)}
     assert tables == {3, 4, 5}
 
-    out = figures / PAPER
+    out = figures / PAPER / "published"
     fig1 = json.loads((out / "figure-1.json").read_text())
     by = {(p["benchmark"], p["adjusted"]): p for p in fig1["panels"]}
     for key in ("mmlu", "gsm8k"):
@@ -173,7 +173,7 @@ def test_figure_9_from_a_learning_rate_sweep(tmp_path):
             _write(ev / "lr_sweep" / rate / "mmluaux" / path.name, sweep)
     stamp_release(data / PAPER)
     build(_cfg(data, tmp_path / "figures"), "figure", [9])
-    fig9 = json.loads((tmp_path / "figures" / PAPER / "figure-9.json").read_text())
+    fig9 = json.loads((tmp_path / "figures" / PAPER / "published" / "figure-9.json").read_text())
     original, swept = fig9["panels"]
     assert abs(original["theta"]) < 0.03
     assert swept["theta"] - original["theta"] == pytest.approx(0.05, abs=0.01)
@@ -190,7 +190,7 @@ def test_published_release_figure_1(real_mirror, tmp_path, monkeypatch):
     )  # `make data`: copied, verified, stamped
     cfg = _cfg(data, tmp_path / "figures")
     build(cfg, "figure", [1])
-    fig1 = json.loads((tmp_path / "figures" / PAPER / "figure-1.json").read_text())
+    fig1 = json.loads((tmp_path / "figures" / PAPER / "published" / "figure-1.json").read_text())
     by = {(p["benchmark"], p["adjusted"]): p for p in fig1["panels"]}
     assert set(by) == {("mmlu", False), ("gsm8k", False), ("mmlu", True), ("gsm8k", True)}
     # the paper: θ ≈ 0.073 (MMLU) and 0.191 (GSM8K), significant; adjusted small and not significant

@@ -43,7 +43,9 @@ def test_before_after_panel(tmp_path):
     built = build(cfg, "figure", ["mini"])
     assert [b["figure"] for b in built] == ["mini"]
     numbers = json.loads(
-        (tmp_path / "figures" / "training-on-the-test-task" / "figure-mini.json").read_text()
+        (
+            tmp_path / "figures" / "training-on-the-test-task" / "results-cpu-mini" / "figure-mini.json"
+        ).read_text()
     )
     scores = {p["benchmark"]: p for p in numbers["panels"] if p["kind"] == "score"}
     assert set(scores) == set(BEFORE)
@@ -51,7 +53,9 @@ def test_before_after_panel(tmp_path):
         assert scores[benchmark]["difference"] == pytest.approx(AFTER[benchmark] - BEFORE[benchmark])
     briers = {p["benchmark"] for p in numbers["panels"] if p["kind"] == "brier"}
     assert briers == {"arc_challenge_mc", "mmlu_mc"}
-    assert (tmp_path / "figures" / "training-on-the-test-task" / "figure-mini.png").stat().st_size > 10_000
+    assert (
+        tmp_path / "figures" / "training-on-the-test-task" / "results-cpu-mini" / "figure-mini.png"
+    ).stat().st_size > 10_000
     # The paper's own figures and tables need registry models: with only the mini run they are skipped; building
     # none of the tables is an error (exit 1), not a silent success.
     assert [b["figure"] for b in build(cfg, "figure", None)] == ["mini"]
@@ -85,7 +89,9 @@ def test_mmlu_subjects_are_pooled(tmp_path):
     )
     build(cfg, "figure", ["mini"])
     numbers = json.loads(
-        (tmp_path / "figures" / "training-on-the-test-task" / "figure-mini.json").read_text()
+        (
+            tmp_path / "figures" / "training-on-the-test-task" / "results-cpu-mini" / "figure-mini.json"
+        ).read_text()
     )
     (mmlu,) = [p for p in numbers["panels"] if p["benchmark"] == "mmlu_mc" and p["kind"] == "score"]
     assert mmlu["before"]["value"] == pytest.approx(0.25) and mmlu["after"]["value"] == pytest.approx(0.5)
@@ -113,7 +119,9 @@ def test_figure_mini_from_the_committed_cpu_mini_results(tmp_path):
     )
     build(cfg, "figure", ["mini"])
     numbers = json.loads(
-        (tmp_path / "figures" / "training-on-the-test-task" / "figure-mini.json").read_text()
+        (
+            tmp_path / "figures" / "training-on-the-test-task" / "results-cpu-mini" / "figure-mini.json"
+        ).read_text()
     )
     scores = {p["benchmark"] for p in numbers["panels"] if p["kind"] == "score"}
     assert scores == {

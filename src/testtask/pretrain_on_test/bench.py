@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
-from testtask.paths import resolve
+from testtask.paths import output_dir
 from testtask.pretrain_on_test.inputs import PAPER_M
 
 
@@ -99,7 +99,10 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
     from testtask.pretrain_on_test.meta_analysis_figures import figure_7
 
     options = cfg.get("bench", {})
-    ctx.out_dir = resolve(cfg.figures_dir) / "pretrain-on-test" / "bench"
+    folder = output_dir(
+        cfg.figures_dir, cfg.source, cfg.get("results_run"), ctx.paper
+    )  # bench.json goes here
+    ctx.out_dir = folder / "bench"
     proxies: list[int] = []
     result: dict[str, Any] = {
         "sampler": cfg.sampler.name,
@@ -153,5 +156,5 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
                     "notes": numbers_7["notes"],
                 }
     print(f"\nmachine: {result['machine']}")
-    atomic_write_json(resolve(cfg.figures_dir) / "pretrain-on-test" / "bench.json", result)
+    atomic_write_json(folder / "bench.json", result)
     return result

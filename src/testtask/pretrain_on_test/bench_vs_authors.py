@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from testtask.context import Context
 from testtask.io import atomic_write_json
-from testtask.paths import resolve
+from testtask.paths import output_dir
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.bench import machine
 from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
@@ -126,5 +126,6 @@ def bench_vs_authors(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
     }
-    atomic_write_json(resolve(cfg.figures_dir) / "pretrain-on-test" / "bench-vs-authors.json", result)
+    folder = output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), "pretrain-on-test")
+    atomic_write_json(folder / "bench-vs-authors.json", result)
     return result

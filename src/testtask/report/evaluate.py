@@ -1,4 +1,4 @@
-"""Claims × the sidecars present in `<figures_dir>/<paper>/` → verdicts.
+"""Claims × the sidecars present in `<figures_dir>/<paper>/<source folder>/` → verdicts.
 
 A verdict is `matches`, `differs` (by how much, with the ledger's note when it has one) or `not computable` (the
 input or sidecar that is missing, and the command that would make it). A claim whose `needs` are absent from the
@@ -20,6 +20,7 @@ from typing import Any
 from testtask import diagnostics
 from testtask.report import paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
+from testtask.sidecars import Expected, check
 
 MATCHES, DIFFERS, NOT_COMPUTABLE = "matches", "differs", "not computable"
 STATUSES = (MATCHES, DIFFERS, NOT_COMPUTABLE)
@@ -59,10 +60,13 @@ def _cell(text: str) -> Any:
 
 class Sidecars(Mapping[str, Any]):
     """The outputs of one paper, loaded on first use by file name (`table-1.json`, `table-2.csv`; a bare name
-    means its JSON). A CSV is a list of row dicts with numbers parsed. An absent file raises MissingOutput."""
+    means its JSON). A CSV is a list of row dicts with numbers parsed. An absent file raises MissingOutput.
+    Each JSON (and the JSON beside a CSV) is checked against `expected` (sidecars.check): a sidecar of another
+    source or run raises ProvenanceMismatch, which no claim turns into "not computable"."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, expected: Expected | None = None):
         self.folder = Path(folder)
+        self.expected = expected
         self._cache: dict[str, Any] = {}
         self.read: set[str] = set()
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
@@ -78,12 +82,15 @@ class Sidecars(Mapping[str, Any]):
             if not path.is_file():
                 raise MissingOutput(file)
             if path.suffix == ".csv":
+                beside = path.with_suffix(".json")  # a table's CSV has no provenance; its JSON sidecar does
+                if beside.is_file():
+                    check(beside, json.loads(beside.read_text(encoding="utf-8")), self.expected)
                 with path.open(newline="", encoding="utf-8") as handle:
                     self._cache[file] = [
                         {k: _cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
                     ]
             else:
-                self._cache[file] = json.loads(path.read_text(encoding="utf-8"))
+                self._cache[file] = check(path, json.loads(path.read_text(encoding="utf-8")), self.expected)
         self.read.add(file)
         self.touched.add(file)
         return self._cache[file]
@@ -260,10 +267,12 @@ def evaluate(
     data_root: Path,
     functions: Mapping[str, Callable[[Any], Any]] | None = None,
     source: str = "published",
+    expected: Expected | None = None,
 ) -> list[Verdict]:
-    """Every claim of `ledger` on the sidecars in `out_dir` (figures_dir/<paper>) and the inputs in `data_root`;
-    `source`: where the outputs are built from (named in the commands that build missing ones)."""
-    sidecars = Sidecars(out_dir)
+    """Every claim of `ledger` on the sidecars in `out_dir` (paths.output_dir) and the inputs in `data_root`;
+    `source`: where the outputs are built from (named in the commands that build missing ones); `expected`: what
+    each sidecar's provenance must say (None: not checked)."""
+    sidecars = Sidecars(out_dir, expected)
     return [
         evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims
     ]

@@ -1,5 +1,8 @@
 """`testtask action=report [paper=<key>|all]` (`make report`): evaluate every paper's claims ledger on the sidecars
-already built under `figures_dir` and render `<report.out_dir>/index.html`, `REPRODUCTION.md` and `report.json`.
+already built under `figures_dir/<paper>/<source folder>/` and render `<report.out_dir>/<source folder>/index.html`,
+`REPRODUCTION.md` and `report.json` (paths.output_dir). Each sidecar's provenance must name the source (and run,
+and for the release its data checksum) the report reads for that paper, or the report stops with
+ProvenanceMismatch: a results build is never evaluated as the published one (issue 25, finding 1).
 
 By default nothing is built (fast: run `make figures tables` first for complete verdicts; what is missing is named
 first on the page and the console with the command that builds it, report/unbuilt.py); with
@@ -19,8 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask import papers
 from testtask.io import atomic_write_json
-from testtask.paths import conf_dir, resolve
+from testtask.paths import conf_dir, output_dir, resolve
 from testtask.report import evaluate, ledger, provenance, render, unbuilt
+from testtask.sidecars import Expected, release_checksum
 
 log = logging.getLogger("testtask.report")
 
@@ -88,17 +92,22 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     chosen = papers.keys() if cfg.paper == "all" else [str(cfg.paper)]
     figures_dir = resolve(cfg.figures_dir)
     data_dest = resolve(cfg.data.dest)
-    out_dir = resolve(settings.out_dir)
+    run_name = cfg.get("results_run")
+    out_dir = output_dir(settings.out_dir, str(cfg.source), run_name)
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
     for paper in chosen:
         plugin = papers.get(paper)
         loaded = load_ledger(paper)
-        folder = figures_dir / paper
         if loaded is None:
-            reports.append(render.PaperReport(paper, [], folder, None))
+            reports.append(
+                render.PaperReport(paper, [], output_dir(figures_dir, str(cfg.source), run_name, paper), None)
+            )
             continue
-        source = loaded.source or str(cfg.source)
+        source = loaded.source or str(
+            cfg.source
+        )  # a ledger may read another source (downstream-predictability)
+        folder = output_dir(figures_dir, source, run_name, paper)
         if settings.build_missing:
             if build is None:
                 raise RuntimeError("report.build_missing=true needs the pipeline's build function")
@@ -114,7 +123,8 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
             data_root = resolve(cfg.results_dir) / paper
             if cfg.get("results_run"):
                 data_root = data_root / str(cfg.results_run)
-        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report, source)
+        expected = Expected.of(source, run_name, release_checksum(data_root, source), reader="the report")
+        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report, source, expected)
         reports.append(render.PaperReport(paper, verdicts, folder, loaded.file))
         log.info("report %s: %s", paper, render.summary(verdicts))
         waiting = unbuilt.collect(paper, source, verdicts)

@@ -3,7 +3,8 @@ one sidecar cannot give (counts, orderings, comparisons across sidecars, the sen
 paper's sidecars (file name -> JSON) and returns a mapping the ledger's rule compares on the paper's keys only, so
 the numbers behind a verdict are shown beside it.
 
-The sensitivity variants are built apart from the defaults, under `<figures_dir>/variants/<name>/<paper>/`:
+The sensitivity variants are built apart from the defaults, under `<figures_dir>/variants/<name>/<paper>/<source
+folder>/` (paths.output_dir):
 
     make figure-12 PAPER=train-before-test ARGS='train_before_test.ties.rule=leader figures_dir=figures/variants/ties-leader'
     make figure-6 figure-8 PAPER=train-before-test ARGS='train_before_test.pca.standardize=false figures_dir=figures/variants/pca-centred'
@@ -13,12 +14,12 @@ A variant not built is not computable, and the verdict names the command.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from testtask.report.evaluate import NotComputable
+from testtask.sidecars import read
 
 REGIMES = ("direct", "train_before_test")
 NEARLY = 0.9  # "nearly as high" (§3.2): the between-category mean τ is at least this share of the within one
@@ -133,15 +134,17 @@ def ties_raise_tau(sidecars: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def variant(sidecars: Mapping[str, Any], name: str, file: str) -> Any:
-    """A sidecar of sensitivity variant `name` (built under <figures_dir>/variants/<name>/<paper>/); NotComputable,
-    naming the command that builds it, when it is absent."""
+    """A sidecar of sensitivity variant `name` (built under <figures_dir>/variants/<name>/<paper>/<source folder>/,
+    checked against the report's source like every sidecar); NotComputable, naming the command that builds it,
+    when it is absent."""
     folder = getattr(sidecars, "folder", None)
     if folder is None:
         raise NotComputable(f"variant {name}: the sidecars come from no folder")
-    path = Path(folder).parent / "variants" / name / Path(folder).name / file
+    folder = Path(folder)  # <figures_dir>/<paper>/<source folder>
+    path = folder.parents[1] / "variants" / name / folder.parent.name / folder.name / file
     if not path.is_file():
         raise NotComputable(f"variant {name} not built ({path} is absent): {VARIANTS[name]}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read(path, getattr(sidecars, "expected", None))
 
 
 def ties_leader(sidecars: Mapping[str, Any]) -> dict[str, Any]:
