@@ -14,13 +14,13 @@ from omegaconf import DictConfig
 
 from testtask.errors import reported
 from testtask.paths import conf_dir
-from testtask.pipeline import run
+from testtask.pipeline import run, with_user_files
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
     with reported():  # a user's mistake: one message, no traceback (unless HYDRA_FULL_ERROR=1)
-        run(cfg)
+        run(with_user_files(cfg))
 
 
 def main() -> None:

@@ -392,6 +392,7 @@ TOP_RULES = [
     Rule("figures_dir", text),
     Rule("results_run", text, optional=True, nullable=True),
     Rule("cache_dir", text, optional=True, nullable=True),
+    Rule("user_dir", text, optional=True),
     Rule("diagnostics.max_r_hat", positive_number),
     Rule("diagnostics.min_ess_bulk", positive_number),
     Rule("diagnostics.max_divergences", non_negative_int),

@@ -271,4 +271,14 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
         cfg = hydra_compose(config_name="config", overrides=overrides or [])
     OmegaConf.set_struct(cfg, False)
+    with_user_files(cfg)
+    return cfg
+
+
+def with_user_files(cfg: DictConfig) -> DictConfig:
+    """`cfg` with the user's own models and benchmark categories merged in (in place; testtask.user_files):
+    read once where the config is composed, before it is checked."""
+    from testtask import user_files
+
+    user_files.apply(cfg, user_files.ANALYSIS)
     return cfg

@@ -101,7 +101,10 @@ class UnknownModel(InputError, KeyError):
         self.name = name
         self.source = None if source is None else str(source)
         where = f" (named by {self.source})" if self.source else ""
-        super().__init__(f"unknown model {name!r}{where}: add it to {default_path()}")
+        super().__init__(
+            f"unknown model {name!r}{where}: add it to {default_path()}, or as your own to conf/user/models.yaml "
+            "(docs/extending.md)"
+        )
 
     def __str__(self) -> str:
         # KeyError's str() would wrap the message in quotes.
@@ -376,3 +379,57 @@ class ModelRegistry:
     def __repr__(self) -> str:
         counts = ", ".join(f"{kind}={len(self.names(kind))}" for kind in KINDS)
         return f"ModelRegistry({counts})"
+
+
+# --- own models (conf/user/models.yaml, see testtask.user_files) -----------------------------------------------
+
+
+def user_entries(file: Any) -> dict[str, dict[str, Any]]:
+    """The sections of an own models file (a `testtask.user_files.UserFile`), each entry checked with the
+    registry's own field rules; errors name the file and `<section>.<model>`."""
+    unknown = sorted(set(file.data) - set(KINDS))
+    if unknown:
+        raise file.error(unknown[0], f"unknown section (sections: {', '.join(KINDS)})")
+    sections: dict[str, dict[str, Any]] = {}
+    for kind in KINDS:
+        entries = file.data.get(kind) or {}
+        if not isinstance(entries, Mapping):
+            raise file.error(kind, f"expected a mapping of model name -> fields, got {entries!r}")
+        for name, entry in entries.items():
+            try:
+                ModelRegistry._fields(kind, str(name), entry)
+            except ValueError as err:
+                label = f"{kind} model {str(name)!r}: "
+                raise file.error(f"{kind}.{name}", str(err).removeprefix(label)) from None
+        sections[kind] = {str(name): dict(entry) for name, entry in entries.items()}
+    return sections
+
+
+def merge_user_models(models: Any, file: Any) -> None:
+    """Merge an own models file over the registry config `models` (base / instruct / extra), in place: an own
+    entry adds a model, or replaces the paper's entry of the same name and section whole (never field by
+    field, so an own entry always states every required field). The merged registry is built once here, so an
+    instruct model whose base_model is unknown fails naming the file."""
+    sections = user_entries(file)
+    for kind, entries in sections.items():
+        for name, entry in entries.items():
+            other = next((k for k in KINDS if k != kind and name in (models.get(k) or {})), None)
+            if other is not None:
+                raise file.error(f"{kind}.{name}", f"the paper's registry has this model in {other!r}")
+            if models.get(kind) is None:
+                models[kind] = {}
+            models[kind][name] = entry
+    try:
+        ModelRegistry.from_config(models)
+    except ValueError as err:
+        raise file.error("registry", str(err)) from None
+
+
+def merge_user_models_into_analysis(cfg: Any, file: Any) -> None:
+    """`testtask` config: own models join `training_on_the_test_task.models` (proxy-tasks reads it too)."""
+    merge_user_models(cfg.training_on_the_test_task.models, file)
+
+
+def merge_user_models_into_runner(cfg: Any, file: Any) -> None:
+    """The training-on-the-test-task runner's config: own models join `models`."""
+    merge_user_models(cfg.models, file)

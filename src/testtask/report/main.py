@@ -12,6 +12,7 @@ first on the page and the console with the command that builds it, report/unbuil
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers
+from testtask import papers, user_files
 from testtask.io import atomic_write_json
 from testtask.paths import conf_dir, output_dir, resolve
 from testtask.report import evaluate, ledger, provenance, render, unbuilt
@@ -43,6 +44,36 @@ def load_ledger(paper: str) -> ledger.Ledger | None:
     loaded = ledger.load(file, paper)
     ledger.check_functions(loaded, papers.get(paper).report)
     return loaded
+
+
+def user_ledger_file(paper: str, directory: Path) -> Path:
+    """The user's own claims of `paper`: <user_dir>/claims/<paper>.yaml (testtask.user_files)."""
+    return directory / "claims" / f"{paper}.yaml"
+
+
+def with_user_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> ledger.Ledger | None:
+    """The paper's ledger with the user's own claims of `paper` appended, evaluated beside the paper's. The own
+    file is a ledger of its own (same fields, validated the same way); an id the paper's ledger has already, or
+    another `source`, is an error naming the file."""
+    file = user_ledger_file(paper, directory)
+    if not file.is_file():
+        return loaded
+    own = ledger.load(file, paper)
+    ledger.check_functions(own, papers.get(paper).report)
+    if loaded is None:
+        return own
+    taken = {c.id for c in loaded.claims}
+    for claim in own.claims:
+        if claim.id in taken:
+            raise ledger.LedgerError(
+                f"{file}: claim {claim.id}, field 'id': the paper's ledger {loaded.file} has it"
+            )
+    if own.source not in (None, loaded.source):
+        raise ledger.LedgerError(
+            f"{file}, field 'source': {own.source!r}, the paper's ledger says {loaded.source!r}"
+        )
+    log.info("report %s: %d own claims from %s", paper, len(own.claims), file)
+    return dataclasses.replace(loaded, claims=loaded.claims + own.claims)
 
 
 def _outputs_read(loaded: ledger.Ledger) -> set[str]:
@@ -98,7 +129,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     missing: list[unbuilt.Unbuilt] = []
     for paper in chosen:
         plugin = papers.get(paper)
-        loaded = load_ledger(paper)
+        loaded = with_user_claims(paper, load_ledger(paper), user_files.folder(cfg))
         if loaded is None:
             reports.append(
                 render.PaperReport(paper, [], output_dir(figures_dir, str(cfg.source), run_name, paper), None)

@@ -17,6 +17,7 @@ from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry
+from testtask.pretrain_on_test.runner.estimate import estimate
 from testtask.pretrain_on_test.runner.settings import effective_lm
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_share
 
@@ -120,6 +121,9 @@ def run_cell(cfg: DictConfig) -> Path:
     device = pick_device(str(cfg.device))
     protocol = make_protocol(lm, spec, device, bool(cfg.show_step_progress))
     log.info("%s: %d/%d repetitions done; running on %s", store.directory, done, repetitions, device)
+    # Said before the first repetition: at the paper's 100 repetitions a CPU cell takes half an hour or more.
+    guess = estimate(resolve(cfg.results_dir), lm, device, m, n)
+    log.info("%s", guess.message(spec.key, repetitions - done, device))
     bar = tqdm(
         range(done, repetitions),
         initial=done,

@@ -243,3 +243,71 @@ def load_dataset(spec: DatasetSpec, assets_dir: str | Path = "assets/pypi") -> p
 
 def registry(cfg: Mapping[str, Mapping[str, Any]]) -> dict[str, DatasetSpec]:
     return {key: DatasetSpec.from_config(key, value) for key, value in cfg.items()}
+
+
+# --- own datasets (conf/user/datasets.yaml, see testtask.user_files) --------------------------------------------
+
+_USER_REQUIRED = ("source", "path", "classes", "description")
+
+
+def _user_rules() -> list[Any]:
+    """Types of a spec's fields (config_checks' rules; DatasetSpec.from_config checks names, not types)."""
+    from testtask.config_checks import Rule, int_at_least, list_of, one_of, text
+
+    return [
+        Rule("source", one_of("hf", "file")),
+        Rule("path", text),
+        Rule("classes", list_of(text, non_empty=True)),
+        Rule("description", text),
+        Rule("format", one_of("csv", "tsv", "trec"), optional=True),
+        Rule("text", text, optional=True),  # a list of columns passes list_of below instead
+        Rule("label", text, optional=True),
+        Rule("max_chars", int_at_least(1), optional=True, nullable=True),
+        Rule("label_offset", int_at_least(-(10**9), "an integer"), optional=True),
+    ]
+
+
+def user_specs(file: Any) -> dict[str, dict[str, Any]]:
+    """The own datasets of `file` (a `testtask.user_files.UserFile`: key -> spec), checked; a relative `path`
+    of a `source: file` dataset is made absolute against the folder of the file. Errors name the file and
+    `<dataset>.<field>`."""
+    from testtask.config_checks import ConfigError, check, list_of, text
+
+    known = set(DatasetSpec.__dataclass_fields__) - {"key"}
+    specs: dict[str, dict[str, Any]] = {}
+    for key, raw in file.data.items():
+        entry = dict(file.check_fields(str(key), raw, _USER_REQUIRED, known))
+        rules = _user_rules()
+        if not isinstance(entry.get("text"), str) and "text" in entry:
+            rules = [r for r in rules if r.path != "text"]
+            if not list_of(text, non_empty=True)(entry["text"]):
+                raise file.error(
+                    f"{key}.text", f"expected a column name or a list of them, got {entry['text']!r}"
+                )
+        try:
+            check(entry, rules)
+        except ConfigError as err:  # "<field> = <value>: expected <what>"
+            field, _, rest = err.violations[0].partition(" = ")
+            value, _, expected = rest.rpartition(": expected ")
+            raise file.error(f"{key}.{field}", f"expected {expected}, got {value}") from None
+        if entry["source"] == "file" and not Path(entry["path"]).is_absolute():
+            entry["path"] = str((file.path.parent / entry["path"]).resolve())
+        try:
+            spec = DatasetSpec.from_config(str(key), entry)
+        except DatasetError as err:
+            raise file.error(str(key), str(err)) from None
+        if spec.label_map is not None and not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in spec.label_map.values()
+        ):
+            raise file.error(
+                f"{key}.label_map", f"expected value -> class index (int), got {dict(spec.label_map)!r}"
+            )
+        specs[str(key)] = entry
+    return specs
+
+
+def merge_user_datasets(cfg: Any, file: Any) -> None:
+    """The pretrain-on-test runner's config: own datasets join `datasets` (one of the same key replaces the
+    paper's spec whole), so `dataset=<key>` selects one."""
+    for key, entry in user_specs(file).items():
+        cfg.datasets[key] = entry

@@ -13,10 +13,14 @@ import logging
 
 from omegaconf import DictConfig
 
+from testtask import user_files
 from testtask.config_checks import check_pretrain_on_test_run
+
+USER_FILES = {"datasets.yaml": "testtask.pretrain_on_test.runner.datasets:merge_user_datasets"}
 
 
 def run(cfg: DictConfig) -> str:
+    user_files.apply(cfg, USER_FILES)  # own datasets join the registry before the config is checked
     check_pretrain_on_test_run(cfg)  # every setting validated before anything is loaded or written
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if cfg.get("threads"):

@@ -34,12 +34,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import runners
+from testtask import runners, user_files
 from testtask.config_checks import check_training_on_the_test_task_run
 from testtask.lm.hf import pick_device
 from testtask.paths import repo_root, resolve
 
 log = logging.getLogger("testtask.tott_runner")
+
+USER_FILES = {"models.yaml": "testtask.lm.models:merge_user_models_into_runner"}
 
 
 _FIXED_REGISTRY: Any = None  # set by fixed_registry()
@@ -358,6 +360,7 @@ def training_examples(cfg: DictConfig) -> list:
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
+    user_files.apply(cfg, USER_FILES)  # own models join the registry before the config is checked
     check_training_on_the_test_task_run(cfg)  # every setting validated before anything is loaded or written
     from testtask.lm.evaluation import evaluate
 

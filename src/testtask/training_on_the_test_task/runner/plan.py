@@ -95,6 +95,10 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
         if running is not None:
             restore_gh_from_backup(running)
     OmegaConf.set_struct(cfg, False)
+    from testtask import user_files
+    from testtask.training_on_the_test_task.runner.main import USER_FILES
+
+    user_files.apply(cfg, USER_FILES)  # the plan sees the user's own models as the runner does
     return cfg
 
 

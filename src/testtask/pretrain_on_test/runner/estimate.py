@@ -1,0 +1,100 @@
+"""How long a cell will take, said before it starts: repetitions × seconds per repetition.
+
+Seconds per repetition, in this order:
+1. earlier runs: the mean `seconds` of the run_log.jsonl records of the same lm_type on the same device under
+   `results_dir` (any dataset, m and n), each scaled by (m + n) / (its m + its n): the texts one repetition trains on;
+2. else the model's size: 6 × parameters × tokens FLOPs, tokens = (pretrain epochs × n × pretrain max_length +
+   classify epochs × m × classify max_length) (every text taken as long as the maximum, an upper bound) at a rough
+   throughput per device (`FLOPS`); parameters from the weight files of a local model folder (bytes / 4) or
+   `PARAMETERS` for the Hub ids our configs name;
+3. else no estimate (said so).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Sustained training FLOP/s, rough (a laptop's CPU cores in fp32; one data-centre GPU): a factor of a few either way.
+FLOPS = {"cpu": 2e10, "cuda": 5e13, "mps": 2e12}
+PARAMETERS = {  # Hub ids of conf/lm/*.yaml: parameter counts from their model cards
+    "bert-base-uncased": 110e6,
+    "gpt2": 124e6,
+    "mistralai/Mistral-7B-v0.1": 7.24e9,
+}
+_CELL = re.compile(r"^m(\d+)$")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds_per_repetition: float | None
+    basis: str  # how it was computed, for the message
+
+    def message(self, dataset: str, repetitions: int, device: str) -> str:
+        if self.seconds_per_repetition is None:
+            return f"{dataset}: {repetitions} repetitions on {device}; no time estimate ({self.basis})"
+        total = repetitions * self.seconds_per_repetition
+        return f"{dataset}: {repetitions} repetitions, about {_duration(total)} on this {device.upper()} ({self.basis})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def from_run_logs(results_dir: Path, lm_type: str, device: str, m: int, n: int) -> Estimate | None:
+    """Step 1: earlier repetitions of `lm_type` on `device` under `results_dir`, scaled to m + n texts."""
+    scaled: list[float] = []
+    for log in sorted(Path(results_dir).glob(f"m*/n*/{lm_type}/*/run_log.jsonl")):
+        cell_m, cell_n = log.parents[3].name, log.parents[2].name
+        if not _CELL.match(cell_m) or not cell_n[1:].isdigit():
+            continue
+        size = int(cell_m[1:]) + int(cell_n[1:])
+        for line in log.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if record.get("device") == device and isinstance(record.get("seconds"), int | float):
+                scaled.append(float(record["seconds"]) * (m + n) / size)
+    if not scaled:
+        return None
+    mean = sum(scaled) / len(scaled)
+    return Estimate(mean, f"mean of {len(scaled)} earlier {lm_type} repetitions on {device} in {results_dir}")
+
+
+def parameters(model: str) -> float | None:
+    """The model's parameter count: float32 weight files of a local folder (bytes / 4), else PARAMETERS."""
+    folder = Path(model)
+    if folder.is_dir():
+        size = sum(f.stat().st_size for pattern in ("*.safetensors", "*.bin") for f in folder.glob(pattern))
+        return size / 4 if size else None
+    return PARAMETERS.get(model)
+
+
+def from_model_size(lm: Mapping[str, Any], device: str, m: int, n: int) -> Estimate | None:
+    """Step 2: 6 × parameters × tokens FLOPs at FLOPS[device]."""
+    count = parameters(str(lm.get("model", "")))
+    pretrain, classify = lm.get("pretrain") or {}, lm.get("classify") or {}
+    tokens = float(pretrain.get("epochs", 1)) * n * float(pretrain.get("max_length", 512)) + float(
+        classify.get("epochs", 1)
+    ) * m * float(classify.get("max_length", 512))
+    if count is None or device not in FLOPS:
+        return None
+    seconds = 6 * count * tokens / FLOPS[device]
+    return Estimate(
+        seconds, f"6 x {count / 1e6:.0f}M parameters x {tokens:.3g} tokens at ~{FLOPS[device]:.0e} FLOP/s"
+    )
+
+
+def estimate(results_dir: Path, lm: Mapping[str, Any], device: str, m: int, n: int) -> Estimate:
+    """Seconds per repetition of a cell (see the module's docstring for the order)."""
+    kind = device.split(":")[0]
+    found = from_run_logs(results_dir, str(lm["lm_type"]), device, m, n) or from_model_size(lm, kind, m, n)
+    if found is not None:
+        return found
+    return Estimate(None, f"no earlier {lm['lm_type']} run on {device} in {results_dir}, model size unknown")
