@@ -19,6 +19,7 @@ from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
 from testtask.paths import conf_dir, resolve
+from testtask.sources import run_root
 
 log = logging.getLogger("testtask")
 
@@ -47,12 +48,6 @@ def verify_published(cfg: DictConfig, paper: str) -> None:
         folder = resolve(cfg.data.dest) / key
         if key in sources and folder.exists():
             verify_release(folder, key, list(sources[key].get("json_drop_keys") or []))
-
-
-def run_root(cfg: DictConfig, paper: str) -> Path:
-    """Our runs of `paper`: results/<paper>[/<results_run>]."""
-    root = resolve(cfg.results_dir) / paper
-    return root / str(cfg.results_run) if cfg.get("results_run") else root
 
 
 def overlay_roots(cfg: DictConfig, plugin: Paper) -> tuple[Path, Path]:
@@ -260,7 +255,7 @@ def _assess_model(cfg: DictConfig) -> Any:
     for the models of `assess.model_file`, one page each (testtask/assess)."""
     from testtask.assess.page import run as assess
 
-    return assess(cfg)
+    return assess(cfg, make_context)
 
 
 # The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).

@@ -12,13 +12,21 @@ Only papers whose loaders merge two roots (`Paper.overlay`) accept the third sou
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from testtask.errors import InputError
+from testtask.paths import resolve
 
 PUBLISHED = "published"
 RESULTS = "results"
 OVERLAY = "published+results"
 SOURCES = (PUBLISHED, RESULTS, OVERLAY)
+
+
+def run_root(cfg: Any, paper: str) -> Path:
+    """Our runs of `paper` (source=results, and the run of published+results): results/<paper>[/<results_run>]."""
+    root = resolve(cfg.results_dir) / paper
+    return root / str(cfg.results_run) if cfg.get("results_run") else root
 
 
 class OverlayConflict(InputError, ValueError):

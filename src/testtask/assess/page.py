@@ -5,6 +5,7 @@ ranks. The user's results are laid over the release (source=published+results), 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ from omegaconf import DictConfig
 from testtask import provenance
 from testtask.assess import cohort, ranks
 from testtask.assess.models import ModelFileError, read_models, with_models
+from testtask.context import Context
 from testtask.io import atomic_save, atomic_write_json, atomic_write_text
-from testtask.pipeline import make_context, run_root
-from testtask.sources import OVERLAY
+from testtask.sources import OVERLAY, run_root
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,10 @@ def markdown(numbers: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _tbt_context(cfg: DictConfig) -> Any:
+MakeContext = Callable[[DictConfig, str], Context]  # pipeline.make_context, passed in (no import cycle)
+
+
+def _tbt_context(cfg: DictConfig, make_context: MakeContext) -> Context | None:
     """train-before-test's context when the user's run has its scores; None otherwise (its section is then
     skipped with a sentence saying so, instead of failing paper 000's verdict)."""
     if cfg.source == OVERLAY and not (run_root(cfg, TBT) / str(cfg.train_before_test.results_file)).is_file():
@@ -137,8 +141,9 @@ def _sources(ctx: Any) -> list[str]:
     return ["published", "results"] if ctx.overlay_root is not None else [ctx.source]
 
 
-def run(cfg: DictConfig) -> list[dict[str, Any]]:
-    """Assess every model of `assess.model_file` (or those `assess.models` names); print each verdict."""
+def run(cfg: DictConfig, make_context: MakeContext) -> list[dict[str, Any]]:
+    """Assess every model of `assess.model_file` (or those `assess.models` names); print each verdict.
+    `make_context`: the pipeline's (the contexts of both papers for `cfg`'s source)."""
     entries = read_models(cfg)
     chosen = list(cfg.assess.get("models") or entries)
     unknown = sorted(set(chosen) - set(entries))
@@ -146,7 +151,7 @@ def run(cfg: DictConfig) -> list[dict[str, Any]]:
         raise ModelFileError(f"assess.models: {unknown} not in assess.model_file ({sorted(entries)})")
     level = float(cfg.assess.level)
     ctx = make_context(with_models(cfg, entries, CONFIG_KEY), TOTT)
-    tbt = _tbt_context(cfg)
+    tbt = _tbt_context(cfg, make_context)
     pages = []
     for model in chosen:
         fig, records = cohort.verdicts(ctx, model, list(entries), level)
