@@ -6,9 +6,15 @@ STAMP  := $(VENV)/.installed-stamp
 PAPER  ?= all
 SOURCE ?= published
 ARGS   ?=
+RUN    ?=
+# RUN=<run> names our run under results/<paper>/ (config key results_run): SOURCE=results reads it alone,
+# SOURCE=published+results lays it over the authors' release without copying it (docs/data.md).
+ifneq ($(RUN),)
+override ARGS += results_run=$(RUN)
+endif
 TT     := $(BIN)/testtask
 
-.PHONY: install install-gpu data assets test test-slow lint figures tables report report-fast bench bench-vs-authors browser notebooks clean lock help \
+.PHONY: install install-gpu data assets assess-model test test-slow lint figures tables report report-fast bench bench-vs-authors browser notebooks clean lock help \
 	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
 	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
 	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
@@ -26,7 +32,8 @@ help:
 	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
 	@echo "make mini-zero-shot-pretrain-on-test  # §9 zero-shot on CPU, SmolLM2 QLoRA (ARGS=lm=smollm2_lora: plain LoRA)"
 	@echo "make run-train-before-test ARGS='experiment=train_before_test/paper hydra/launcher=slurm'"
-	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results  ARGS='hydra overrides'"
+	@echo "make assess-model RUN=<run> ARGS='assess.model_file=<models.yaml>'  # your model's verdict (paper 000, train-before-test)"
+	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results|published+results  RUN=<run>  ARGS='hydra overrides'"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,6 +76,13 @@ report: data
 # (conf/report/fast.yaml; approximate posteriors, stated in the report) -> report-fast/<source>/.
 report-fast: data
 	$(TT) action=report report=fast figures_dir=figures-fast cache_dir=cache-fast paper=$(PAPER) source=$(SOURCE) $(ARGS)
+
+# Your model's verdict (docs/training-on-the-test-task.md#assess-your-model): its lm-eval results in
+# results/<paper>/<RUN>/ laid over the release, its registry entry in ARGS='assess.model_file=<yaml>'
+# -> figures/assess-model/<model>/<model>.{png,json,md}.
+assess-model: SOURCE = published+results
+assess-model: data
+	$(TT) action=assess-model source=$(SOURCE) $(ARGS)
 
 # Figure 3 and Figure 7 timed, per fit, with diagnostics (ARGS='bench.cold=true' ignores the posterior cache).
 bench: data

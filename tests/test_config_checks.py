@@ -208,7 +208,7 @@ def test_analysis_findings_are_config_errors_naming_the_key(override, line):
             "sampler.chain_method = 'fast': expected one of parallel, sequential, vectorized",
         ),
         (["seed=abc"], "seed = 'abc': expected an integer >= 0"),
-        (["source=mirror"], "source = 'mirror': expected one of published, results"),
+        (["source=mirror"], "source = 'mirror': expected one of published, results, published+results"),
         (
             ["log_level=LOUD"],
             "log_level = 'LOUD': expected one of CRITICAL, FATAL, ERROR, WARN, WARNING, INFO, DEBUG, NOTSET",

@@ -34,11 +34,11 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
+from testtask.sources import SOURCES  # pipeline.make_context
 
 # --- known sets, from the code that reads each value ---------------------------------------------------------
 SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")  # numpyro MCMC(chain_method=...)
-SOURCES = ("published", "results")  # cli.make_context
 BACKENDS = ("marginal", "bambi")  # pretrain_on_test.sampling.fit
 EFFECTS = ("boost", "bias")  # pretrain_on_test.accuracies.EFFECTS
 MODEL_VALUES = ("paper", "authors")  # lm.release._registry
@@ -402,6 +402,8 @@ TOP_RULES = [
     Rule("bench.vs_authors.m", positive_int, optional=True),
     Rule("bench.vs_authors.n", positive_int, optional=True),
     Rule("bench.vs_authors.effect", one_of("boost", "bias"), optional=True),
+    Rule("assess.model_file", text, optional=True, nullable=True),
+    Rule("assess.level", between(0, 1), optional=True),
 ]
 
 POT_ANALYSIS_RULES = prefixed(

@@ -18,8 +18,8 @@ class InputsUnavailable(RuntimeError):
 @dataclass
 class Context:
     paper: str  # paper key, e.g. "pretrain-on-test"
-    source: str  # "published" or "results"
-    data_root: Path  # raw results of this paper for the chosen source
+    source: str  # "published", "results" or "published+results" (testtask.sources)
+    data_root: Path  # raw results of this paper for the chosen source (published+results: the release)
     out_dir: Path  # figures/<paper-key>/<source folder> (paths.output_dir)
     cfg: Any  # this paper's analysis config (DictConfig or dict)
     sampler: Any  # sampler config
@@ -32,6 +32,12 @@ class Context:
     diagnostics: Thresholds | None = None  # the fits' limits as composed; None: conf/config.yaml's (`limits`)
     output: str | None = None  # what is being built ("figure 3"), to name it in messages
     run: str | None = None  # the results run read (results_run) with source=results; None for the release
+    # source=published+results: our run, read on top of `data_root` by the loaders of papers with Paper.overlay
+    overlay_root: Path | None = None
+
+    def roots(self) -> tuple[Path, ...]:
+        """Every root this context reads, the release first: (data_root,) or (data_root, overlay_root)."""
+        return (self.data_root,) if self.overlay_root is None else (self.data_root, self.overlay_root)
 
     def limits(self) -> Thresholds:
         """The diagnostics limits every fit of this context is checked by."""

@@ -48,6 +48,9 @@ class Paper:
     report: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None
     runner: Runner | None = None
     uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
+    overlay: bool = (
+        False  # its loaders read source=published+results (a run over the release; testtask.sources)
+    )
 
     def outputs(self, kind: str) -> Mapping[Key, Builder]:
         if kind == "figure":

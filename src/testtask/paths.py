@@ -37,6 +37,7 @@ def resolve(path: str | os.PathLike) -> Path:
 
 PUBLISHED = "published"
 RESULTS = "results"
+OVERLAY = "published+results"  # our run read on top of the release (testtask.sources)
 
 
 def run_of(source: str, run: object) -> str | None:
@@ -46,10 +47,11 @@ def run_of(source: str, run: object) -> str | None:
 
 
 def source_folder(source: str, run: object = None) -> str:
-    """The folder name that keeps one source's outputs apart: `published`, `results-<run>`, or `results` (our runs
-    without a run level, results_run=null). Outputs of two sources (or two runs) never share a folder."""
-    if source not in (PUBLISHED, RESULTS):
-        raise ValueError(f"source must be {PUBLISHED} or {RESULTS}, got {source!r}")
+    """The folder name that keeps one source's outputs apart: `published`, `results-<run>`, `results` (our runs
+    without a run level, results_run=null) or `published+results-<run>` (a run laid over the release). Outputs of
+    two sources (or two runs) never share a folder."""
+    if source not in (PUBLISHED, RESULTS, OVERLAY):
+        raise ValueError(f"source must be {PUBLISHED}, {RESULTS} or {OVERLAY}, got {source!r}")
     name = run_of(source, run)
     if name is not None and ("/" in name or name in (".", "..")):
         raise ValueError(f"results_run {name!r} cannot name an output folder")

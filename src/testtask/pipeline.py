@@ -14,11 +14,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import diagnostics, papers, provenance
+from testtask import diagnostics, papers, provenance, sources
 from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
 from testtask.paths import conf_dir, output_dir, resolve, run_of
+from testtask.sources import run_root
 
 log = logging.getLogger("testtask")
 
@@ -49,19 +50,39 @@ def verify_published(cfg: DictConfig, paper: str) -> None:
             verify_release(folder, key, list(sources[key].get("json_drop_keys") or []))
 
 
+def overlay_roots(cfg: DictConfig, plugin: Paper) -> tuple[Path, Path]:
+    """(release, run) of source=published+results; a paper whose loaders read one root only, or a run that does
+    not exist, is refused here, before anything is read."""
+    if not plugin.overlay:
+        able = [key for key in papers.keys() if papers.get(key).overlay]
+        raise UsageError(
+            f"source={sources.OVERLAY} is not supported for paper {plugin.key} (its loaders read one root); "
+            f"supported: {', '.join(able)}. Use source=published or source=results"
+        )
+    run = run_root(cfg, plugin.key)
+    if not run.is_dir():
+        raise UsageError(
+            f"source={sources.OVERLAY}: the run {run} does not exist (results_run={cfg.get('results_run')!r}; "
+            "make ... RUN=<run> names it)"
+        )
+    verify_published(cfg, plugin.key)
+    return resolve(cfg.data.dest) / plugin.key, run
+
+
 def make_context(cfg: DictConfig, paper: str) -> Context:
     """Paper `paper`'s context for `cfg`: where its inputs are for `cfg.source`, where outputs go, its settings
     (typed by its plug-in, read once here) and the way to the contexts of the papers it reads (`uses`)."""
     plugin = papers.get(paper)
-    if cfg.source == "published":
+    overlay_root = None
+    if cfg.source == sources.PUBLISHED:
         verify_published(cfg, paper)
         data_root = resolve(cfg.data.dest) / paper
-    elif cfg.source == "results":
-        data_root = resolve(cfg.results_dir) / paper
-        if cfg.get("results_run"):
-            data_root = data_root / str(cfg.results_run)
+    elif cfg.source == sources.RESULTS:
+        data_root = run_root(cfg, paper)
+    elif cfg.source == sources.OVERLAY:
+        data_root, overlay_root = overlay_roots(cfg, plugin)
     else:
-        raise UsageError(f"source must be published or results, got {cfg.source!r}")
+        raise UsageError(f"source must be one of {', '.join(sources.SOURCES)}, got {cfg.source!r}")
     cache = cfg.get("cache_dir")
     section = cfg[plugin.config_key]
 
@@ -74,6 +95,7 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         paper=paper,
         source=cfg.source,
         data_root=data_root,
+        overlay_root=overlay_root,
         out_dir=output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), paper),
         cfg=section,
         sampler=cfg.sampler,
@@ -127,6 +149,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 source=ctx.source,
                 seed=ctx.seed,
                 data_root=ctx.data_root,
+                overlay_root=ctx.overlay_root,
                 out_dir=ctx.out_dir,
                 git_commit=commit,
                 git_dirty=dirty,
@@ -186,7 +209,7 @@ def _fetch(cfg: DictConfig) -> Any:
     is fetched (offline, without a mirror, a fetch would fail for data that is never read)."""
     from testtask.data.fetch import fetch_from_config
 
-    if cfg.source == "results":
+    if cfg.source == sources.RESULTS:
         log.info("source=results reads %s: the published release is not fetched", resolve(cfg.results_dir))
         return {}
     return fetch_from_config(cfg.data, cfg.paper)
@@ -229,6 +252,14 @@ def _report(cfg: DictConfig) -> Any:
     return report(cfg, build)
 
 
+def _assess_model(cfg: DictConfig) -> Any:
+    """`action=assess-model` (`make assess-model`): the verdicts of training-on-the-test-task and train-before-test
+    for the models of `assess.model_file`, one page each (testtask/assess)."""
+    from testtask.assess.page import run as assess
+
+    return assess(cfg, make_context)
+
+
 # The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).
 CORE_ACTIONS: dict[str, Any] = {
     "data": _fetch,
@@ -240,6 +271,7 @@ CORE_ACTIONS: dict[str, Any] = {
     "lm-tasks": _lm_tasks,
     "assets": _assets,
     "report": _report,
+    "assess-model": _assess_model,
 }
 
 

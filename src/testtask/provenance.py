@@ -9,7 +9,9 @@ The data's identity: for a published release, the SHA-256 of its fetch stamp's f
 written by `make data` and verified before any analysis: the same release gives the same checksum whenever and
 wherever it was fetched); for our own runs (source=results), the SHA-256 of the sorted (relative path, SHA-256 of
 the file) of every file under the root (dot-files, e.g. locks and half-written temporaries, left out). Each root
-is hashed once per `build` call. The report's header (`report/provenance.py`) reads the git state from here too.
+is hashed once per `build` call. With source=published+results, `data` holds both entries, `published` and
+`results` (the run read over the release), each with its root and checksum.
+The report's header (`report/provenance.py`) reads the git state from here too.
 """
 
 from __future__ import annotations
@@ -154,11 +156,12 @@ class Stamp:
     run: str | None = None  # the results run read (source=results); the sidecar's readers check it
     cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved root -> data entry, per build
     others: dict[str, Path] = field(default_factory=dict)  # other papers' roots read, in order
+    overlay_root: Path | None = None  # source=published+results: the run read over `data_root` (the release)
 
-    def _entry(self, root: Path) -> dict[str, Any]:
+    def _entry(self, root: Path, source: str | None = None) -> dict[str, Any]:
         key = str(Path(root).resolve())
         if key not in self.cache:
-            self.cache[key] = data_identity(root, self.source)
+            self.cache[key] = data_identity(root, source or self.source)
         return self.cache[key]
 
     def note_read(self, paper: str, root: Path) -> None:
@@ -168,7 +171,13 @@ class Stamp:
     def block(self) -> dict[str, Any]:
         from testtask import __version__
 
-        data = dict(self._entry(self.data_root))
+        if self.overlay_root is None:
+            data = dict(self._entry(self.data_root))
+        else:  # both roots, each identified as its own source is (the release by its fetch stamp)
+            data = {
+                "published": self._entry(self.data_root, "published"),
+                "results": self._entry(self.overlay_root, "results"),
+            }
         if self.others:
             data["other_papers"] = {paper: self._entry(root) for paper, root in self.others.items()}
         return {

@@ -24,7 +24,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from testtask.context import InputsUnavailable
 from testtask.lm.models import ModelRegistry
 from testtask.lm.results import AbsentResults, load_results
-from testtask.lm.results_layout import discover
+from testtask.lm.results_layout import ResultFile, discover
+from testtask.sources import OverlayConflict
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +71,51 @@ class Release:
 
 
 _CACHE: dict[tuple[str, float, str], pd.DataFrame] = {}
+_CACHED_ROOTS = 2  # a release and the run laid over it (source=published+results) stay loaded together
 
 
-def results(data_root: Path, release: Release, source: str) -> pd.DataFrame:
+def results(data_root: Path, release: Release, source: str, overlay: Path | None = None) -> pd.DataFrame:
     """The tidy results table of a source (`data_root`, named `source` in messages); InputsUnavailable when the
     evaluations folder is absent.
 
     Every value is checked (results.load_results); a value missing or NaN is an error unless `absent_results`
-    lists that result."""
+    lists that result. `overlay` (source=published+results): a run's root whose results are added to those of
+    `data_root`; a result in both is an OverlayConflict naming both files."""
+    if overlay is None:
+        return _one_root(data_root, release, source)
+    conflicts(data_root / release.evaluations_dir, overlay / release.evaluations_dir)
+    tables = [_one_root(data_root, release, source), _one_root(overlay, release, source, laid_over=True)]
+    return pd.concat(tables, ignore_index=True)
+
+
+def conflicts(published: Path, run: Path) -> None:
+    """OverlayConflict for the first result (model, benchmark, stage, fine-tune, suite, step, learning rate) that
+    both evaluations folders hold: the layout places each result at one relative path, so classify both trees."""
+    if not (published.is_dir() and run.is_dir()):
+        return
+    seen = {_identity(rf): rf.path for rf in discover(published)}
+    for rf in discover(run):
+        if _identity(rf) in seen:
+            what = f"result (model {rf.model}, benchmark {rf.benchmark}, {_stage(rf)})"
+            raise OverlayConflict(what, seen[_identity(rf)], rf.path)
+
+
+def _identity(rf: ResultFile) -> tuple:
+    return (rf.model, rf.benchmark, rf.adjustment, rf.finetune, rf.suite, rf.step, rf.learning_rate)
+
+
+def _stage(rf: ResultFile) -> str:
+    parts = [rf.adjustment] + [p for p in (rf.finetune, rf.suite) if p]
+    if rf.step is not None:
+        parts.append(f"step {rf.step}")
+    if rf.learning_rate is not None:
+        parts.append(f"learning rate {rf.learning_rate:g}")
+    return ", ".join(parts)
+
+
+def _one_root(data_root: Path, release: Release, source: str, laid_over: bool = False) -> pd.DataFrame:
+    """One root's table. A run `laid_over` a release must name registry models only: its model unknown is a
+    ResultsError naming the file, not a quiet skip."""
     root = data_root / release.evaluations_dir
     if not root.is_dir():
         raise InputsUnavailable(f"{root} does not exist (source={source})")
@@ -89,10 +127,11 @@ def results(data_root: Path, release: Release, source: str) -> pd.DataFrame:
     key = (str(root), stamp, release.key)
     if key not in _CACHE:
         files = discover(root)
-        if files and not any(f.model in reg for f in files):
+        if files and not laid_over and not any(f.model in reg for f in files):
             # e.g. the CPU mini-replication: its model is not one of the paper's, so only figure-mini uses it.
             raise InputsUnavailable(f"{root}: no result file names a model of the paper's registry")
-        _CACHE.clear()
+        while len(_CACHE) >= _CACHED_ROOTS:
+            _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = load_results(
             root, known_model=lambda name: name in reg, progress=False, absent=release.absent
         )

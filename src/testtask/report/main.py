@@ -26,6 +26,7 @@ from testtask.io import atomic_write_json
 from testtask.paths import conf_dir, output_dir, resolve
 from testtask.report import evaluate, ledger, provenance, render, unbuilt
 from testtask.sidecars import Expected, release_checksum
+from testtask.sources import OVERLAY, OverlayUnsupported
 
 log = logging.getLogger("testtask.report")
 
@@ -119,6 +120,10 @@ def _overrides() -> list[str]:
 
 
 def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
+    if cfg.source == OVERLAY:  # the ledgers' claims are about the authors' data or about our runs
+        raise OverlayUnsupported(
+            f"the report judges the paper's claims on source=published or source=results, not {OVERLAY}"
+        )
     settings = cfg.report
     chosen = papers.keys() if cfg.paper == "all" else [str(cfg.paper)]
     figures_dir = resolve(cfg.figures_dir)

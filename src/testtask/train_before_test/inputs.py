@@ -24,6 +24,7 @@ from testtask.context import Context, InputsUnavailable
 from testtask.errors import InputError
 from testtask.io import unique_keys_hook
 from testtask.metric_ranges import problem
+from testtask.sources import OverlayConflict
 
 MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
 
@@ -148,21 +149,44 @@ def load_results(path: Path, regimes: dict[str, Regime], metrics: Mapping[str, s
     return parse_results(data, path, regimes, metrics)
 
 
-_CACHE: dict[tuple[str, float, str], Results] = {}
+def overlay(release: Results, run: Results) -> Results:
+    """`run`'s scores added to `release`'s (source=published+results): models and benchmarks of either, NaN
+    where neither has a score; a (regime, benchmark, model) scored in both is an OverlayConflict naming both
+    files. A run may leave a regime empty (`{}`), e.g. when it has no train-before-test scores."""
+    scores, stderr = {}, {}
+    for key, regime in release.regimes.items():
+        ours, theirs = release.scores[key], run.scores[key]
+        both = ours.notna().reindex_like(theirs).fillna(False).astype(bool) & theirs.notna()
+        if both.to_numpy().any():
+            model, bench = both.stack().loc[lambda hit: hit].index[0]
+            what = f"score ({regime.field}.{bench}.{model})"
+            raise OverlayConflict(what, release.path, run.path)
+        scores[key] = ours.combine_first(theirs).sort_index()
+        stderr[key] = release.stderr[key].combine_first(run.stderr[key]).sort_index()
+    return Results(path=release.path, scores=scores, stderr=stderr, regimes=release.regimes)
+
+
+_CACHE: dict[tuple, Results] = {}
+
+
+def _path(root: Path, ctx: Context) -> Path:
+    path = root / ctx.settings.results_file
+    if not path.is_file():
+        raise InputsUnavailable(f"{path} does not exist (source={ctx.source})")
+    return path
 
 
 def results(ctx: Context) -> Results:
-    """The results file of `ctx`'s source, read once per process (re-read when the file changes)."""
-    path = ctx.data_root / ctx.settings.results_file
-    if not path.is_file():
-        raise InputsUnavailable(f"{path} does not exist (source={ctx.source})")
+    """The results file of `ctx`'s source, read once per process (re-read when a file changes); with
+    source=published+results, the run's file laid over the release's (`overlay`)."""
+    paths = [_path(root, ctx) for root in ctx.roots()]
     regimes = dict(ctx.settings.regimes)
     key = (
-        str(path),
-        os.stat(path).st_mtime,
+        tuple((str(p), os.stat(p).st_mtime) for p in paths),
         repr(sorted((k, r.field, r.stderr_field) for k, r in regimes.items())),
     )
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = load_results(path, regimes)
+        loaded = [load_results(path, regimes) for path in paths]
+        _CACHE[key] = loaded[0] if len(loaded) == 1 else overlay(*loaded)
     return _CACHE[key]

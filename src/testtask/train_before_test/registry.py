@@ -45,4 +45,5 @@ PAPER = Paper(
     actions=ACTIONS,
     report=report.FUNCTIONS,
     runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
+    overlay=True,  # inputs.results lays a run's all_results.json over the release's
 )

@@ -13,5 +13,6 @@ from testtask.lm import release
 
 
 def results(ctx: Context) -> pd.DataFrame:
-    """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent)."""
-    return release.results(ctx.data_root, ctx.settings.release, ctx.source)
+    """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent); with
+    source=published+results, the release's and the run's results together."""
+    return release.results(ctx.data_root, ctx.settings.release, ctx.source, ctx.overlay_root)

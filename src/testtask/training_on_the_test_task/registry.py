@@ -48,6 +48,7 @@ PAPER = Paper(
     settings=Settings.from_config,
     actions=ACTIONS,
     report=report.FUNCTIONS,
+    overlay=True,  # lm.release.results lays a run's lm-eval files over the release's
     runner=Runner(
         "training_on_the_test_task_run",
         "testtask.training_on_the_test_task.runner.main:run",

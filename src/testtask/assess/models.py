@@ -1,0 +1,72 @@
+"""The user's models: registry entries (train date, N, D) from the file `assess.model_file`, read in one place.
+
+The file holds registry entries in the shipped registry's format (conf/training_on_the_test_task/models/paper.yaml,
+section `base`), keyed by the model name used in the user's result files:
+
+    base:
+      my-model-7b: {train_date: "2024-06", params_b: 7, tokens_t: 4.0}
+
+`family` (the cluster of Eq. 1's standard errors) defaults to the model's own name, `language` to EN, `hf_repo` to
+null and `paper_name` to the name: none changes a residual, and the user need not know the paper's conventions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from testtask.errors import InputError
+from testtask.lm.models import ModelRegistry
+from testtask.paths import resolve
+
+SECTION = "base"  # the user's models are base models: Eq. 1 places them by N·D and train date
+
+
+class ModelFileError(InputError, ValueError):
+    """`assess.model_file` is absent or malformed; the message names the file and the field."""
+
+
+def _defaults(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {"paper_name": name, "hf_repo": None, "family": name, "language": "EN", **entry}
+
+
+def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
+    """name -> registry entry of every model in `assess.model_file`, validated as the registry validates its own
+    (ModelFileError naming the file and the field)."""
+    value = cfg.assess.get("model_file")
+    if not value:
+        raise ModelFileError(
+            "assess.model_file is not set: pass assess.model_file=<path to your models YAML>"
+        )
+    path = resolve(str(value))
+    if not Path(path).is_file():
+        raise ModelFileError(f"assess.model_file: {path} does not exist")
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(data, dict) or set(data) != {SECTION} or not isinstance(data[SECTION], dict):
+        raise ModelFileError(f"{path}: expected one section '{SECTION}:' mapping a model name to its entry")
+    entries = {str(name): _defaults(str(name), entry or {}) for name, entry in data[SECTION].items()}
+    if not entries:
+        raise ModelFileError(f"{path}: section '{SECTION}' lists no model")
+    try:
+        ModelRegistry.from_config({SECTION: entries})
+    except ValueError as err:
+        raise ModelFileError(f"{path}: {err}") from None
+    return entries
+
+
+def with_models(cfg: DictConfig, entries: Mapping[str, Mapping[str, Any]], config_key: str) -> DictConfig:
+    """A copy of `cfg` whose registry (`<config_key>.models`) also holds `entries`; a name the registry already
+    has is an error (the user's model would silently replace a published one)."""
+    out = cfg.copy()
+    registry = out[config_key].models
+    with open_dict(registry):
+        taken = sorted(name for name in entries if any(name in (registry.get(k) or {}) for k in registry))
+        if taken:
+            raise ModelFileError(
+                f"assess.model_file: {taken} already in the model registry; rename your model"
+            )
+        registry[SECTION] = OmegaConf.merge(registry.get(SECTION) or {}, dict(entries))
+    return out

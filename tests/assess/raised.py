@@ -1,0 +1,63 @@
+"""A user's model made from a published one: its lm-eval files (and train-before-test scores) copied under a new
+name, base scores raised, into a results run laid over the release (the acceptance case of `assess-model`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+TOTT, TBT = "training-on-the-test-task", "train-before-test"
+RAISED_METRICS = ("acc,", "exact_match,")  # accuracies: higher is better, in [0, 1]
+
+
+def _raise(path: Path, out: Path, delta: float) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for entry in data["results"].values():
+        for key, value in entry.items():
+            if key.startswith(RAISED_METRICS) and "_stderr," not in key and isinstance(value, int | float):
+                entry[key] = min(1.0, value + delta)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data), encoding="utf-8")
+
+
+def make_run(published: Path, results: Path, run: str, source: str, name: str, delta: float) -> list[Path]:
+    """Copy `source`'s base and e3 files of the release in `published` to `results/<paper>/<run>` as `name`:
+    base scores raised by `delta`, fine-tuned ones unchanged; its train-before-test direct scores raised the same
+    way. Returns the files written."""
+    evaluations = published / TOTT / "evaluations"
+    out = results / TOTT / run / "evaluations"
+    written = []
+    for path in sorted(evaluations.glob(f"base/{source}-*.json")) + sorted(
+        evaluations.glob(f"e3/*/{source}-*.json")
+    ):
+        rel = path.relative_to(evaluations)
+        target = out / rel.parent / path.name.replace(source, name, 1)
+        if rel.parts[0] == "base":
+            _raise(path, target, delta)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        written.append(target)
+    return written
+
+
+def make_tbt_run(
+    published: Path, results: Path, run: str, source: str, name: str, delta: float, raised: set[str]
+) -> Path:
+    """`source`'s train-before-test scores as `name`: its direct scores on the benchmarks `raised` raised by
+    `delta`, the rest as published."""
+    data = json.loads((published / TBT / "all_results.json").read_text(encoding="utf-8"))
+    out: dict[str, dict] = {}
+    for field, per_bench in data.items():
+        out[field] = {}
+        for bench, per_model in per_bench.items():
+            if source in per_model and per_model[source] is not None:
+                value = per_model[source]
+                if field == "direct_eval" and bench in raised:
+                    value = min(1.0, value + delta)
+                out[field][bench] = {name: value}
+    path = results / TBT / run / "all_results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out), encoding="utf-8")
+    return path
