@@ -79,7 +79,7 @@ report-fast: data
 
 # Your model's verdict (docs/training-on-the-test-task.md#assess-your-model): its lm-eval results in
 # results/<paper>/<RUN>/ laid over the release, its registry entry in ARGS='assess.model_file=<yaml>'
-# -> figures/assess-model/<model>/<model>.{png,json,md}.
+# -> figures/assess-model/published+results-<run>/<model>/<model>.{png,json,md}.
 assess-model: SOURCE = published+results
 assess-model: data
 	$(TT) action=assess-model source=$(SOURCE) $(ARGS)

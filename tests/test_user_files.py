@@ -258,7 +258,9 @@ def test_own_claim_is_evaluated_beside_the_papers(tmp_path):
 
     user = tmp_path / "user"
     write(user, "claims/pretrain-on-test.yaml", own_claim())
-    figures = tmp_path / "figures" / "pretrain-on-test"
+    figures = (
+        tmp_path / "figures" / "pretrain-on-test" / "published"
+    )  # paths.output_dir of the published source
     figures.mkdir(parents=True)
     (figures / "figure-own.json").write_text(json.dumps({"boost": 0.0149}))
     cfg = analysis_config(tmp_path, user, "action=report", f"report.out_dir={tmp_path / 'report'}")

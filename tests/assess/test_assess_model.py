@@ -73,7 +73,8 @@ def assessed(release, tmp_path_factory) -> tuple[Path, dict[str, dict], str]:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         pages = run(cfg)
-    return root / "figures" / "assess-model", {p["model"]: p for p in pages}, printed.getvalue()
+    folder = root / "figures" / "assess-model" / f"published+results-{RUN}"  # per source and run
+    return folder, {p["model"]: p for p in pages}, printed.getvalue()
 
 
 def _by_benchmark(page: dict) -> dict[str, dict]:
@@ -147,7 +148,11 @@ def test_overlay_figure_1_reads_both_roots(release, tmp_path):
         ]
     )
     build(cfg, "figure", [1])
-    figure = json.loads((tmp_path / "figures" / TOTT / "figure-1.json").read_text())
+    # the overlay's outputs have a folder of their own (paths.output_dir), never the release's
+    assert not (tmp_path / "figures" / TOTT / "published").exists()
+    figure = json.loads(
+        (tmp_path / "figures" / TOTT / f"published+results-{RUN}" / "figure-1.json").read_text()
+    )
     points = {p["model"] for panel in figure["panels"] for p in panel["points"]}
     assert RAISED in points and SOURCE in points
     data = figure["provenance"]["data"]

@@ -26,10 +26,11 @@ CONFIG_KEY = "training_on_the_test_task"
 
 
 def page_dir(cfg: DictConfig, model: str) -> Path:
-    """Where `model`'s page goes: the one place the output path is composed."""
-    from testtask.paths import resolve
+    """Where `model`'s page goes: the one place the output path is composed, per source and run like every output
+    (figures/assess-model/published+results-<run>/<model>/)."""
+    from testtask.paths import output_dir
 
-    return resolve(cfg.figures_dir) / "assess-model" / model
+    return output_dir(cfg.figures_dir, str(cfg.source), cfg.get("results_run"), "assess-model") / model
 
 
 def _signed(value: float) -> str:
