@@ -32,7 +32,7 @@ help:
 	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
 	@echo "make mini-zero-shot-pretrain-on-test  # §9 zero-shot on CPU, SmolLM2 QLoRA (ARGS=lm=smollm2_lora: plain LoRA)"
 	@echo "make run-train-before-test ARGS='experiment=train_before_test/paper hydra/launcher=slurm'"
-	@echo "make assess-model RUN=<run> ARGS='assess.model_file=<models.yaml>'  # your model's verdict (paper 000, train-before-test)"
+	@echo "make assess-model RUN=<run>  # your model's verdict (paper 000, train-before-test); models: conf/user/models.yaml or ARGS='assess.model_file=<yaml>'"
 	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results|published+results  RUN=<run>  ARGS='hydra overrides'"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -81,7 +81,8 @@ report-fast: data
 	$(TT) action=report report=fast figures_dir=figures-fast cache_dir=cache-fast paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # Your model's verdict (docs/training-on-the-test-task.md#assess-your-model): its lm-eval results in
-# results/<paper>/<RUN>/ laid over the release, its registry entry in ARGS='assess.model_file=<yaml>'
+# results/<paper>/<RUN>/ laid over the release, its registry entry in the user folder's models.yaml (section base;
+# docs/extending.md) or in ARGS='assess.model_file=<yaml>'
 # -> figures/assess-model/published+results-<run>/<model>/<model>.{png,json,md}.
 assess-model: SOURCE = published+results
 assess-model: data

@@ -61,3 +61,31 @@ def make_tbt_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out), encoding="utf-8")
     return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.assess.raised <source model> <name> <run> [--delta D]`: a stand-in for a user's own
+    lm-eval run (docs/extending.md), from the release in data/published into results/<paper>/<run>/."""
+    import argparse
+
+    from testtask.paths import repo_root
+
+    parser = argparse.ArgumentParser(prog="python -m tests.assess.raised", description=main.__doc__)
+    parser.add_argument("source", help="a published model, e.g. llama-2-7b")
+    parser.add_argument("name", help="your model's name in the copied files")
+    parser.add_argument("run", help="the results run, results/<paper>/<run>/")
+    parser.add_argument("--delta", type=float, default=0.05, help="added to every base accuracy")
+    args = parser.parse_args(argv)
+    root = repo_root()
+    written = make_run(
+        root / "data" / "published", root / "results", args.run, args.source, args.name, args.delta
+    )
+    if not written:
+        raise SystemExit(
+            f"no files of {args.source!r} in {root / 'data' / 'published' / TOTT}: run `make data`"
+        )
+    print(f"{len(written)} lm-eval files of {args.name} in {written[0].parents[2]}")
+
+
+if __name__ == "__main__":
+    main()

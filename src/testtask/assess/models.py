@@ -1,7 +1,8 @@
 """The user's models: registry entries (train date, N, D) from the file `assess.model_file`, read in one place.
 
 The file holds registry entries in the shipped registry's format (conf/training_on_the_test_task/models/paper.yaml,
-section `base`), keyed by the model name used in the user's result files:
+section `base`), keyed by the model name used in the user's result files. Without `assess.model_file`, the `base`
+section of the user folder's `models.yaml` (testtask.user_files; already merged into the registry) is assessed:
 
     base:
       my-model-7b: {train_date: "2024-06", params_b: 7, tokens_t: 4.0}
@@ -18,8 +19,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from testtask import user_files
 from testtask.errors import InputError
-from testtask.lm.models import ModelRegistry
+from testtask.lm.models import KINDS, ModelRegistry
 from testtask.paths import resolve
 
 SECTION = "base"  # the user's models are base models: Eq. 1 places them by N·D and train date
@@ -33,19 +35,38 @@ def _defaults(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     return {"paper_name": name, "hf_repo": None, "family": name, "language": "EN", **entry}
 
 
-def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
-    """name -> registry entry of every model in `assess.model_file`, validated as the registry validates its own
-    (ModelFileError naming the file and the field)."""
+def own_models_file(cfg: DictConfig) -> Path | None:
+    """The user folder's `models.yaml` (merged into the registry where the config is composed), or None."""
+    file = user_files.read(user_files.folder(cfg), "models.yaml")
+    return None if file is None else file.path
+
+
+def _model_file(cfg: DictConfig) -> Path:
+    """`assess.model_file`, else the user folder's `models.yaml`; an error saying how to give one."""
     value = cfg.assess.get("model_file")
     if not value:
-        raise ModelFileError(
-            "assess.model_file is not set: pass assess.model_file=<path to your models YAML>"
-        )
+        own = own_models_file(cfg)
+        if own is None:
+            folder = user_files.folder(cfg)
+            raise ModelFileError(
+                f"no model to assess: put its registry entry in {folder / 'models.yaml'} (section base) or "
+                "pass assess.model_file=<path to your models YAML>"
+            )
+        return own
     path = resolve(str(value))
     if not Path(path).is_file():
         raise ModelFileError(f"assess.model_file: {path} does not exist")
+    return Path(path)
+
+
+def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
+    """name -> registry entry of every model in `assess.model_file` (default: the user folder's models.yaml,
+    whose other sections are not assessed), validated as the registry validates its own (ModelFileError naming
+    the file and the field)."""
+    path = _model_file(cfg)
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if not isinstance(data, dict) or set(data) != {SECTION} or not isinstance(data[SECTION], dict):
+    sections = set(KINDS) if path == own_models_file(cfg) else {SECTION}
+    if not isinstance(data, dict) or not set(data) <= sections or not isinstance(data.get(SECTION), dict):
         raise ModelFileError(f"{path}: expected one section '{SECTION}:' mapping a model name to its entry")
     entries = {str(name): _defaults(str(name), entry or {}) for name, entry in data[SECTION].items()}
     if not entries:
@@ -57,13 +78,28 @@ def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
     return entries
 
 
+def own_names(cfg: DictConfig) -> set[str]:
+    """The base models of the user folder's models.yaml: already in the registry, by the user's own hand."""
+    path = own_models_file(cfg)
+    if path is None:
+        return set()
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    return {str(name) for name in ((data or {}).get(SECTION) or {})}
+
+
 def with_models(cfg: DictConfig, entries: Mapping[str, Mapping[str, Any]], config_key: str) -> DictConfig:
     """A copy of `cfg` whose registry (`<config_key>.models`) also holds `entries`; a name the registry already
-    has is an error (the user's model would silently replace a published one)."""
+    has is an error (the user's model would silently replace a published one), unless it came from the user
+    folder's models.yaml (the user's own entry, merged when the config was composed)."""
     out = cfg.copy()
     registry = out[config_key].models
+    own = own_names(cfg)
     with open_dict(registry):
-        taken = sorted(name for name in entries if any(name in (registry.get(k) or {}) for k in registry))
+        taken = sorted(
+            name
+            for name in entries
+            if name not in own and any(name in (registry.get(k) or {}) for k in registry)
+        )
         if taken:
             raise ModelFileError(
                 f"assess.model_file: {taken} already in the model registry; rename your model"
