@@ -57,7 +57,8 @@ def fit_panel(
         "effect": effect,
         "lm_types": data.lm_types,
         "datasets": len(data.datasets),
-        "dataset_names": [str(d) for d in data.datasets],  # which tasks the fit pooled (an own dataset shows here)
+        # which tasks the fit pooled (an own dataset shows here)
+        "dataset_names": [str(d) for d in data.datasets],
         "subsamples": int(data.observed[:, :, 0].sum()),
         "average_difference": predictive.interval(pp.average, pred.hdi_prob),
         "beta": {k: beta[k] for k in ("mean", "sd", "hdi_89", "r_hat", "ess_bulk", "ess_tail")},
