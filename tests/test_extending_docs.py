@@ -5,7 +5,7 @@ up to date; `.venv` and `assets` are links to this checkout's): its ` ```bash ` 
 its ` ```yaml ` blocks whose first line is `# file: <path>` written to that path first, in document order.
 TESTTASK_ROOT points the package (installed from this checkout) at the copy, the published data come from the
 mirror (TESTTASK_DATA_MIRROR), and no tracked file of the copy may change (nothing under `conf/<paper>/` or
-`conf/claims/` is edited). Times on 2 shared cores: example 1 ~45 s, example 2 ~150 s (slow), 3 and 4 ~15 s.
+`conf/claims/` is edited). Times on 2 shared cores: example 1 31 s, example 2 89 s (slow), example 3 10 s, example 4 11 s.
 """
 
 from __future__ import annotations
