@@ -30,7 +30,7 @@ def test_the_composed_default_config_gives_typed_settings():
     assert (s.regression.cov_type, s.regression.alpha_level, s.regression.c_e_search) == (
         "nonrobust",
         0.05,
-        "profile",
+        "local",
     )
     assert (s.benchmark("gpqa").chance, s.benchmark("bbh").chance) == (0.0, 0.3)
     assert isinstance(s.release, Release) and s.release.evaluations_dir == "evaluations"
@@ -68,7 +68,7 @@ def test_the_composed_default_config_gives_typed_settings():
 
 def test_the_paper_text_preset_gives_the_texts_choices():
     s = Settings.from_config(compose(["analysis_protocol=paper_text"])["training_on_the_test_task"])
-    assert s.regression.cov_type == "cluster"
+    assert (s.regression.cov_type, s.regression.c_e_search) == ("cluster", "profile")
     assert (s.benchmark("gpqa").chance, s.benchmark("bbh").chance) == (0.25, 0.0)
     default = Settings.from_config(compose()["training_on_the_test_task"])
     gemma_paper, gemma_authors = s.release.registry.get("gemma-2b"), default.release.registry.get("gemma-2b")
@@ -98,12 +98,12 @@ def test_the_pipeline_builds_them_once_with_overrides():
         [
             f"paper={TOTT}",
             "training_on_the_test_task.cutoff=2024-01",
-            "training_on_the_test_task.regression.c_e_search=local",
+            "training_on_the_test_task.regression.c_e_search=profile",
         ]
     )
     ctx = make_context(cfg, TOTT)
     assert isinstance(ctx.settings, Settings)
-    assert ctx.settings.cutoff == "2024-01" and ctx.settings.regression.c_e_search == "local"
+    assert ctx.settings.cutoff == "2024-01" and ctx.settings.regression.c_e_search == "profile"
 
 
 def test_a_bad_value_fails_when_the_settings_are_read():
