@@ -1,7 +1,9 @@
-"""The protocol tables (docs/protocols/<paper>.md) and the runners' configs cannot drift apart.
+"""The protocol tables (docs/protocols/<paper>.md, <paper>-analysis.md) and the configs cannot drift apart.
 
-Every row with a config key is checked against the composed default config and against the `paper_text` preset;
-every row without one must name the test that covers its mechanism; every element of the line-by-line audits
+Every row with a config key is checked against the composed default config and against the `paper_text` preset
+(runners: the runner's entry config with `protocol=<paper>/paper_text`; analyses: conf/config.yaml with
+`paper=<key>`, as `testtask.pipeline.compose` builds it, with `analysis_protocol=paper_text`); every row without
+one must name the test that covers its mechanism; every element of the line-by-line audits
 (../shared/reference/protocol-audit/, when present) must have a row.
 """
 
@@ -14,12 +16,21 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from testtask import pipeline
 from testtask.paths import conf_dir, repo_root
-from testtask.protocol_tables import RUNNERS, Row, TableError, parse_literal, read_table, same_value
+from testtask.protocol_tables import (
+    ANALYSES,
+    ANALYSIS_PRESET,
+    RUNNERS,
+    Row,
+    TableError,
+    drift,
+    read_table,
+    same_value,
+)
 
 DOCS = repo_root() / "docs" / "protocols"
 AUDITS = repo_root().parent / "shared" / "reference" / "protocol-audit"
-MISSING = object()
 
 
 @cache
@@ -29,13 +40,10 @@ def composed(entry: str, overrides: tuple[str, ...]) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def lookup(config: dict, path: str):
-    node = config
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return MISSING
-        node = node[part]
-    return node
+@cache
+def analysis_config(overrides: tuple[str, ...]) -> dict:
+    """conf/config.yaml composed as the `testtask` command composes it, plain."""
+    return OmegaConf.to_container(pipeline.compose(list(overrides)), resolve=True)
 
 
 def rows(paper: str) -> list[Row]:
@@ -47,29 +55,74 @@ def test_table_matches_default_and_paper_text_configs(paper: str) -> None:
     entry, prefix = RUNNERS[paper]
     table = rows(paper)
     assert len(table) >= 15, f"docs/protocols/{paper}.md lists only {len(table)} elements"
-    problems = []
-    for row in table:
-        where = f"docs/protocols/{paper}.md:{row.line} ({row.element})"
-        if not row.decision or not row.authors_code:
-            problems.append(f"{where}: no decision or no authors' code reference")
-        if row.key is None:
-            if "test" not in row.decision:
-                problems.append(f"{where}: a mechanism row must name the test that covers it")
-            continue
-        default = lookup(composed(entry, row.overrides), row.key)
-        if default is MISSING:
-            problems.append(f"{where}: `{row.key}` is not in the composed {entry} config")
-            continue
-        if row.default is None or not same_value(parse_literal(row.default), default):
-            problems.append(f"{where}: table default {row.default!r}, config {default!r}")
-        if row.preset is None:
-            continue
-        preset_cfg = composed(entry, (*row.overrides, f"protocol={prefix}/paper_text"))
-        preset = lookup(preset_cfg, row.key)
-        wanted = row.default if row.preset == "same" else row.preset
-        if wanted is None or not same_value(parse_literal(wanted), preset):
-            problems.append(f"{where}: table paper_text {row.preset!r}, preset config {preset!r}")
+    problems = drift(
+        table,
+        f"docs/protocols/{paper}.md",
+        lambda overrides: composed(entry, overrides),
+        f"protocol={prefix}/paper_text",
+    )
     assert not problems, "\n".join(problems)
+
+
+def _analysis_compose(paper: str, extra: tuple[str, ...] = ()):
+    return lambda overrides: analysis_config((*ANALYSES[paper], *extra, *overrides))
+
+
+@pytest.mark.parametrize("paper", sorted(ANALYSES))
+def test_analysis_table_matches_default_and_paper_text_configs(paper: str) -> None:
+    table = rows(f"{paper}-analysis")
+    assert len(table) >= 15, f"docs/protocols/{paper}-analysis.md lists only {len(table)} elements"
+    problems = drift(table, f"docs/protocols/{paper}-analysis.md", _analysis_compose(paper), ANALYSIS_PRESET)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("paper", sorted(ANALYSES))
+def test_analysis_table_has_rows_where_the_preset_differs(paper: str) -> None:
+    """The preset must change something, and every value it changes must be a row of the table."""
+    table = rows(f"{paper}-analysis")
+    differing = [row.key for row in table if row.preset not in (None, "same")]
+    assert differing, f"docs/protocols/{paper}-analysis.md has no row where paper_text differs"
+    default = analysis_config(ANALYSES[paper])
+    preset = analysis_config((*ANALYSES[paper], ANALYSIS_PRESET))
+    changed = sorted(_changed_paths(default, preset))
+    missing = [path for path in changed if path not in differing]
+    assert not missing, f"the preset changes {missing} but docs/protocols/{paper}-analysis.md has no such row"
+
+
+def _changed_paths(a: object, b: object, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            path
+            for key in sorted(set(a) | set(b))
+            for path in _changed_paths(a.get(key), b.get(key), f"{prefix}{key}.")
+        ]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+@pytest.mark.parametrize(
+    ("override", "element"),
+    [
+        ("training_on_the_test_task.regression.cov_type=cluster", "standard errors (Eq. 1)"),
+        ("training_on_the_test_task.model_values=paper", "model metadata (N, D, dates)"),
+        ("training_on_the_test_task.benchmarks.bbh.chance=0.0", "chance r (BBH)"),
+    ],
+)
+def test_analysis_drift_is_reported_when_a_default_changes_without_the_table(
+    override: str, element: str
+) -> None:
+    paper = "training-on-the-test-task"
+    table = rows(f"{paper}-analysis")
+    problems = drift(table, "t.md", _analysis_compose(paper, (override,)), ANALYSIS_PRESET)
+    assert problems and all(f"({element})" in p for p in problems), problems
+    assert any("table default" in p for p in problems)
+
+
+def test_analysis_drift_is_reported_when_the_preset_changes_without_the_table() -> None:
+    paper = "training-on-the-test-task"
+    table = [row for row in rows(f"{paper}-analysis") if row.element == "standard errors (Eq. 1)"]
+    # The default config stands in for the preset: its classical SEs are not the table's paper_text `cluster`.
+    problems = drift(table, "t.md", _analysis_compose(paper), "paper=training-on-the-test-task")
+    assert len(problems) == 1 and "table paper_text 'cluster', preset config 'nonrobust'" in problems[0]
 
 
 def _audit_elements(path: Path) -> list[str]:

@@ -1,9 +1,11 @@
-"""The protocol tables of the runners (`docs/protocols/<paper>.md`), read as data.
+"""The protocol tables of the runners (`docs/protocols/<paper>.md`) and of the analyses
+(`docs/protocols/<paper>-analysis.md`), read as data.
 
 Each table lists one protocol element a row: what the paper's text says, what the authors' code ran (file and
 line), the config key that holds it, its default and its value under the `paper_text` preset, and the decision.
-`tests/test_protocol_tables.py` composes the runner's configs and checks every row against them, so the tables
-and the configs cannot drift apart.
+`tests/test_protocol_tables.py` composes the configs (a runner's entry config; for an analysis `conf/config.yaml`
+with `paper=<key>`) and checks every row against them with `drift`, so the tables and the configs cannot drift
+apart.
 
 Cell conventions (see any of the tables):
 - `config key`: a backticked dotted path into the composed entry config, optionally preceded by the Hydra
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,14 @@ RUNNERS = {
     "training-on-the-test-task": ("training_on_the_test_task_run", "training_on_the_test_task"),
     "train-before-test": ("train_before_test_run", "train_before_test"),
 }
+
+#: paper key -> the overrides that compose its analysis config from conf/config.yaml
+ANALYSES = {
+    "training-on-the-test-task": ("paper=training-on-the-test-task",),
+}
+#: the override that selects every analysis's paper-text preset (conf/analysis_protocol/paper_text.yaml)
+ANALYSIS_PRESET = "analysis_protocol=paper_text"
+MISSING = object()
 
 _KEY = re.compile(r"^(?:\[(?P<overrides>[^\]]*)\]\s*)?`(?P<path>[^`]+)`$")
 _LITERAL = re.compile(r"^`(?P<value>.*)`$")
@@ -137,3 +148,47 @@ def same_value(expected: Any, actual: Any) -> bool:
             same_value(e, a) for e, a in zip(expected, actual, strict=True)
         )
     return expected == actual
+
+
+def lookup(config: Mapping[str, Any], path: str) -> Any:
+    """The value at dotted `path` in a plain config, or `MISSING`."""
+    node: Any = config
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return MISSING
+        node = node[part]
+    return node
+
+
+Compose = Callable[[tuple[str, ...]], Mapping[str, Any]]
+
+
+def drift(table: list[Row], name: str, compose: Compose, preset: str) -> list[str]:
+    """Every disagreement between the rows of `table` (file `name`) and the configs.
+
+    `compose(overrides)` gives the plain composed config; a row's default is checked against `compose(row's
+    overrides)`, its paper_text value against `compose(row's overrides + (preset,))`. A row without a config key
+    must name the test that covers its mechanism.
+    """
+    problems = []
+    for row in table:
+        where = f"{name}:{row.line} ({row.element})"
+        if not row.decision or not row.authors_code:
+            problems.append(f"{where}: no decision or no authors' code reference")
+        if row.key is None:
+            if "test" not in row.decision:
+                problems.append(f"{where}: a mechanism row must name the test that covers it")
+            continue
+        default = lookup(compose(row.overrides), row.key)
+        if default is MISSING:
+            problems.append(f"{where}: `{row.key}` is not in the composed config")
+            continue
+        if row.default is None or not same_value(parse_literal(row.default), default):
+            problems.append(f"{where}: table default {row.default!r}, config {default!r}")
+        if row.preset is None:
+            continue
+        value = lookup(compose((*row.overrides, preset)), row.key)
+        wanted = row.default if row.preset == "same" else row.preset
+        if wanted is None or not same_value(parse_literal(wanted), value):
+            problems.append(f"{where}: table paper_text {row.preset!r}, preset config {value!r}")
+    return problems

@@ -26,11 +26,13 @@ def test_the_composed_default_config_gives_typed_settings():
     assert s.cutoff == "2023-11" and s.robustness_cutoffs == ("2023-09", "2024-01")
     assert s.model_kinds == ("base",)
     assert s.adjustment.stage == "e3" and s.adjustment.use_max is True
+    # the authors' released analysis code (docs/protocols/training-on-the-test-task-analysis.md)
     assert (s.regression.cov_type, s.regression.alpha_level, s.regression.c_e_search) == (
-        "cluster",
+        "nonrobust",
         0.05,
-        "profile",
+        "local",
     )
+    assert (s.benchmark("gpqa").chance, s.benchmark("bbh").chance) == (0.0, 0.3)
     assert isinstance(s.release, Release) and s.release.evaluations_dir == "evaluations"
     assert isinstance(s.release.registry, ModelRegistry) and "llama-2-7b" in s.release.registry
     assert isinstance(s.release.absent, AbsentResults) and len(s.release.absent) > 0
@@ -64,6 +66,15 @@ def test_the_composed_default_config_gives_typed_settings():
     assert s.mini_data.subjects[0] == "high_school_biology" and s.mini_data.seed == 0
 
 
+def test_the_paper_text_preset_gives_the_texts_choices():
+    s = Settings.from_config(compose(["analysis_protocol=paper_text"])["training_on_the_test_task"])
+    assert (s.regression.cov_type, s.regression.c_e_search) == ("cluster", "profile")
+    assert (s.benchmark("gpqa").chance, s.benchmark("bbh").chance) == (0.25, 0.0)
+    default = Settings.from_config(compose()["training_on_the_test_task"])
+    gemma_paper, gemma_authors = s.release.registry.get("gemma-2b"), default.release.registry.get("gemma-2b")
+    assert (gemma_paper.tokens_t, gemma_authors.tokens_t) == (3.0, 2.0)  # App. B.1 vs model2compute
+
+
 def test_settings_are_frozen():
     s = Settings.from_config(compose()["training_on_the_test_task"])
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -87,12 +98,12 @@ def test_the_pipeline_builds_them_once_with_overrides():
         [
             f"paper={TOTT}",
             "training_on_the_test_task.cutoff=2024-01",
-            "training_on_the_test_task.regression.c_e_search=local",
+            "training_on_the_test_task.regression.c_e_search=profile",
         ]
     )
     ctx = make_context(cfg, TOTT)
     assert isinstance(ctx.settings, Settings)
-    assert ctx.settings.cutoff == "2024-01" and ctx.settings.regression.c_e_search == "local"
+    assert ctx.settings.cutoff == "2024-01" and ctx.settings.regression.c_e_search == "profile"
 
 
 def test_a_bad_value_fails_when_the_settings_are_read():

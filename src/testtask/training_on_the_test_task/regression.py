@@ -293,7 +293,8 @@ def fit_emergence(
             in ``n_grid`` steps, plus every observed value).
         c_e_search: ``"profile"`` (global grid + bounded refinement of the profile SSE) or ``"local"`` (the
             authors' unconstrained BFGS on all three parameters from (0, ``c_e_start``, 0); it can stop at a
-            local minimum, hence ``"profile"`` in the analysis config; both minimise the same objective).
+            local minimum; the analysis config's default, as it produced the published numbers; both minimise the same
+            objective).
         use_t: t-distribution p-values and intervals (the authors' statsmodels default); else normal.
         r2_type: which R² fills ``r2``: ``"uncentered"`` (authors: no-intercept OLS of A − r) or ``"centered"``.
         ci_level: coverage of ``theta_ci``.
