@@ -96,7 +96,20 @@ def clone(tmp_path) -> Clone:
     (root / ".venv").symlink_to(REPO / ".venv")
     if (REPO / "assets").is_dir():
         (root / "assets").symlink_to(REPO / "assets")
-    env = {k: v for k, v in os.environ.items() if k not in ("TESTTASK_USER_DIR", "MAKEFLAGS", "MFLAGS")}
+    # a student's shell: none of the variables of the make that may be running this test (`make test ARGS=...`
+    # exports ARGS, and MAKEFLAGS carries it to every make the examples start)
+    outer = {
+        "TESTTASK_USER_DIR",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "MAKELEVEL",
+        "MAKEOVERRIDES",
+        "ARGS",
+        "PAPER",
+        "SOURCE",
+        "RUN",
+    }
+    env = {k: v for k, v in os.environ.items() if k not in outer}
     env.update(
         TESTTASK_ROOT=str(root),
         TESTTASK_DATA_MIRROR=str(mirror),

@@ -122,6 +122,7 @@ def test_gpu_checks_are_skipped_on_the_cpu(tmp_path):
     assert not {"pot_zeroshot_padding", "zero3_tott_finetune"} & set(data["cuda_only"])
 
 
+@pytest.mark.slow  # ~60 s on 2 busy cores; the same code paths run in the fast suite through the runners' tests
 def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
     """The CPU subset runs the authors' QLoRA (NF4 storage, bitsandbytes' paged 8-bit AdamW, whose paging itself is
     CUDA memory: bitsandbytes_nf4, cuda-only) and ZeRO-3 (two gloo ranks, each holding half of every parameter, a

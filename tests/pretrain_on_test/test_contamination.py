@@ -301,7 +301,7 @@ def test_runner_writes_the_cell_and_the_test_per_arm(finished):
     from tests.fixtures.tiny_models import CLASSES, fixture_frame
 
     assert finished.name == "contamination.json"
-    assert finished.parent.parts[-4:] == ("m9", "n12", "smollm2-lora-zero-shot-packing", "fixture")
+    assert finished.parent.parts[-4:] == ("m9", "n12", "smollm2-qlora-zero-shot-packing", "fixture")
     result = json.loads(finished.read_text())
     assert result["complete"] and result["n"] == 12
     row = pd.read_csv(finished.parent / "accuracies.csv")
