@@ -28,51 +28,44 @@ POT = Path("results/pretrain-on-test/cpu-mini")
 TOTT = Path("results/training-on-the-test-task/cpu-mini")
 
 
-def pretrain_on_test(root: Path) -> dict[str, dict[str, float]]:
-    """Per dataset: mean accuracies, boost and bias (points), seconds per repetition."""
-    out = {}
-    # the few-shot collection only: cpu-mini also holds the §9.2 contamination cell (accuracies_contamination)
-    for csv in sorted((root / "accuracies_from_paper").rglob("accuracies.csv")):
-        acc = pd.read_csv(csv)
-        log = csv.parent / "run_log.jsonl"
-        reps = [json.loads(line)["seconds"] for line in log.read_text().splitlines()] if log.is_file() else []
-        out[csv.parent.name] = {
-            "repetitions": len(acc),
-            "base": acc.base.mean(),
-            "extra": acc.extra.mean(),
-            "test": acc.test.mean(),
-            "majority": acc.majority.mean(),
-            "boost": 100 * (acc.extra - acc.base).mean(),
-            "bias": 100 * (acc.test - acc.extra).mean(),
-            "seconds": float(np.median(reps)) if reps else float("nan"),
-            "seconds_min": min(reps, default=float("nan")),
-            "seconds_max": max(reps, default=float("nan")),
-            "seconds_total": float(sum(reps)),
-        }
-    return out
+def cell_summary(csv: Path) -> dict[str, Any]:
+    """One cell's accuracies.csv and run_log.jsonl: mean accuracies, boost and bias (points), seconds per
+    repetition, and the pretraining optimizer of the last repetition."""
+    acc = pd.read_csv(csv)
+    log = csv.parent / "run_log.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    reps = [r["seconds"] for r in records]
+    return {
+        "repetitions": len(acc),
+        "base": acc.base.mean(),
+        "extra": acc.extra.mean(),
+        "test": acc.test.mean(),
+        "majority": acc.majority.mean(),
+        "boost": 100 * (acc.extra - acc.base).mean(),
+        "bias": 100 * (acc.test - acc.extra).mean(),
+        "seconds": float(np.median(reps)) if reps else float("nan"),
+        "seconds_min": min(reps, default=float("nan")),
+        "seconds_max": max(reps, default=float("nan")),
+        "seconds_total": float(sum(reps)),
+        "optim": records[-1].get("pretrain_test_optim", "") if records else "",
+    }
 
 
-def zero_shot(root: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """Per (lm_type, dataset) of the §9 zero-shot CPU mini (accuracies_zero_shot): accuracies, boost, bias,
-    seconds per repetition, and the optimizer that stepped (from run_log.jsonl)."""
-    out = {}
-    for csv in sorted((root / "accuracies_zero_shot").rglob("accuracies.csv")):
-        acc = pd.read_csv(csv)
-        log = csv.parent / "run_log.jsonl"
-        records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
-        reps = [r["seconds"] for r in records]
-        out[(csv.parent.parent.name, csv.parent.name)] = {
-            "repetitions": len(acc),
-            "base": acc.base.mean(),
-            "extra": acc.extra.mean(),
-            "test": acc.test.mean(),
-            "majority": acc.majority.mean(),
-            "boost": 100 * (acc.extra - acc.base).mean(),
-            "bias": 100 * (acc.test - acc.extra).mean(),
-            "seconds": float(np.median(reps)) if reps else float("nan"),
-            "optim": records[-1].get("pretrain_test_optim", "") if records else "",
-        }
-    return out
+def pretrain_on_test(root: Path) -> dict[str, dict[str, Any]]:
+    """Per dataset of the few-shot collection: cell_summary."""
+    # the few-shot collection only: cpu-mini also holds the zero-shot and §9.2 contamination cells
+    return {
+        csv.parent.name: cell_summary(csv)
+        for csv in sorted((root / "accuracies_from_paper").rglob("accuracies.csv"))
+    }
+
+
+def zero_shot(root: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (lm_type, dataset) of the §9 zero-shot CPU mini (accuracies_zero_shot): cell_summary."""
+    return {
+        (csv.parent.parent.name, csv.parent.name): cell_summary(csv)
+        for csv in sorted((root / "accuracies_zero_shot").rglob("accuracies.csv"))
+    }
 
 
 def packing_speed(root: Path) -> dict[str, dict[str, Any]]:

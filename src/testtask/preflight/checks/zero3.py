@@ -19,7 +19,6 @@ from testtask.preflight import models
 from testtask.preflight.registry import Skip, check
 
 ZERO3_CONFIG = "conf/deepspeed/zero3_authors.json"
-PAIRS = 32
 STEPS = 4
 # 32 pairs, 2 per device x accumulation x ranks = 8 per optimizer step: 4 steps, one epoch. More than 2: the
 # authors' DeepSpeed scheduler (WarmupCosineLR, warm-up from 0) gives the first step, and with the recipe's one
@@ -29,15 +28,6 @@ RUN = {"epochs": 1, "max_steps": None, "batch_size": 8, "per_device_batch_size":
 
 def ranks_for(ctx) -> int:
     return 2 if not ctx.cuda else min(2, max(ctx.gpus, 1))
-
-
-def _model(ctx) -> Path:
-    def build():
-        pairs = fixtures.arc_pairs(PAIRS)
-        texts = [p + c for p, c in pairs] + [fixtures.MC_PROMPT_TEXT]
-        return models.build("llama", ctx.folder("zero3-llama"), texts, models.SMALL)
-
-    return ctx.cached("zero3-llama", build)
 
 
 def consolidated(model: Path, final: Path) -> dict[str, Any]:
@@ -74,13 +64,13 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
     import importlib.util
 
     from testtask.preflight.checks.distributed import run_ranks
-    from testtask.preflight.checks.training_on_the_test_task import recipe
+    from testtask.preflight.checks.training_on_the_test_task import TRAINING_PAIRS, _model, recipe
 
     if importlib.util.find_spec("deepspeed") is None:
         raise RuntimeError(
             "deepspeed is not installed: make install (a core dependency, pinned in constraints.txt)"
         )
-    model = _model(ctx)
+    model = _model(ctx)  # the B.2 checks' tiny Llama, built on the same 32 training pairs
     ranks = ranks_for(ctx)
     if ctx.cuda and ctx.gpus < 1:
         raise Skip("no GPU visible")
@@ -88,7 +78,7 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
     spec = {
         "mode": "tott",
         "model": str(model),
-        "pairs": [list(p) for p in fixtures.arc_pairs(PAIRS)],
+        "pairs": [list(p) for p in fixtures.arc_pairs(TRAINING_PAIRS)],
         "device": ctx.device,
         "out": str(out),
         "recipe": recipe(**RUN, precision="bf16-mixed" if ctx.cuda else "fp32"),
