@@ -82,9 +82,10 @@ def test_analysis_table_has_rows_where_the_preset_differs(paper: str) -> None:
     table = rows(f"{paper}-analysis")
     differing = [row.key for row in table if row.preset not in (None, "same")]
     assert differing, f"docs/protocols/{paper}-analysis.md has no row where paper_text differs"
-    default = analysis_config(ANALYSES[paper])
-    preset = analysis_config((*ANALYSES[paper], ANALYSIS_PRESET))
-    changed = sorted(_changed_paths(default, preset))
+    section = paper.replace("-", "_")  # the paper's config section: the preset also holds the other papers'
+    default = analysis_config(ANALYSES[paper])[section]
+    preset = analysis_config((*ANALYSES[paper], ANALYSIS_PRESET))[section]
+    changed = sorted(_changed_paths(default, preset, f"{section}."))
     missing = [path for path in changed if path not in differing]
     assert not missing, f"the preset changes {missing} but docs/protocols/{paper}-analysis.md has no such row"
 
@@ -100,17 +101,35 @@ def _changed_paths(a: object, b: object, prefix: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("override", "element"),
+    ("paper", "override", "element"),
     [
-        ("training_on_the_test_task.regression.cov_type=cluster", "standard errors (Eq. 1)"),
-        ("training_on_the_test_task.model_values=paper", "model metadata (N, D, dates)"),
-        ("training_on_the_test_task.benchmarks.bbh.chance=0.0", "chance r (BBH)"),
+        (
+            "training-on-the-test-task",
+            "training_on_the_test_task.regression.cov_type=cluster",
+            "standard errors (Eq. 1)",
+        ),
+        (
+            "training-on-the-test-task",
+            "training_on_the_test_task.model_values=paper",
+            "model metadata (N, D, dates)",
+        ),
+        (
+            "training-on-the-test-task",
+            "training_on_the_test_task.benchmarks.bbh.chance=0.0",
+            "chance r (BBH)",
+        ),
+        (
+            "train-before-test",
+            "train_before_test.pca.case_study.max_with_baseline=false",
+            "Figure 8 train-before-test cells",
+        ),
+        ("train-before-test", "train_before_test.kendall_decimals=null", "τ rounding"),
+        ("train-before-test", "train_before_test.pca.standardize=false", "PCA preprocessing"),
     ],
 )
 def test_analysis_drift_is_reported_when_a_default_changes_without_the_table(
-    override: str, element: str
+    paper: str, override: str, element: str
 ) -> None:
-    paper = "training-on-the-test-task"
     table = rows(f"{paper}-analysis")
     problems = drift(table, "t.md", _analysis_compose(paper, (override,)), ANALYSIS_PRESET)
     assert problems and all(f"({element})" in p for p in problems), problems
@@ -123,6 +142,15 @@ def test_analysis_drift_is_reported_when_the_preset_changes_without_the_table() 
     # The default config stands in for the preset: its classical SEs are not the table's paper_text `cluster`.
     problems = drift(table, "t.md", _analysis_compose(paper), "paper=training-on-the-test-task")
     assert len(problems) == 1 and "table paper_text 'cluster', preset config 'nonrobust'" in problems[0]
+
+
+def test_train_before_test_drift_is_reported_when_the_preset_changes_without_the_table() -> None:
+    paper = "train-before-test"
+    element = "Figure 8 train-before-test cells"
+    table = [row for row in rows(f"{paper}-analysis") if row.element == element]
+    # The default config stands in for the preset: its max with direct evaluation is not the text's `false`.
+    problems = drift(table, "t.md", _analysis_compose(paper), "paper=train-before-test")
+    assert len(problems) == 1 and "table paper_text 'false', preset config True" in problems[0]
 
 
 def _audit_elements(path: Path) -> list[str]:

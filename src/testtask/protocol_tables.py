@@ -40,6 +40,7 @@ RUNNERS = {
 #: paper key -> the overrides that compose its analysis config from conf/config.yaml
 ANALYSES = {
     "training-on-the-test-task": ("paper=training-on-the-test-task",),
+    "train-before-test": ("paper=train-before-test",),
 }
 #: the override that selects every analysis's paper-text preset (conf/analysis_protocol/paper_text.yaml)
 ANALYSIS_PRESET = "analysis_protocol=paper_text"

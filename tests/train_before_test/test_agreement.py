@@ -15,6 +15,7 @@ from testtask.train_before_test.agreement import (
     kendall_tau,
     mean_off_diagonal,
     mean_with_others,
+    rounded,
 )
 from testtask.train_before_test.categories import category_means
 from testtask.train_before_test.ties import (
@@ -25,6 +26,15 @@ from testtask.train_before_test.ties import (
     tie_aware_matrix,
     z_value,
 )
+
+
+def test_rounded_tau_moves_the_mean_as_the_authors_rounding_does():
+    # Two taus 0.12345 and 0.12346: rounded to 3 decimals first (the authors' notebook) the mean is 0.123,
+    # unrounded it is 0.123455.
+    tau = pd.DataFrame([[1.0, 0.12345, 0.12346], [0.12345, 1.0, 0.0], [0.12346, 0.0, 1.0]])
+    assert mean_off_diagonal(rounded(tau, 3)) == pytest.approx((0.123 + 0.123 + 0.0) / 3, abs=1e-15)
+    assert mean_off_diagonal(rounded(tau, None)) == pytest.approx((0.12345 + 0.12346) / 3, abs=1e-15)
+    assert rounded(tau, None) is tau
 
 
 def test_kendall_tau_hand_computed_without_ties():

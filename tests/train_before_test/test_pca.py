@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from testtask.train_before_test.compute import compute_table, correlate
-from testtask.train_before_test.pca import explained_variance, pc1
+from testtask.train_before_test.pca import explained_variance, max_with_baseline, pc1
 from testtask.train_before_test.perplexity import agreement, keep_models, oriented, split_by_tuning
 from testtask.train_before_test.settings import pretraining_compute
 
@@ -41,6 +41,20 @@ def test_standardizing_equalises_benchmarks_of_different_spread():
     matrix = pd.DataFrame({"big": 10 * x, "small": y})
     assert explained_variance(matrix, standardize=False)[0] == pytest.approx(100 / 101)
     np.testing.assert_allclose(explained_variance(matrix, standardize=True), [0.5, 0.5])
+
+
+def test_max_with_baseline_takes_the_better_regime_cell_by_cell():
+    index, columns = ["m0", "m1", "m2"], ["a", "b", "c"]
+    direct = pd.DataFrame([[0.9, 0.9, 0.1], [0.1, 0.1, 0.1], [0.1, 0.1, 0.1]], index=index, columns=columns)
+    after = pd.DataFrame([[0.3, 0.2, 0.3], [0.2, 0.3, 0.1], [0.1, 0.1, 0.2]], index=index, columns=columns)
+    out = max_with_baseline({"direct": direct, "tbt": after})
+    assert out["direct"] is direct
+    expected = [[0.9, 0.9, 0.3], [0.2, 0.3, 0.1], [0.1, 0.1, 0.2]]
+    np.testing.assert_allclose(out["tbt"].to_numpy(), expected)
+    # The max moves the explained variance: train-before-test alone is not what the max gives.
+    assert explained_variance(out["tbt"], True)[0] != pytest.approx(explained_variance(after, True)[0])
+    with pytest.raises(ValueError, match="does not cover"):
+        max_with_baseline({"direct": direct, "tbt": after[["b", "a", "c"]]})
 
 
 def test_pca_needs_two_models():

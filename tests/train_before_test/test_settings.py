@@ -45,7 +45,8 @@ def test_the_default_config_gives_typed_settings():
     assert s.labels["sst2"] == "SST-2" and all(isinstance(v, str) for v in s.labels.values())
     assert s.ties == Ties(0.95, "pairwise")
     assert s.pca.standardize is True and s.pca.n_components == 5
-    assert s.pca.case_study == CaseStudy("Qwen", "Qwen/")
+    assert s.pca.case_study == CaseStudy("Qwen", "Qwen/", max_with_baseline=True)
+    assert s.kendall_decimals == 3
     assert s.heatmap == Heatmap("RdYlBu_r", 1.0) and isinstance(s.heatmap.vmax, float)
     assert "Table 4" in s.pretraining_compute.source
     assert len(s.pretraining_compute.models) == 37
@@ -63,6 +64,8 @@ def test_settings_are_frozen_and_overrides_reach_them():
         s.ties.rule = "leader"  # type: ignore[misc]
     changed = _settings("train_before_test.ties.rule=leader", "train_before_test.pca.standardize=false")
     assert changed.ties.rule == "leader" and changed.pca.standardize is False
+    text = _settings("analysis_protocol=paper_text", "train_before_test.kendall_decimals=null")
+    assert text.pca.case_study.max_with_baseline is False and text.kendall_decimals is None
 
 
 def test_the_pipeline_builds_the_settings_once_per_context():

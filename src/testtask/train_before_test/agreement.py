@@ -57,6 +57,11 @@ def kendall_cross(rows: pd.DataFrame, columns: pd.DataFrame) -> tuple[pd.DataFra
     )
 
 
+def rounded(matrix: pd.DataFrame, decimals: int | None) -> pd.DataFrame:
+    """Tau rounded to `decimals` (the authors' notebook rounds every tau table to 3 before any mean); None: as is."""
+    return matrix if decimals is None else matrix.round(decimals)
+
+
 def off_diagonal(matrix: pd.DataFrame) -> np.ndarray:
     """The entries above the diagonal: one per unordered pair of benchmarks."""
     upper = np.triu_indices(len(matrix), k=1)

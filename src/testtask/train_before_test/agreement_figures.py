@@ -15,6 +15,7 @@ from testtask.train_before_test.agreement import (
     kendall_matrix,
     mean_off_diagonal,
     mean_with_others,
+    rounded,
 )
 from testtask.train_before_test.categories import category_means
 from testtask.train_before_test.plotting import category_boundaries, heatmap, shared_range
@@ -35,7 +36,7 @@ _TAU_CACHE: dict[tuple, tuple[object, dict[str, pd.DataFrame]]] = {}
 def tau_matrices(ctx: Context, prep: Prepared, kind: str) -> dict[str, pd.DataFrame]:
     """Benchmark x benchmark tau per regime (`kind`: kendall or significance_ties), computed once per process
     for the same results and settings (Figures 2, 9 and 10 share theirs)."""
-    key = (kind, tuple(prep.benchmarks), ctx.settings.ties)
+    key = (kind, tuple(prep.benchmarks), ctx.settings.ties, ctx.settings.kendall_decimals)
     cached = _TAU_CACHE.get(key)
     if cached is None or cached[0] is not prep.results:  # results re-read (file changed): recompute
         _TAU_CACHE[key] = (prep.results, _compute_tau_matrices(ctx, prep, kind))
@@ -46,7 +47,8 @@ def _compute_tau_matrices(ctx: Context, prep: Prepared, kind: str) -> dict[str, 
     out = {}
     for key in prep.regimes:
         if kind == "kendall":
-            out[key], _ = kendall_matrix(prep.downstream(key), prep.benchmarks)
+            matrix, _ = kendall_matrix(prep.downstream(key), prep.benchmarks)
+            out[key] = rounded(matrix, ctx.settings.kendall_decimals)
         elif kind == "significance_ties":
             z = z_value(ctx.settings.ties.confidence)
             rule = ctx.settings.ties.rule

@@ -16,6 +16,22 @@ def complete_rows(scores: pd.DataFrame, benchmarks: list[str]) -> pd.DataFrame:
     return scores[benchmarks].dropna()
 
 
+def max_with_baseline(matrices: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The regimes' matrices with every regime after the first replaced by its cell-wise max with the first
+    (the baseline: direct evaluation); scores must be oriented higher = better."""
+    keys = list(matrices)
+    if not keys:
+        return {}
+    first = matrices[keys[0]]
+    out = {keys[0]: first}
+    for key in keys[1:]:
+        frame = matrices[key]
+        if list(frame.index) != list(first.index) or list(frame.columns) != list(first.columns):
+            raise ValueError(f"regime {key!r} does not cover the baseline's models and benchmarks in order")
+        out[key] = frame.where(frame >= first, first)
+    return out
+
+
 def _prepared(matrix: pd.DataFrame, standardize: bool) -> np.ndarray:
     # Centre each benchmark; standardising also divides by its standard deviation across models (a benchmark
     # with no spread keeps scale 1), so every benchmark weighs the same whatever its metric's range.

@@ -13,7 +13,7 @@ import pandas as pd
 from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
 from testtask.train_before_test.compute import compute_table, correlate
-from testtask.train_before_test.pca import complete_rows, explained_variance, pc1
+from testtask.train_before_test.pca import complete_rows, explained_variance, max_with_baseline, pc1
 from testtask.train_before_test.prepare import Prepared, base_numbers, prepare
 
 log = logging.getLogger(__name__)
@@ -60,9 +60,11 @@ def _pca_settings(ctx: Context, prep: Prepared | None = None) -> dict[str, Any]:
     return settings
 
 
-def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict:
+def _variance_figure(ctx: Context, number: int, prefix: str, title: str, take_max: bool = False) -> dict:
     prep = prepare(ctx)
     matrices = common_matrices(prep, prefix)
+    if take_max:
+        matrices = max_with_baseline(matrices)
     standardize = ctx.settings.pca.standardize
     shown = ctx.settings.pca.n_components
     ratios = {key: explained_variance(m, standardize) for key, m in matrices.items()}
@@ -84,6 +86,7 @@ def _variance_figure(ctx: Context, number: int, prefix: str, title: str) -> dict
         **base_numbers(ctx, prep, "figure", number),
         **_pca_settings(ctx, prep),
         "model_prefix": prefix or None,
+        "max_with_baseline": take_max,
         "models": list(next(iter(matrices.values())).index),
         "n_models": len(next(iter(matrices.values()))),
         "benchmarks": prep.benchmarks,
@@ -110,7 +113,7 @@ def figure_6(ctx: Context) -> dict:
 def figure_8(ctx: Context) -> dict:
     """Explained-variance ratios for one model family (the case study: Qwen)."""
     case = ctx.settings.pca.case_study
-    return _variance_figure(ctx, 8, case.model_prefix, f"{case.name} models")
+    return _variance_figure(ctx, 8, case.model_prefix, f"{case.name} models", case.max_with_baseline)
 
 
 def figure_7(ctx: Context) -> dict:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from testtask.train_before_test.agreement import kendall_cross, kendall_tau, off_diagonal
+from testtask.train_before_test.agreement import kendall_cross, kendall_tau, off_diagonal, rounded
 
 
 def oriented(frame: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
@@ -37,11 +37,13 @@ def split_by_tuning(models: Sequence[str], suffixes: Sequence[str]) -> dict[str,
     }
 
 
-def agreement(perplexity: pd.DataFrame, downstream: pd.DataFrame) -> dict:
-    """Tau of every corpus (oriented, higher = better) with every corpus and every downstream benchmark, and of
-    the mean over corpora with the mean over benchmarks (means over models scored on all of them)."""
-    between, _ = kendall_cross(perplexity, perplexity)
+def agreement(perplexity: pd.DataFrame, downstream: pd.DataFrame, decimals: int | None = None) -> dict:
+    """Tau of every corpus (oriented, higher = better) with every corpus and every downstream benchmark (rounded
+    to `decimals` before their means), and of the mean over corpora with the mean over benchmarks (means over
+    models scored on all of them)."""
+    between = rounded(kendall_cross(perplexity, perplexity)[0], decimals)
     with_downstream, n = kendall_cross(perplexity, downstream)
+    with_downstream = rounded(with_downstream, decimals)
     mean_tau, mean_n = kendall_tau(perplexity.dropna().mean(axis=1), downstream.dropna().mean(axis=1))
     return {
         "tau_between_corpora": between,

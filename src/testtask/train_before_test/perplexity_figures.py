@@ -91,7 +91,7 @@ def figure_4(ctx: Context) -> dict:
     panels, matrices = {}, {}
     for key in prep.regimes:
         ppl, down = _frames(ctx, prep, key)
-        result = agreement(ppl, down)
+        result = agreement(ppl, down, ctx.settings.kendall_decimals)
         panels[key] = _summary(result)
         matrices[key] = pd.concat([result["tau_between_corpora"], result["tau_with_downstream"]], axis=1)
     vmin, vmax = shared_range(list(matrices.values()), ctx.settings.heatmap.vmax)
@@ -131,11 +131,13 @@ def figure_5(ctx: Context) -> dict:
     for group, models in groups.items():
         if len(models) < 3:
             raise InputsUnavailable(f"only {len(models)} {group} models have perplexity scores")
-        result = agreement(ppl.loc[models], down.reindex(models))
+        result = agreement(ppl.loc[models], down.reindex(models), ctx.settings.kendall_decimals)
         panels[group] = {"models": models, **_summary(result)}
         # The same split within each regime, for reference.
         panels[group]["same_regime_mean_tau_with_downstream"] = {
-            key: agreement(p.reindex(models), d.reindex(models))["mean_tau_with_downstream"]
+            key: agreement(p.reindex(models), d.reindex(models), ctx.settings.kendall_decimals)[
+                "mean_tau_with_downstream"
+            ]
             for key, (p, d) in frames.items()
         }
         matrices[group] = result["tau_with_downstream"]

@@ -35,6 +35,9 @@ class Ties:
 class CaseStudy:
     name: str  # Figure 8's family, e.g. Qwen
     model_prefix: str  # its models' ids start with this
+    max_with_baseline: bool = (
+        False  # second regime's cell = max(second, first), as the authors' Figure 8 cell
+    )
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class Settings:
         str, ...
     ]  # Figure 5: HF ids ending in one of these are instruction-tuned
     labels: dict[str, str]  # benchmark -> label in figures and tables
+    kendall_decimals: int | None  # plain tau rounded to this many decimals before any mean (None: unrounded)
     ties: Ties
     pca: Pca
     heatmap: Heatmap
@@ -116,16 +120,25 @@ class Settings:
             ),
             instruction_tuned_suffixes=tuple(str(s) for s in section["instruction_tuned_suffixes"]),
             labels={str(k): str(v) for k, v in (section["labels"] or {}).items()},
+            kendall_decimals=_optional_int(section.get("kendall_decimals")),
             ties=Ties(confidence=float(ties["confidence"]), rule=str(ties["rule"])),
             pca=Pca(
                 standardize=bool(pca["standardize"]),
                 n_components=int(pca["n_components"]),
-                case_study=CaseStudy(str(pca["case_study"]["name"]), str(pca["case_study"]["model_prefix"])),
+                case_study=CaseStudy(
+                    str(pca["case_study"]["name"]),
+                    str(pca["case_study"]["model_prefix"]),
+                    bool(pca["case_study"].get("max_with_baseline", False)),
+                ),
             ),
             heatmap=Heatmap(cmap=str(heat["cmap"]), vmax=float(heat["vmax"])),
             pretraining_compute=pretraining_compute(section["pretraining_compute"]),
             tiny_data=TinyData(out=str(section["tiny_data"]["out"])),
         )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def pretraining_compute(section: Mapping[str, Any]) -> PretrainingCompute:
