@@ -188,7 +188,7 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
         "tune": settings.tune,
         "progressbar": False,
     }
-    spec = spec_from(ctx.settings)
+    spec = spec_from(ctx.settings, interaction=settings.interaction)
     data = slice_data(frame, slices, np.random.default_rng(seed))
     jobs = [(one, seed + idx) for idx, one in enumerate(data)]
     label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"

@@ -156,6 +156,7 @@ class MetaAnalysis:
     band_zero_shot: float
     draws: int  # per slice fit
     tune: int
+    interaction: bool = False  # W_jl in the slice model (authors' meta.py: none; the text: the §6.1 model)
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,7 @@ class Settings:
                 band_zero_shot=_number(s, "figure_7.band_zero_shot", 0.0),
                 draws=_positive_int(s, "figure_7.draws"),
                 tune=_non_negative_int(s, "figure_7.tune"),
+                interaction=_read(s, "figure_7.interaction", _as_bool, "true or false"),
             ),
             figure_8=Permutations(permutations=_positive_int(s, "figure_8.permutations")),
             figure_9=Reference(m=_positive_int(s, "figure_9.m"), n=_positive_int(s, "figure_9.n")),
