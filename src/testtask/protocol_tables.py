@@ -39,6 +39,7 @@ RUNNERS = {
 
 #: paper key -> the overrides that compose its analysis config from conf/config.yaml
 ANALYSES = {
+    "pretrain-on-test": ("paper=pretrain-on-test",),
     "training-on-the-test-task": ("paper=training-on-the-test-task",),
     "train-before-test": ("paper=train-before-test",),
 }

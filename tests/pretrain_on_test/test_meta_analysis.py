@@ -127,3 +127,38 @@ def _slice_frame(frame, rng):
         chosen["subsample"] = 0
         picks.append(chosen)
     return pd.concat(picks, ignore_index=True)
+
+
+def test_slices_per_lm_type_pick_each_lm_types_subsample_independently():
+    """The authors' `_down_sample` (meta.py:26-38): one subsample per (LM type, task), drawn independently, so
+    the two LM types of a task come from different subsamples in some slices; each pick is one of that LM type's
+    own rows."""
+    frame = simulate_long(TruePars(beta=0.1), datasets=5, subsamples=4, n=50, lm_types=2, seed=2)
+    frame = _as_accuracies(frame)
+    full = meta_analysis_figures.configuration_data(frame, "bias")
+    slices = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3), per_lm_type=True)
+    mixed = 0
+    for one in slices:
+        assert one.correct.shape == (5, 1, 2, 2) and one.lm_types == full.lm_types
+        for j in range(5):
+            picks = [
+                next(k for k in range(4) if np.array_equal(full.correct[j, k, lm], one.correct[j, 0, lm]))
+                for lm in range(2)
+            ]
+            mixed += picks[0] != picks[1]
+    assert mixed > 0
+    same = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3))
+    assert all(
+        any(np.array_equal(full.correct[j, k], one.correct[j, 0]) for k in range(4))
+        for one in same
+        for j in range(5)
+    )
+
+
+def test_one_chain_gets_a_split_r_hat():
+    """A one-chain slice fit (the authors' meta.py) is checked with r̂ over its two halves, not left undefined."""
+    rng = np.random.default_rng(0)
+    mixed = meta_analysis_figures._summarise(rng.normal(size=(1, 1000)), 0)
+    drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0)
+    assert np.isfinite(mixed.r_hat) and mixed.r_hat < 1.01
+    assert drifting.r_hat > 1.1

@@ -26,6 +26,7 @@ COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
 ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
 # Counts are reconstructed as accuracy × n; anything further than this from an integer is not a count.
 COUNT_TOLERANCE = 1e-4
+COUNT_RULES = ("round", "truncate")
 # A plain decimal number as pandas and Python write one; no spaces, no nan/inf.
 _NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 _PATTERN = re.compile(
@@ -127,8 +128,11 @@ def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def read_accuracies(path: Path, n: int) -> pd.DataFrame:
-    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n).
+def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
+    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n), which the
+    descriptive outputs read (the authors' take the accuracies themselves), and `<col>_model_correct`, the counts
+    the §6.1 model is fitted to: the same, or with `counts="truncate"` accuracy × n cast to an integer as the
+    authors' analysis does (`utils.accuracies_to_num_correct`: 0.57 × 100 = 56.999… gives 56).
 
     Columns beyond COLUMNS are kept as text."""
     path = Path(path)
@@ -150,16 +154,20 @@ def read_accuracies(path: Path, n: int) -> pd.DataFrame:
         raise AccuracyDataError(
             f"{path}: column 'num_classes' row {row} = {classes[row]} is not a whole number of classes >= 2"
         )
+    if counts not in COUNT_RULES:
+        raise ValueError(f"counts = {counts!r}: expected one of {', '.join(COUNT_RULES)}")
     for column in ("base", "extra", "test"):
-        counts = frame[column].to_numpy() * n
-        off = np.abs(counts - np.round(counts)) > COUNT_TOLERANCE
+        products = frame[column].to_numpy() * n
+        off = np.abs(products - np.round(products)) > COUNT_TOLERANCE
         if off.any():
             row = _first(off)
             raise AccuracyDataError(
                 f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is not a count out of n={n} "
-                f"({counts[row]:.4f} correct)"
+                f"({products[row]:.4f} correct)"
             )
-        frame[f"{column}_correct"] = np.round(counts).astype(int)
+        frame[f"{column}_correct"] = np.round(products).astype(int)
+        model = np.trunc(products) if counts == "truncate" else np.round(products)
+        frame[f"{column}_model_correct"] = model.astype(int)
     frame.insert(0, "subsample", np.arange(len(frame)))
     return frame
 
@@ -170,8 +178,10 @@ def load(
     m: int | None = None,
     n: int | None = None,
     lm_types: list[str] | None = None,
+    counts: str = "round",
 ) -> pd.DataFrame:
     """Load every matching file into one frame with columns collection, m, n, lm_type, dataset, subsample, ...
+    (`counts`: how accuracy × n becomes a count, see `read_accuracies`).
 
     Files of one (collection, m, n, dataset) must have equal row counts across LM types, because row k is the
     same subsample k for each of them.
@@ -191,7 +201,7 @@ def load(
         )
     frames = []
     for meta in files.itertuples(index=False):
-        frame = read_accuracies(meta.path, meta.n)
+        frame = read_accuracies(meta.path, meta.n, counts)
         for key in ("collection", "m", "n", "lm_type", "dataset"):
             frame.insert(0, key, getattr(meta, key))
         frame["path"] = str(meta.path)
@@ -217,7 +227,8 @@ def configurations(data: pd.DataFrame) -> list[tuple[str, int, int]]:
 
 
 def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
-    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1.
+    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1 (the
+    frame's `<col>_model_correct` counts where it has them, else `<col>_correct`).
 
     `treatment` is 0 for the control arm and 1 for the treatment arm of `effect` ("boost" or "bias").
     """
@@ -229,7 +240,8 @@ def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
     for arm, column in enumerate((control, treatment)):
         part = data[keep].copy()
         part["treatment"] = arm
-        part["correct"] = data[f"{column}_correct"].to_numpy()
+        counts = f"{column}_model_correct" if f"{column}_model_correct" in data else f"{column}_correct"
+        part["correct"] = data[counts].to_numpy()
         arms.append(part)
     long = pd.concat(arms, ignore_index=True).rename(columns={"n": "trials"})
     return long.sort_values(["dataset", "subsample", "lm_type", "treatment"], ignore_index=True)

@@ -39,7 +39,7 @@ def load_collection(ctx: Context, key: str, m: int | None = None, n: int | None 
     name = collection_names(ctx)[key]
     root = ctx.collection_root(name)
     try:
-        data = accuracies.load(root, m=m, n=n)
+        data = accuracies.load(root, m=m, n=n, counts=ctx.settings.counts)
     except FileNotFoundError as err:
         raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {root}: {err}") from err
     # Loading from the collection's own folder leaves the collection column empty.

@@ -32,18 +32,29 @@ from testtask.pretrain_on_test.sampling import fit as fit_model
 log = logging.getLogger(__name__)
 
 
-def slice_data(frame: pd.DataFrame, slices: int, rng: np.random.Generator) -> list[ModelData]:
+def slice_data(
+    frame: pd.DataFrame, slices: int, rng: np.random.Generator, per_lm_type: bool = False
+) -> list[ModelData]:
     """`slices` de-replicated data sets: for each task, in task order, one subsample drawn uniformly from those it
-    has (the same k for every LM type, as k is the same subsample). Taken from the configuration's data array:
-    a data frame per slice took longer to build than fitting the slice."""
+    has, the same k for every LM type; with `per_lm_type`, one drawn for each (task, LM type) in turn, as the
+    authors' `meta.py` `_down_sample` does (its picks then share the slice's one subsample slot). Taken from the
+    configuration's data array: a data frame per slice took longer to build than fitting the slice."""
     full = configuration_data(frame, "bias")
     candidates = [part.subsample.unique() for _, part in frame.groupby("dataset")]
     assert [str(d) for d, _ in frame.groupby("dataset")] == full.datasets  # the same task order
+    tasks = np.arange(len(candidates))
+    lms = np.arange(len(full.lm_types))
     out = []
     for _ in range(slices):
-        k = np.array([rng.choice(c) for c in candidates])
-        tasks = np.arange(len(k))
-        correct, trials = full.correct[tasks, k][:, None], full.trials[tasks, k][:, None]
+        if per_lm_type:
+            k = np.array(
+                [[rng.choice(_observed(full, j, lm, c)) for lm in lms] for j, c in enumerate(candidates)]
+            )
+            correct = full.correct[tasks[:, None], k, lms[None, :]][:, None]
+            trials = full.trials[tasks[:, None], k, lms[None, :]][:, None]
+        else:
+            k = np.array([rng.choice(c) for c in candidates])
+            correct, trials = full.correct[tasks, k][:, None], full.trials[tasks, k][:, None]
         lm_present = trials.sum(axis=(0, 1, 3)) > 0  # an LM type absent from every picked subsample drops out
         out.append(
             ModelData(
@@ -51,10 +62,16 @@ def slice_data(frame: pd.DataFrame, slices: int, rng: np.random.Generator) -> li
                 trials[:, :, lm_present],
                 full.datasets,
                 [lm for lm, keep in zip(full.lm_types, lm_present, strict=True) if keep],
-                np.ones(len(k), dtype=int),
+                np.ones(len(tasks), dtype=int),
             )
         )
     return out
+
+
+def _observed(full: ModelData, task: int, lm: int, candidates: np.ndarray) -> np.ndarray:
+    """The subsamples of `task` that LM type `lm` has (all candidates where it has none, so the draw is kept)."""
+    have = [k for k in candidates if full.trials[task, k, lm].sum() > 0]
+    return np.asarray(have) if have else candidates
 
 
 @dataclass(frozen=True)
@@ -70,13 +87,16 @@ class SliceFit:
 
 
 def _summarise(beta: np.ndarray, divergences: int) -> SliceFit:
-    """`beta`: (chain, draw) draws of β."""
+    """`beta`: (chain, draw) draws of β. One chain (the authors' slice fits) has no between-chain r̂: its two
+    halves stand in as chains (split r̂)."""
     lo, hi = az.hdi(beta.ravel(), hdi_prob=0.89)
+    halves = beta.shape[1] // 2
+    chains = beta[:, : 2 * halves].reshape(2, halves) if beta.shape[0] == 1 else beta
     return SliceFit(
         mean=float(beta.mean()),
         hdi_low=float(lo),
         hdi_high=float(hi),
-        r_hat=float(az.rhat(beta)),
+        r_hat=float(az.rhat(chains)),
         ess_bulk=float(az.ess(beta, method="bulk")),
         divergences=int(divergences),
     )
@@ -186,10 +206,11 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
         **plain(ctx.sampler),
         "draws": settings.draws,
         "tune": settings.tune,
+        "chains": settings.chains,
         "progressbar": False,
     }
-    spec = spec_from(ctx.settings)
-    data = slice_data(frame, slices, np.random.default_rng(seed))
+    spec = spec_from(ctx.settings, interaction=settings.interaction)
+    data = slice_data(frame, slices, np.random.default_rng(seed), per_lm_type=settings.draw == "per_lm_type")
     jobs = [(one, seed + idx) for idx, one in enumerate(data)]
     label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"
     fits, seconds, from_cache = _run_slices(ctx, jobs, spec, sampler, label)

@@ -20,6 +20,11 @@ from testtask.pretrain_on_test.sampling import BACKENDS
 
 SECTION = "pretrain_on_test"
 NONCENTERED_T = (True, False, "auto")
+COUNTS = ("truncate", "round")  # accuracy × n to a count: the authors' int cast, or the nearest integer
+SLICE_DRAWS = (
+    "per_lm_type",
+    "per_task",
+)  # Figure 7: a subsample per (LM type, task), or one per task for all
 T = TypeVar("T")
 
 
@@ -156,6 +161,9 @@ class MetaAnalysis:
     band_zero_shot: float
     draws: int  # per slice fit
     tune: int
+    interaction: bool = False  # W_jl in the slice model (authors' meta.py: none; the text: the §6.1 model)
+    chains: int = 1  # per slice fit (authors' meta.py: 1)
+    draw: str = "per_lm_type"  # SLICE_DRAWS
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,7 @@ class Settings:
     figure_12: Recovery
     permutation_test: PermutationTest
     contamination: Contamination
+    counts: str = "truncate"  # COUNTS
 
     def __post_init__(self) -> None:
         if self.model.backend not in BACKENDS:
@@ -289,6 +298,9 @@ class Settings:
                 band_zero_shot=_number(s, "figure_7.band_zero_shot", 0.0),
                 draws=_positive_int(s, "figure_7.draws"),
                 tune=_non_negative_int(s, "figure_7.tune"),
+                interaction=_read(s, "figure_7.interaction", _as_bool, "true or false"),
+                chains=_positive_int(s, "figure_7.chains"),
+                draw=_choice(s, "figure_7.draw", SLICE_DRAWS),
             ),
             figure_8=Permutations(permutations=_positive_int(s, "figure_8.permutations")),
             figure_9=Reference(m=_positive_int(s, "figure_9.m"), n=_positive_int(s, "figure_9.n")),
@@ -323,4 +335,5 @@ class Settings:
                     },
                 ),
             ),
+            counts=_choice(s, "counts", COUNTS),
         )
