@@ -569,3 +569,14 @@ def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_pa
     command = f"make figures tables PAPER=proxy-tasks SOURCE=published ARGS='figures_dir={figures}'"
     assert report["not_built"][1:] == [command]
     assert command in done.stdout + done.stderr  # the console says it too
+
+
+def test_the_header_names_paths_relative_to_the_repository():
+    """Issue 26: the report's header names the repository's folders, not this machine's absolute paths."""
+    from testtask.paths import repo_root
+    from testtask.report.provenance import shown
+
+    root = repo_root()
+    assert shown(root / "figures") == "figures"
+    assert shown(f"mirror:{root.parent / 'shared' / 'data' / 'x'}") == "mirror:../shared/data/x"
+    assert shown("figures") == "figures" and shown(None) is None

@@ -11,9 +11,27 @@ from typing import Any
 
 from testtask.provenance import git_state
 
-__all__ = ["Provenance", "Release", "collect", "git_state", "release", "subsets"]
+__all__ = ["Provenance", "Release", "collect", "git_state", "release", "shown", "subsets"]
 
 SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g. accuracies_from_paper/m50)
+
+
+def shown(text: str | Path | None) -> str | None:
+    """A path (or `mirror:<path>`) as a report shows it: relative to the repository, so that a report names the
+    same folders on every machine (`figures/...`, `../shared/data/...`), never this machine's absolute path."""
+    if text is None:
+        return None
+    import os
+
+    from testtask.paths import repo_root
+
+    text = str(text)
+    prefix = "mirror" if text.startswith("mirror:") else ""  # fetch stamps name a mirror as mirror:<path>
+    rest = text[len("mirror:") :] if prefix else text
+    if not os.path.isabs(rest):
+        return text
+    relative = os.path.relpath(rest, repo_root())
+    return f"{prefix}:{relative}" if prefix else relative
 
 
 @dataclass(frozen=True)
@@ -44,16 +62,16 @@ class Provenance:
             "git_dirty": self.git_dirty,
             "command": self.command,
             "built_at": self.built_at,
-            "figures_dir": str(self.figures_dir),
+            "figures_dir": shown(self.figures_dir),
             "releases": [
                 {
                     "paper": r.paper,
                     "repo": r.repo,
                     "commit": r.commit,
-                    "folder": str(r.folder),
+                    "folder": shown(r.folder),
                     "present": r.present,
                     "verified": r.verified,
-                    "fetched_from": r.fetched_from,
+                    "fetched_from": shown(r.fetched_from),
                     "fetched_at": r.fetched_at,
                     "subsets": list(r.subsets),
                 }

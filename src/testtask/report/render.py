@@ -16,7 +16,7 @@ from pathlib import Path
 from testtask.report import rules
 from testtask.report.evaluate import DIFFERS, MATCHES, NOT_COMPUTABLE, STATUSES, Verdict, counts
 from testtask.report.ledger import thaw
-from testtask.report.provenance import Provenance
+from testtask.report.provenance import Provenance, shown
 
 _BADGE = {MATCHES: "match", DIFFERS: "differ", NOT_COMPUTABLE: "nc"}
 
@@ -108,14 +108,17 @@ def _provenance_rows(prov: Provenance) -> list[tuple[str, str]]:
         ("built", prov.built_at),
         ("git commit", prov.git_commit + (" (with uncommitted changes)" if prov.git_dirty else "")),
         ("command", prov.command),
-        ("sidecars read from", str(prov.figures_dir)),
+        ("sidecars read from", shown(prov.figures_dir)),
         ("zero rule", rules.ZERO_RULE),
         ("rounding", "ours is rounded half away from zero at the paper's printed precision"),
     ]
     for r in prov.releases:
         text = f"{r.repo}@{r.commit}: {r.verified}"
         if r.present:
-            text += f"; fetched from {r.fetched_from} at {r.fetched_at}; subsets present: {', '.join(r.subsets) or 'none'}"
+            text += (
+                f"; fetched from {shown(r.fetched_from)} at {r.fetched_at}; "
+                f"subsets present: {', '.join(r.subsets) or 'none'}"
+            )
         rows.append((f"release of {r.paper}", text))
     return rows
 
