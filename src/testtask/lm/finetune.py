@@ -104,6 +104,7 @@ class FinetuneResult:
     fingerprint: str | None = (
         None  # what the run depended on (`_fingerprint`); identifies the weights it wrote
     )
+    zero3_partition: dict[str, int] | None = None  # this rank's ZeRO-3 shard as loaded (`zero3_partition`)
 
     @property
     def first_loss(self) -> float:
@@ -474,6 +475,7 @@ def finetune(
                 record.get("precision"),
                 record.get("batch"),
                 fingerprint,
+                record.get("zero3_partition"),
             )
     set_seed(seed)
     chosen = resolve_precision(recipe, device, parameters, precision)
@@ -564,6 +566,7 @@ def finetune(
         chosen,
         batch,
         fingerprint,
+        partition,
     )
     record = {
         "fingerprint": fingerprint,

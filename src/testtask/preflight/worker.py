@@ -39,28 +39,6 @@ def _record_batches(seen: list[str]) -> None:
     finetune.PadCollator = Recording
 
 
-def _record_partition(info: dict[str, Any]) -> None:
-    """Make finetune's model loader note how much of each parameter this rank holds (ZeRO-3's `ds_tensor`, the
-    rank's shard, against `ds_numel`, the full size) and DeepSpeed's ZeRO stage."""
-    from testtask.lm import finetune
-
-    load = finetune._load_model
-
-    def loading(*args: Any, **kwargs: Any) -> Any:
-        model = load(*args, **kwargs)
-        params = list(model.parameters())
-        if params and all(hasattr(p, "ds_tensor") for p in params):
-            info["partition"] = {
-                "local": sum(int(p.ds_tensor.numel()) for p in params),
-                "full": sum(int(p.ds_numel) for p in params),
-                "in_memory": sum(int(p.numel()) for p in params),  # 0 for partitioned (released) parameters
-                "sizes": [int(p.ds_numel) for p in params],
-            }
-        return model
-
-    finetune._load_model = loading
-
-
 def train(spec: dict[str, Any]) -> dict[str, Any]:
     from testtask.lm.finetune import finetune
 
@@ -81,6 +59,9 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             "losses": result.losses,
             "checkpoints": result.checkpoints,
             "batch": getattr(result, "batch", None),  # finetune's own batch arithmetic, where it records it
+            "partition": getattr(
+                result, "zero3_partition", None
+            ),  # this rank's ZeRO-3 shard, under DeepSpeed
         }
     if spec["mode"] == "tbt":
         from testtask.train_before_test.runner.training import train_epochs
@@ -121,8 +102,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = 0
     try:
         _record_batches(seen)
-        if spec.get("record_partition"):
-            _record_partition(info)
         info.update(train(spec))
         import torch
 

@@ -127,9 +127,8 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
             f"weights stored as {sorted(storage)} (packed NF4 is uint8)"
         )
     optim = record["pretrain_extra_optim"]
-    optimizer = {
-        k.removeprefix("pretrain_extra_optimizer_"): v for k, v in record.items() if "_optimizer_" in k
-    }
+    prefix = "pretrain_extra_optimizer_"  # TrainStats.as_dict's keys of describe_optimizer
+    optimizer = {k.removeprefix(prefix): v for k, v in record.items() if k.startswith(prefix)}
     if optim != str(protocol.lm["pretrain"]["optim"]):
         raise AssertionError(f"the optimizer should be {protocol.lm['pretrain']['optim']}, ran {optim}")
     if optim == "paged_adamw_8bit" and not (
