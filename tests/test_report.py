@@ -139,6 +139,33 @@ def test_tolerance_equal_all_count_share_significance():
     assert rules.apply("significance", [0.01], "yes", {"alpha": 0.05, "expect": "significant"}).matches
 
 
+def test_within_se_judges_a_monte_carlo_estimate_by_its_standard_error():
+    # 44.0 against a printed 47 with a standard error of 2.2: 1.4 standard errors, inside 2 (exact rounding
+    # would call it a difference), outside 1
+    assert rules.apply("within_se", 44.0, 47, {"se": 2.2}).matches
+    outcome = rules.apply("within_se", 44.0, 47, {"se": 2.2, "k": 1})
+    assert not outcome.matches and "1.4 standard errors" in outcome.difference
+    assert rules.apply("within_se", [1.0, 5.0], [1.5, 5.1], {"se": 0.3}).matches
+    assert not rules.apply("within_se", [1.0, 5.0], [1.7, 5.1], {"se": 0.3}).matches
+
+
+def test_categories_load_with_their_fields(tmp_path):
+    category = {"kind": "inconsistent", "places": ["§3.3: four Gemma models", "Table 3: eight"]}
+    (claim,) = ledger.load(_write(tmp_path, [_claim(category=category)]), "toy").claims
+    assert claim.category.kind == "inconsistent"
+    assert (
+        claim.category.summary()
+        == "the paper disagrees with itself: §3.3: four Gemma models vs Table 3: eight"
+    )
+    assert set(ledger.CATEGORIES) == {
+        "text-vs-code",
+        "release-gap",
+        "inconsistent",
+        "within-error",
+        "unexplained",
+    }
+
+
 def test_rule_shape_errors():
     with pytest.raises(rules.RuleError, match="lists 2 values"):
         rules.apply("round", 1.0, [1.0, 2.0], {"digits": 1})
@@ -219,6 +246,17 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"needs": "few/m50"}, "needs", "a list"),
         ({"needs": ["../up"]}, "needs", "without '..'"),
         ({"colour": "red"}, "colour", "unknown field"),
+        # Issue 26: the fixed category list, each kind with its fields
+        ({"category": "rounding"}, "category", "a mapping with kind"),
+        ({"category": {"kind": "rounding", "error": "x"}}, "category.kind", "is not a category"),
+        ({"category": {"kind": "text-vs-code", "text": "§2.2"}}, "category.code", "needs code"),
+        ({"category": {"kind": "release-gap", "missing": "qwen2"}}, "category.missing", "at least 1"),
+        ({"category": {"kind": "inconsistent", "places": ["Table 4"]}}, "category.places", "at least 2"),
+        ({"category": {"kind": "within-error", "error": "MC", "se": -1}}, "category.se", "positive number"),
+        ({"category": {"kind": "unexplained", "tried": "x", "why": "y"}}, "category.why", "takes tried"),
+        ({"category": {"kind": "unexplained", "tried": ""}}, "category.tried", "needs tried"),
+        ({"rule": {"kind": "within_se"}}, "rule", "needs se"),
+        ({"rule": {"kind": "within_se", "se": 0}}, "rule", "se must be a positive number"),
     ],
 )
 def test_a_bad_field_names_file_id_and_field(tmp_path, overrides, field, message):

@@ -118,6 +118,12 @@ def test_output_folders_per_source_and_run():
     assert source_folder("results", None) == "results"
     assert output_dir("/f", "results", "a", "p") == Path("/f/p/results-a")
     assert output_dir("/r", "published") == Path("/r/published")
+    # issue 26: the other analysis preset's outputs go beside the default's, never into its folder
+    assert output_dir("/f", "published", None, "p", "authors") == Path("/f/p/published")
+    assert output_dir("/f", "published", None, "p", "paper_text") == Path("/f/p/published.paper_text")
+    assert output_dir("/f", "results", "a", "p", "paper_text") == Path("/f/p/results-a.paper_text")
+    with pytest.raises(ValueError, match="analysis_preset"):
+        output_dir("/f", "published", None, "p", "mine")
     for source, run_name in (("nonsense", None), ("results", "../x")):
         with pytest.raises(ValueError):
             source_folder(source, run_name)
@@ -148,6 +154,33 @@ def test_check_accepts_the_same_and_refuses_another_source_run_or_data():
     assert check("f.json", old, asked) is old
     with pytest.raises(ProvenanceMismatch):
         check("f.json", old, Expected.of("published"))
+
+
+def test_a_sidecar_of_the_other_analysis_preset_is_refused():
+    text = Expected.of("published", preset="paper_text", reader="the report")
+    assert check("f.json", _block("published", analysis_preset="paper_text"), text)["x"] == 1
+    with pytest.raises(ProvenanceMismatch) as err:
+        check("f.json", _block("published", analysis_preset="authors"), text)
+    assert "built from source=published, the report was asked for source=published under " in str(err.value)
+    assert "analysis_protocol=paper_text" in str(err.value)
+    with pytest.raises(
+        ProvenanceMismatch, match="built from source=published under analysis_protocol=paper_text"
+    ):
+        check("f.json", _block("published", analysis_preset="paper_text"), Expected.of("published"))
+    # built before the preset was recorded: not compared
+    assert check("f.json", _block("published"), text)["x"] == 1
+
+
+def test_a_paper_text_build_goes_to_its_own_folder_and_says_so(root, tmp_path):
+    figures = tmp_path / "figures"
+    build(
+        _cfg(root, "source=published", f"figures_dir={figures}", "analysis_protocol=paper_text"),
+        "figure",
+        [1],
+    )
+    (built,) = figures.rglob("figure-1.json")
+    assert built.parent == output_dir(figures, "published", None, PAPER, "paper_text")
+    assert json.loads(built.read_text())["provenance"]["analysis_preset"] == "paper_text"
 
 
 def test_a_sidecar_without_provenance_is_accepted_with_a_warning(caplog):

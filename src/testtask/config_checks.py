@@ -34,6 +34,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
+from testtask.paths import PRESETS  # paths.output_dir
 from testtask.sources import SOURCES  # pipeline.make_context
 
 # --- known sets, from the code that reads each value ---------------------------------------------------------
@@ -386,6 +387,7 @@ SAMPLER_RULES = prefixed(
 # `action` and `paper` are not here: cli.run answers an unknown one with its own UsageError before building.
 TOP_RULES = [
     Rule("source", one_of(*SOURCES)),
+    Rule("analysis_preset", one_of(*PRESETS), optional=True),
     Rule("seed", non_negative_int),
     Rule("log_level", one_of(*logging.getLevelNamesMapping())),
     Rule("results_dir", text),

@@ -48,7 +48,9 @@ class Walkthrough:
     def out_dir(self, figures: str | None = None, *extra: str) -> Path:
         """The folder of the outputs built with overrides `extra` (their source and run: paths.output_dir)."""
         cfg = self.config(*extra, figures=figures)
-        return output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), self.paper)
+        return output_dir(
+            cfg.figures_dir, cfg.source, cfg.get("results_run"), self.paper, cfg.get("analysis_preset")
+        )
 
     def fetch(self) -> dict[str, Any] | None:
         """`action=data`: copy or download the authors' release; None (with a note) when it cannot be fetched."""
@@ -79,7 +81,9 @@ class Walkthrough:
         from another source or run than those overrides say is refused (sidecars.ProvenanceMismatch)."""
         cfg = self.config(*extra, figures=figures)
         path = self.out_dir(figures, *extra) / f"{name}.json"
-        expected = Expected.of(cfg.source, cfg.get("results_run"), reader="the notebook")
+        expected = Expected.of(
+            cfg.source, cfg.get("results_run"), reader="the notebook", preset=cfg.get("analysis_preset")
+        )
         return read(path, expected) if path.is_file() else None
 
     def figure(self, number: int, *extra: str, figures: str | None = None) -> dict | None:

@@ -38,6 +38,9 @@ def resolve(path: str | os.PathLike) -> Path:
 PUBLISHED = "published"
 RESULTS = "results"
 OVERLAY = "published+results"  # our run read on top of the release (testtask.sources)
+AUTHORS = "authors"  # the analysis preset the defaults are: the authors' released analysis code
+PAPER_TEXT = "paper_text"  # `analysis_protocol=paper_text`: the papers' texts where that code differs
+PRESETS = (AUTHORS, PAPER_TEXT)
 
 
 def run_of(source: str, run: object) -> str | None:
@@ -58,9 +61,26 @@ def source_folder(source: str, run: object = None) -> str:
     return source if name is None else f"{source}-{name}"
 
 
-def output_dir(root: str | os.PathLike, source: str, run: object = None, paper: str | None = None) -> Path:
+def preset_suffix(preset: object) -> str:
+    """`""` for the default analysis preset (authors), `.<preset>` for another (`.paper_text`)."""
+    name = AUTHORS if preset in (None, "") else str(preset)
+    if name not in PRESETS:
+        raise ValueError(f"analysis_preset must be one of {', '.join(PRESETS)}, got {name!r}")
+    return "" if name == AUTHORS else f".{name}"
+
+
+def output_dir(
+    root: str | os.PathLike,
+    source: str,
+    run: object = None,
+    paper: str | None = None,
+    preset: object = AUTHORS,
+) -> Path:
     """THE place an output of `source` (and results run `run`) goes under the output root `root` (figures_dir,
     report.out_dir, ...): `<root>/<paper>/<source folder>/` for a paper's figures and tables, `<root>/<source
-    folder>/` for a report over papers. Every writer and reader composes its folder here."""
+    folder>/` for a report over papers. A paper's outputs under another analysis preset than the authors' code
+    (`analysis_protocol=paper_text`) go beside them, in `<source folder>.paper_text/`: the report reads both and
+    no reader takes one preset's sidecar for the other's (its provenance names the preset). Every writer and reader
+    composes its folder here."""
     base = resolve(root)
-    return (base / paper if paper else base) / source_folder(source, run)
+    return (base / paper if paper else base) / (source_folder(source, run) + preset_suffix(preset))

@@ -18,7 +18,7 @@ from testtask import diagnostics, papers, provenance, sources
 from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
-from testtask.paths import conf_dir, output_dir, resolve, run_of
+from testtask.paths import AUTHORS, conf_dir, output_dir, resolve, run_of
 from testtask.sources import run_root
 
 log = logging.getLogger("testtask")
@@ -69,6 +69,11 @@ def overlay_roots(cfg: DictConfig, plugin: Paper) -> tuple[Path, Path]:
     return resolve(cfg.data.dest) / plugin.key, run
 
 
+def preset_of(cfg: DictConfig) -> str:
+    """The analysis preset `cfg` was composed with (`analysis_protocol=...`; conf/analysis_protocol/)."""
+    return str(cfg.get("analysis_preset") or AUTHORS)
+
+
 def make_context(cfg: DictConfig, paper: str) -> Context:
     """Paper `paper`'s context for `cfg`: where its inputs are for `cfg.source`, where outputs go, its settings
     (typed by its plug-in, read once here) and the way to the contexts of the papers it reads (`uses`)."""
@@ -96,7 +101,7 @@ def make_context(cfg: DictConfig, paper: str) -> Context:
         source=cfg.source,
         data_root=data_root,
         overlay_root=overlay_root,
-        out_dir=output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), paper),
+        out_dir=output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), paper, preset_of(cfg)),
         cfg=section,
         sampler=cfg.sampler,
         seed=int(cfg.seed),
@@ -155,6 +160,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 git_dirty=dirty,
                 command=provenance.command(),
                 run=ctx.run,
+                analysis_preset=preset_of(cfg),
                 cache=checksums,
             )
             try:

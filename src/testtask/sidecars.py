@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from testtask.errors import InputError
-from testtask.paths import PUBLISHED, run_of
+from testtask.paths import AUTHORS, PUBLISHED, run_of
 
 log = logging.getLogger(__name__)
 
@@ -44,20 +44,37 @@ class Expected:
     run: str | None = None
     checksum: str | None = None
     reader: str = "the reader"  # who asked, for the message: "the report", "compare_sidecars"
+    preset: str = AUTHORS  # the analysis preset (paths.PRESETS) the reader reads the outputs of
 
     @classmethod
-    def of(cls, source: str, run: object = None, checksum: str | None = None, reader: str = "the reader"):
+    def of(
+        cls,
+        source: str,
+        run: object = None,
+        checksum: str | None = None,
+        reader: str = "the reader",
+        preset: object = AUTHORS,
+    ):
         """`run` as configured (results_run): dropped for source=published, where it names nothing."""
-        return cls(str(source), run_of(str(source), run), checksum, reader)
+        return cls(str(source), run_of(str(source), run), checksum, reader, str(preset or AUTHORS))
 
     def describe(self) -> str:
-        return f"source={self.source}" + (f" (run {self.run})" if self.run else "")
+        return (
+            f"source={self.source}"
+            + (f" (run {self.run})" if self.run else "")
+            + ("" if self.preset == AUTHORS else f" under analysis_protocol={self.preset}")
+        )
 
 
 def built_from(block: dict[str, Any]) -> str:
     """`source=results (run cpu-mini)` from a provenance block."""
     run = block.get("run")
-    return f"source={block.get('source')}" + (f" (run {run})" if run else "")
+    preset = block.get("analysis_preset") or AUTHORS
+    return (
+        f"source={block.get('source')}"
+        + (f" (run {run})" if run else "")
+        + ("" if preset == AUTHORS else f" under analysis_protocol={preset}")
+    )
 
 
 def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
@@ -79,11 +96,16 @@ def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
     # `run` is absent from sidecars built before it was recorded: their source is still checked.
     run = run_of(str(source), block.get("run")) if "run" in block else expected.run
     checksum = (block.get("data") or {}).get("checksum")
-    if source != expected.source or run != expected.run:
+    # Sidecars built before the preset was recorded were built with the defaults of their day: not compared.
+    preset = block.get("analysis_preset", expected.preset)
+    if source != expected.source or run != expected.run or preset != expected.preset:
+        args = [f"results_run={expected.run}"] if expected.run else []
+        if expected.preset != AUTHORS:
+            args.append(f"analysis_protocol={expected.preset}")
         raise ProvenanceMismatch(
             f"{path} was built from {built_from(block)}, {expected.reader} was asked for "
             f"{expected.describe()}; rebuild it with SOURCE={expected.source}"
-            + (f" ARGS=results_run={expected.run}" if expected.run else "")
+            + (f" ARGS='{' '.join(args)}'" if args else "")
             + " or read the folder of its own source"
         )
     if expected.checksum and checksum and checksum != expected.checksum:

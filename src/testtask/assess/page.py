@@ -30,7 +30,10 @@ def page_dir(cfg: DictConfig, model: str) -> Path:
     (figures/assess-model/published+results-<run>/<model>/)."""
     from testtask.paths import output_dir
 
-    return output_dir(cfg.figures_dir, str(cfg.source), cfg.get("results_run"), "assess-model") / model
+    preset = cfg.get("analysis_preset")
+    return (
+        output_dir(cfg.figures_dir, str(cfg.source), cfg.get("results_run"), "assess-model", preset) / model
+    )
 
 
 def _signed(value: float) -> str:

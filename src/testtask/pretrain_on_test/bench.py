@@ -23,7 +23,6 @@ from omegaconf import DictConfig
 
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
-from testtask.paths import output_dir
 from testtask.pretrain_on_test.inputs import PAPER_M
 
 
@@ -99,9 +98,7 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
     from testtask.pretrain_on_test.meta_analysis_figures import figure_7
 
     options = cfg.get("bench", {})
-    folder = output_dir(
-        cfg.figures_dir, cfg.source, cfg.get("results_run"), ctx.paper
-    )  # bench.json goes here
+    folder = ctx.out_dir  # bench.json goes here (the preset's folder: paths.output_dir)
     ctx.out_dir = folder / "bench"
     proxies: list[int] = []
     result: dict[str, Any] = {

@@ -126,6 +126,8 @@ def bench_vs_authors(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
     }
-    folder = output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), "pretrain-on-test")
+    folder = output_dir(
+        cfg.figures_dir, cfg.source, cfg.get("results_run"), "pretrain-on-test", cfg.get("analysis_preset")
+    )
     atomic_write_json(folder / "bench-vs-authors.json", result)
     return result

@@ -16,6 +16,25 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
     needs: [accuracies_from_paper/m50]  # inputs under the paper's data root; absent -> "not computable"
     note: "..."                       # optional: the known explanation when it differs
     figure: table-1                   # optional: the output shown beside it (default: ours.output)
+    category:                         # why it differs or is not computable on the authors' release (CATEGORIES)
+      kind: text-vs-code              #   one of the fixed list below, with that kind's fields
+      text: "§2.2: clustered standard errors"
+      code: "socialfoundations/training-on-the-test-task@c357810:notebooks/figures.ipynb: OLS"
+
+The categories (`category.kind`, fields required / optional):
+
+| kind | required | optional | what it says |
+|---|---|---|---|
+| `text-vs-code` | `text`, `code` | `key` | the paper's text and the authors' code disagree; the published number follows one of them |
+| `release-gap` | `missing` (list) | | the release lacks inputs the paper used (names them) |
+| `inconsistent` | `places` (list of ≥ 2) | | the paper's printed value disagrees with the paper itself (names the places) |
+| `within-error` | `error` | `se` | rounding at the printed precision or Monte Carlo error (with the stated standard error) |
+| `unexplained` | `tried` | | no explanation found: what was tried |
+
+A claim whose verdict on the authors' release under the authors' analysis code is `differs` or `not computable`
+(for a reason other than an output not built or an input absent from this copy) must have a category: the report
+lists it as a ledger error otherwise (report/findings.py). A category on a claim that matches is kept and shown
+as such (the data moved, or the other preset differs).
 
 Any error names the file, the claim id and the field.
 """
@@ -36,8 +55,25 @@ from testtask.report import paper_values, paths, rules
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure"}
+_FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure", "category"}
 _OURS_FIELDS = {"output", "path", "function", "scale"}
+
+TEXT_VS_CODE, RELEASE_GAP, INCONSISTENT, WITHIN_ERROR, UNEXPLAINED = (
+    "text-vs-code",
+    "release-gap",
+    "inconsistent",
+    "within-error",
+    "unexplained",
+)
+#: kind -> (required fields, optional fields); the order is the order of the report's findings
+CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    TEXT_VS_CODE: (("text", "code"), ("key",)),
+    INCONSISTENT: (("places",), ()),
+    RELEASE_GAP: (("missing",), ()),
+    WITHIN_ERROR: (("error",), ("se",)),
+    UNEXPLAINED: (("tried",), ()),
+}
+_LIST_FIELDS = {"missing": 1, "places": 2}  # list fields and their least length
 
 
 class LedgerError(InputError, ValueError):
@@ -65,6 +101,32 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Category:
+    """Why a claim differs or is not computable on the authors' release (CATEGORIES)."""
+
+    kind: str
+    fields: Mapping[str, Any]
+
+    def get(self, name: str) -> Any:
+        return self.fields.get(name)
+
+    def summary(self) -> str:
+        """One line: the kind's fields in words."""
+        f = self.fields
+        if self.kind == TEXT_VS_CODE:
+            return f"text: {f['text']}; authors' code: {f['code']}" + (
+                f" (our key {f['key']})" if f.get("key") else ""
+            )
+        if self.kind == RELEASE_GAP:
+            return "the release lacks " + ", ".join(f["missing"])
+        if self.kind == INCONSISTENT:
+            return "the paper disagrees with itself: " + " vs ".join(f["places"])
+        if self.kind == WITHIN_ERROR:
+            return str(f["error"]) + (f" (standard error {f['se']})" if f.get("se") is not None else "")
+        return f"no explanation found; tried: {f['tried']}"
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     where: str
@@ -75,6 +137,7 @@ class Claim:
     needs: tuple[str, ...] = ()
     note: str | None = None
     figure: str | None = None
+    category: Category | None = None
 
     @property
     def shown_beside(self) -> str | None:
@@ -193,6 +256,8 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
     if wrong:
         raise fail("paper", wrong)
 
+    category = _category(raw.get("category"), fail) if raw.get("category") is not None else None
+
     needs = raw.get("needs") or []
     if not isinstance(needs, list) or not all(isinstance(n, str) and n.strip() for n in needs):
         raise fail("needs", "a list of input paths (relative to the paper's data root) is required")
@@ -210,7 +275,46 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
         needs=tuple(needs),
         note=raw.get("note"),
         figure=raw.get("figure"),
+        category=category,
     )
+
+
+def _category(raw: Any, fail: Any) -> Category:
+    """The claim's `category` mapping, validated (`fail(field, message)` makes the error)."""
+    kinds = ", ".join(CATEGORIES)
+    if not isinstance(raw, Mapping) or "kind" not in raw:
+        raise fail("category", f"a mapping with kind ({kinds}) and that kind's fields is required")
+    kind = raw["kind"]
+    if kind not in CATEGORIES:
+        raise fail("category.kind", f"{kind!r} is not a category; choose {kinds}")
+    required, optional = CATEGORIES[kind]
+    fields = {k: v for k, v in raw.items() if k != "kind"}
+    unknown = sorted(set(fields) - set(required) - set(optional))
+    if unknown:
+        raise fail(
+            f"category.{unknown[0]}",
+            f"{kind} takes {', '.join(required + optional)}, not {unknown[0]}",
+        )
+    for name in required:
+        if name not in fields or fields[name] in (None, "", []):
+            raise fail(f"category.{name}", f"a {kind} category needs {name}")
+    for name, value in fields.items():
+        if name in _LIST_FIELDS:
+            least = _LIST_FIELDS[name]
+            if (
+                not isinstance(value, list)
+                or len(value) < least
+                or not all(isinstance(v, str) and v.strip() for v in value)
+            ):
+                raise fail(f"category.{name}", f"a list of at least {least} non-empty strings is required")
+        elif name == "se":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise fail(
+                    "category.se", f"the stated standard error must be a positive number, got {value!r}"
+                )
+        elif not isinstance(value, str) or not value.strip():
+            raise fail(f"category.{name}", "a non-empty string is required")
+    return Category(kind=str(kind), fields=_frozen(fields))
 
 
 def parse(data: Any, file: Path, paper: str | None = None) -> Ledger:

@@ -5,7 +5,7 @@ rule error the report shows as "not computable on this data" — a ledger error 
 
 | kind | paper |
 |---|---|
-| `round`, `tolerance` | a number, a non-empty list of numbers or a non-empty mapping of numbers |
+| `round`, `tolerance`, `within_se` | a number, a non-empty list of numbers or a non-empty mapping of numbers |
 | `sign` | `positive`, `negative` or `zero` |
 | `equal` | any value |
 | `count` | a non-negative whole number |
@@ -44,7 +44,7 @@ def _numbers(paper: Any) -> str | None:
 def problem(kind: str, paper: Any, params: Mapping[str, Any], n_paths: int | None) -> str | None:
     """Why `paper` does not fit rule `kind` (None when it does); `n_paths`: the number of `ours.path` entries
     when it is a list, else None."""
-    if kind in ("round", "tolerance"):
+    if kind in ("round", "tolerance", "within_se"):
         why = _numbers(paper)
         if why:
             return f"rule {kind}: the paper's value {why}"
@@ -61,7 +61,9 @@ def problem(kind: str, paper: Any, params: Mapping[str, Any], n_paths: int | Non
     elif kind in ("all", "significance"):
         if not isinstance(paper, str) or not paper.strip():
             return f"rule {kind} compares ours with its parameters; paper holds the paper's words (a string), got {paper!r}"
-    lists_compared = kind in ("round", "tolerance") or (kind == "equal" and not params.get("as_set"))
+    lists_compared = kind in ("round", "tolerance", "within_se") or (
+        kind == "equal" and not params.get("as_set")
+    )
     if n_paths is not None and lists_compared:
         if not isinstance(paper, (list, tuple)) or len(paper) != n_paths:
             return (

@@ -10,6 +10,7 @@
 | `count` | `op`, `than` | the number of items of ours satisfying the predicate equals the paper's count |
 | `share` | `op`, `than`, `digits`, `scale` | that share (× scale), rounded to `digits`, equals the paper's |
 | `significance` | `alpha`, `expect` | every p-value of ours is < alpha (`significant`) or ≥ alpha (`not_significant`) |
+| `within_se` | `se`, `k` (default 2) | abs(ours − paper) ≤ k·se (element-wise): a Monte Carlo estimate judged against its standard error `se` (in ours' units, after `scale`), not by exact rounding |
 
 **Zero.** One rule, used by every kind: a value with abs(x) < ZERO_TOLERANCE (1e-12) is exactly 0 — neither
 positive nor negative. Accuracies are multiples of 1/n, so a mean difference that float summation leaves at
@@ -254,6 +255,23 @@ def rule_significance(ours: Any, paper: Any, alpha: float, expect: str = "not_si
     return Outcome(bool(p_values) and ok, text, None if ok else text)
 
 
+def rule_within_se(ours: Any, paper: Any, se: float, k: float = 2.0) -> Outcome:
+    """A Monte Carlo estimate: within `k` standard errors `se` of the paper's value."""
+    se_value, k_value = _number(se, "se"), _number(k, "k")
+    if se_value <= 0 or k_value <= 0:
+        raise RuleError(f"se and k must be positive, got se={se!r}, k={k!r}")
+    rows = [
+        (label, _number(o, "ours"), _number(p, "the paper's value")) for label, o, p in _pairs(ours, paper)
+    ]
+    bad = [(label, o, p) for label, o, p in rows if abs(o - p) > k_value * se_value]
+    shown = ", ".join(f"{label + ': ' if label else ''}{fmt(o)}" for label, o, _ in rows)
+    text = f"{shown} (± {fmt(k_value)}·{fmt(se_value)})"
+    if not bad:
+        return Outcome(True, text)
+    worst = max(abs(o - p) / se_value for _, o, p in bad)
+    return Outcome(False, text, f"{_differences(bad, None)}; {worst:.1f} standard errors")
+
+
 @dataclass(frozen=True)
 class Kind:
     function: Callable[..., Outcome]
@@ -270,6 +288,7 @@ KINDS: dict[str, Kind] = {
     "count": Kind(rule_count, ("op",), ("than",)),
     "share": Kind(rule_share, ("op",), ("than", "digits", "scale")),
     "significance": Kind(rule_significance, ("alpha",), ("expect",)),
+    "within_se": Kind(rule_within_se, ("se",), ("k",)),
 }
 
 
@@ -291,6 +310,11 @@ def check_params(kind: str, params: Mapping[str, Any]) -> str | None:
             return f"unknown predicate op {params['op']!r}; choose {', '.join(PREDICATES)}"
         if params["op"] in _COMPARE and "than" not in params:
             return f"predicate {params['op']!r} needs than"
+    for name in ("se", "k"):
+        if kind == "within_se" and name in params:
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                return f"{name} must be a positive number, got {value!r}"
     if "digits" in params and (not isinstance(params["digits"], int) or params["digits"] < 0):
         return f"digits must be a non-negative integer, got {params['digits']!r}"
     return None
