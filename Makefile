@@ -62,11 +62,19 @@ figure-%: data
 table-%: data
 	$(TT) action=table table=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
+# `make figures` and `make tables` build under both analysis presets, as the report judges every claim under both:
+# the authors' analysis code (the default, figures/<paper>/<source>/) and the paper's text (analysis_protocol=
+# paper_text, figures/<paper>/<source>.paper_text/; papers without released analysis code have one protocol and
+# are built once). PRESETS=authors builds the default only; an analysis_protocol in ARGS builds that one only.
+PRESETS     ?= authors paper_text
+PRESET_RUNS := $(if $(findstring analysis_protocol=,$(ARGS)),given,$(PRESETS))
+preset_arg   = $(if $(filter given,$(1)),,analysis_protocol=$(1))
+
 figures: data
-	$(TT) action=figures paper=$(PAPER) source=$(SOURCE) $(ARGS)
+	$(foreach p,$(PRESET_RUNS),$(TT) action=figures paper=$(PAPER) source=$(SOURCE) $(call preset_arg,$(p)) $(ARGS) &&) true
 
 tables: data
-	$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(ARGS)
+	$(foreach p,$(PRESET_RUNS),$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(call preset_arg,$(p)) $(ARGS) &&) true
 
 # The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/<source>/index.html and
 # report/<source>/REPRODUCTION.md (<source>: published, or results-<run>; README "Where outputs go"). Evaluates the outputs already built (run `make figures tables` first for complete

@@ -541,6 +541,7 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     from tests.conftest import tmp_config
     from testtask import papers
     from testtask.pipeline import run
+    from testtask.report.main import has_text_preset
 
     summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={tmp_path / 'report'}"))
     out = tmp_path / "report" / "published"  # paths.output_dir: one report folder per source
@@ -549,9 +550,18 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     waiting = [c for c in claims if c["not_built"]]
     assert len(waiting) > 0.9 * len(claims) > 100
     notice = summary["not_built"]
-    assert notice[0].startswith(f"{len(waiting)} claims read outputs that are not built yet")
+    # under both presets: the authors' code (report.json's claims) and, for the papers with one, the text's
+    shown = int(notice[0].split()[0])
+    assert notice[0].endswith("or `make report-fast` for an approximate report in minutes):")
+    assert shown > len(waiting) and " verdicts read outputs that are not built yet" in notice[0]
     sources = {p: "results" if p == "downstream-predictability" else "published" for p in papers.keys()}
-    assert notice[1:] == [f"make figures tables PAPER={p} SOURCE={s}" for p, s in sources.items()]
+    expected = []
+    for p, s in sources.items():
+        expected.append(f"make figures tables PAPER={p} SOURCE={s}")
+        if has_text_preset(p):
+            expected.append(f"make figures tables PAPER={p} SOURCE={s} ARGS='analysis_protocol=paper_text'")
+    assert notice[1:] == expected
+    assert summary["uncategorized"] == {}  # nothing built is nothing found
     markdown = (out / "REPRODUCTION.md").read_text()
     assert markdown.splitlines()[2] == f"> **Not built yet.** {notice[0]}"
     assert "> - `make figures tables PAPER=pretrain-on-test SOURCE=published`" in markdown

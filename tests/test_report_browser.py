@@ -20,14 +20,15 @@ from testtask.report import evaluate, provenance, render
 
 BROWSER_DIR = Path(os.environ.get("TESTTASK_BROWSER_DIR", repo_root() / ".browser"))
 SCRIPT = Path(__file__).parent / "browser" / "report_images.js"
+FIRST_SCREEN = Path(__file__).parent / "browser" / "report_first_screen.js"
 
 
-def _browser_images(page: Path) -> list[list]:
+def _node(script: Path, *args: str) -> object:
     modules = BROWSER_DIR / "node_modules"
     if shutil.which("node") is None or not (modules / "puppeteer-core").is_dir():
         pytest.skip(f"no headless browser: needs node and `make browser` (looked in {modules})")
     done = subprocess.run(
-        ["node", str(SCRIPT), str(page.resolve())],
+        ["node", str(script), *args],
         env={**os.environ, "NODE_PATH": str(modules)},
         capture_output=True,
         text=True,
@@ -36,6 +37,12 @@ def _browser_images(page: Path) -> list[list]:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _browser_images(page: Path) -> list[list]:
+    images = _node(SCRIPT, str(page.resolve()))
+    assert isinstance(images, list)
+    return images
 
 
 @pytest.mark.slow
@@ -69,3 +76,43 @@ def test_every_figure_of_the_built_report_loads():
     assert images
     failed = [src for src, complete, width in images if not (complete and width > 0)]
     assert not failed, failed
+
+
+@pytest.mark.slow
+def test_the_first_screen_shows_the_findings(tmp_path):
+    """Issue 26: what a reviewer sees on opening the report (1280 x 800) is the findings section: its heading, the
+    first paper's headline and its first finding, above the provenance header and the claim tables."""
+    from PIL import Image
+
+    from tests.test_report_findings import _evaluate
+    from testtask.report import findings
+
+    loaded, verdicts, text, authors = _evaluate(tmp_path)
+    found = findings.collect("toy", verdicts, text)
+    report = render.PaperReport("toy", verdicts, authors, loaded.file, text=text, findings=found)
+    prov = provenance.Provenance("abc123", False, "testtask action=report", "now", tmp_path / "figures")
+    notice = [
+        "2 verdicts read outputs that are not built yet:",
+        "make figures tables PAPER=toy SOURCE=published",
+    ]
+    page, _ = render.write([report], prov, tmp_path / "report", notice)
+    shot = tmp_path / "first-screen.png"
+    seen = _node(FIRST_SCREEN, str(page.resolve()), str(shot))
+    assert isinstance(seen, dict)
+    assert seen["top"] is not None and 0 <= seen["top"] < seen["viewport"]
+    assert seen["visible"][:3] == ["Findings", "toy", findings.headline(found)], seen
+    assert any(
+        title.startswith("The paper's text and the authors' code disagree") for title in seen["visible"]
+    )
+    with Image.open(shot) as image:
+        assert image.size == (1280, 800)
+        assert len(set(image.convert("L").getdata())) > 2  # something is drawn, not a blank page
+
+    # The check can fail: the same page with a tall block above the findings shows none of them first.
+    html = page.read_text(encoding="utf-8")
+    pushed = page.with_name("pushed.html")
+    pushed.write_text(
+        html.replace('<section id="findings">', '<div style="height:2000px"></div><section id="findings">')
+    )
+    seen = _node(FIRST_SCREEN, str(pushed.resolve()), str(shot))
+    assert isinstance(seen, dict) and seen["top"] > seen["viewport"] and seen["visible"] == []

@@ -137,6 +137,20 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     done: list[dict[str, Any]] = []
     skipped: list[str] = []
     chosen = selected_papers(cfg)
+    preset = preset_of(cfg)
+    if preset != AUTHORS:  # a paper without released analysis code has one protocol: its default is its text
+        from testtask.protocol_tables import ANALYSES
+
+        single = [p for p in chosen if p not in ANALYSES]
+        for paper in single:
+            log.info(
+                "%s has no analysis preset %s (one protocol, no released analysis code): nothing to build",
+                paper,
+                preset,
+            )
+        chosen = [p for p in chosen if p in ANALYSES]
+        if not chosen:
+            return []
     commit, dirty = provenance.code_git_state()
     checksums: dict[str, dict[str, Any]] = {}  # data root -> its checksum entry, computed once per build
     known = {n for paper in chosen for n in papers.get(paper).outputs(kind)}

@@ -35,7 +35,14 @@ class MissingOutput(LookupError):
 
 
 class NotComputable(LookupError):
-    """Raised by a report-hook function when the sidecars it read cannot give the value (the message says why)."""
+    """Raised by a report-hook function when the sidecars it read cannot give the value (the message says why).
+    `unbuilt`: the outputs it needs that are not built yet (with `command`, what builds them): such a verdict is
+    "not built", not a finding about the paper (report/findings.py)."""
+
+    def __init__(self, message: str, unbuilt: tuple[str, ...] = (), command: str | None = None):
+        super().__init__(message)
+        self.unbuilt = tuple(unbuilt)
+        self.command = command
 
 
 def build_command(file: str, paper: str, source: str = "published") -> str:
@@ -221,7 +228,10 @@ def _judge(
     except MissingOutput as err:
         problem = ((err.file,), build_command(err.file, paper, source), f"{err.file} has not been built")
         unbuilt = (err.file,)
-    except (LookupError, NotComputable) as err:  # a path the sidecar does not hold, rows it lacks
+    except NotComputable as err:
+        problem = (err.unbuilt, err.command, str(err))
+        unbuilt = err.unbuilt
+    except LookupError as err:  # a path the sidecar does not hold, rows it lacks
         problem = ((), None, str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}")
     if missing_needs:
         if shown is not None:  # the rule's view of the part present, shown but not judged

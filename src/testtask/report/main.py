@@ -21,10 +21,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers, user_files
+from testtask import papers, presets, user_files
 from testtask.io import atomic_write_json
-from testtask.paths import conf_dir, output_dir, resolve
-from testtask.report import evaluate, ledger, provenance, render, unbuilt
+from testtask.paths import AUTHORS, PAPER_TEXT, conf_dir, output_dir, resolve
+from testtask.protocol_tables import ANALYSES
+from testtask.report import evaluate, findings, ledger, provenance, render, unbuilt
 from testtask.sidecars import Expected, release_checksum
 from testtask.sources import OVERLAY, OverlayUnsupported
 
@@ -82,6 +83,12 @@ def _outputs_read(loaded: ledger.Ledger) -> set[str]:
     return {c.ours.file for c in loaded.claims if c.ours.file}
 
 
+def has_text_preset(paper: str) -> bool:
+    """Whether `paper`'s released analysis code differs from its text somewhere (a paper_text preset and a table
+    docs/protocols/<paper>-analysis.md); the others have one protocol (no released analysis code)."""
+    return paper in ANALYSES
+
+
 def _build_missing(
     cfg: DictConfig, paper: str, source: str, files: set[str], folder: Path, build: Build
 ) -> None:
@@ -130,42 +137,74 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     data_dest = resolve(cfg.data.dest)
     run_name = cfg.get("results_run")
     out_dir = output_dir(settings.out_dir, str(cfg.source), run_name)
+    wanted = [str(p) for p in settings.get("presets") or [AUTHORS]]
+    if AUTHORS not in wanted or not set(wanted) <= {AUTHORS, PAPER_TEXT}:
+        raise ledger.LedgerError(f"report.presets: {wanted}: the authors' preset and optionally {PAPER_TEXT}")
+    text_cfg = presets.with_preset(cfg, PAPER_TEXT) if PAPER_TEXT in wanted else None
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
     for paper in chosen:
         plugin = papers.get(paper)
-        loaded = with_user_claims(paper, load_ledger(paper), user_files.folder(cfg))
+        paper_ledger = load_ledger(paper)
+        loaded = with_user_claims(paper, paper_ledger, user_files.folder(cfg))
         if loaded is None:
             reports.append(
                 render.PaperReport(paper, [], output_dir(figures_dir, str(cfg.source), run_name, paper), None)
             )
             continue
+        own = frozenset(c.id for c in loaded.claims) - frozenset(
+            c.id for c in (paper_ledger.claims if paper_ledger else ())
+        )
         source = loaded.source or str(
             cfg.source
         )  # a ledger may read another source (downstream-predictability)
-        folder = output_dir(figures_dir, source, run_name, paper)
-        if settings.build_missing:
-            if build is None:
-                raise RuntimeError("report.build_missing=true needs the pipeline's build function")
-            needed = _outputs_read(loaded) | {
-                f"{c.figure}.json"
-                for c in loaded.claims
-                if c.figure and c.figure.startswith(("figure-", "table-"))
-            }
-            _build_missing(cfg, paper, source, needed, folder, build)
         if source == "published":
             data_root = data_dest / paper
         else:  # as the pipeline's make_context: results/<paper>[/<results_run>]
             data_root = resolve(cfg.results_dir) / paper
             if cfg.get("results_run"):
                 data_root = data_root / str(cfg.results_run)
-        expected = Expected.of(source, run_name, release_checksum(data_root, source), reader="the report")
-        verdicts = evaluate.evaluate(loaded, folder, data_root, plugin.report, source, expected)
-        reports.append(render.PaperReport(paper, verdicts, folder, loaded.file))
-        log.info("report %s: %s", paper, render.summary(verdicts))
-        waiting = unbuilt.collect(paper, source, verdicts)
-        if waiting:
-            missing.append(waiting)
+        checksum = release_checksum(data_root, source)
+        evaluated: dict[str, list[evaluate.Verdict]] = {}
+        folders: dict[str, Path] = {}
+        for preset, preset_cfg in ((AUTHORS, cfg), (PAPER_TEXT, text_cfg)):
+            if preset_cfg is None or (preset == PAPER_TEXT and not has_text_preset(paper)):
+                continue
+            folder = output_dir(figures_dir, source, run_name, paper, preset)
+            folders[preset] = folder
+            if settings.build_missing:
+                if build is None:
+                    raise RuntimeError("report.build_missing=true needs the pipeline's build function")
+                needed = _outputs_read(loaded) | {
+                    f"{c.figure}.json"
+                    for c in loaded.claims
+                    if c.figure and c.figure.startswith(("figure-", "table-"))
+                }
+                _build_missing(preset_cfg, paper, source, needed, folder, build)
+            expected = Expected.of(source, run_name, checksum, reader="the report", preset=preset)
+            evaluated[preset] = evaluate.evaluate(loaded, folder, data_root, plugin.report, source, expected)
+            waiting = unbuilt.collect(paper, source, evaluated[preset], preset)
+            if waiting:
+                missing.append(waiting)
+        verdicts, text = evaluated[AUTHORS], evaluated.get(PAPER_TEXT)
+        found = findings.collect(paper, verdicts, text, own, categorize=str(cfg.source) == "published")
+        reports.append(
+            render.PaperReport(
+                paper,
+                verdicts,
+                folders[AUTHORS],
+                loaded.file,
+                text=text,
+                findings=found,
+                single_protocol=not has_text_preset(paper),
+            )
+        )
+        log.info(
+            "report %s: %s%s",
+            paper,
+            render.summary(verdicts),
+            f"; under the paper's text: {render.summary(text)}" if text is not None else "",
+        )
     notice = unbuilt.notice(missing, _overrides(), tried=bool(settings.build_missing))
     for line in notice:  # on the console too, not only at the top of the page
         log.warning("report: %s", line)
@@ -179,11 +218,47 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
             r.paper: {
                 "ledger": str(r.ledger_file) if r.ledger_file else None,
                 "counts": evaluate.counts(r.verdicts) if r.ledger_file else None,
-                "claims": [v.as_dict() for v in r.verdicts],
+                "counts_paper_text": evaluate.counts(r.text) if r.text is not None else None,
+                "findings": r.findings.as_dict() if r.findings else None,
+                "claims": [_claim_entry(r, v) for v in r.verdicts],
             }
             for r in reports
         },
     }
+    uncategorized = {
+        r.paper: [line.claim.id for line in r.findings.uncategorized] for r in reports if r.findings
+    }
+    summary["uncategorized"] = {paper: ids for paper, ids in uncategorized.items() if ids}
     atomic_write_json(out_dir / "report.json", summary)
     log.info("report -> %s, %s", page, md)
+    _require_categories(cfg, reports)
     return summary
+
+
+def _claim_entry(report: render.PaperReport, v: evaluate.Verdict) -> dict[str, Any]:
+    entry = v.as_dict()
+    text = report.text_verdict(v.claim.id)
+    entry["paper_text"] = (
+        {"status": text.status, "ours": text.ours, "value": text.value, "difference": text.difference}
+        if text is not None
+        else None
+    )
+    return entry
+
+
+def _require_categories(cfg: DictConfig, reports: list[render.PaperReport]) -> None:
+    """LedgerError, once the report is written, when a claim that does not match on the authors' release has no
+    category (report/findings.py); only for source=published and with report.require_categories."""
+    if cfg.source != "published" or not cfg.report.get("require_categories", True):
+        return
+    problems = [
+        f"{r.ledger_file}: claim {line.claim.id}, field 'category': {line.why}, and the claim has no category"
+        for r in reports
+        if r.findings
+        for line in r.findings.uncategorized
+    ]
+    if problems:
+        raise ledger.LedgerError(
+            f"{len(problems)} claims do not match and have no category (the report is written; "
+            "ledger.CATEGORIES lists the kinds):\n  " + "\n  ".join(problems)
+        )

@@ -1,8 +1,10 @@
 """`report/index.html` (self-contained: inline CSS, figures copied beside it) and `report/REPRODUCTION.md`.
 
-Layout: a provenance header; then per paper a summary count of verdicts and, per figure or table, the image (or the
-table's Markdown) with its claims beside it, each with a verdict badge, ours, the difference, the note and, when not
-computable, the missing input and the command that makes it.
+Layout: first the findings (report/findings.py): per paper, the claims that match under the authors' analysis code
+and under the paper's text, then one line per claim that does not match, by category, each linking to its claim;
+then the provenance header and the summary table; then per paper, per figure or table, the image (or the table's
+Markdown) with its claims beside it, each with its verdict under the authors' code and under the paper's text, ours,
+the difference, the category, the note and, when not computable, the missing input and the command that makes it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from testtask.report import rules
+from testtask.report import findings, rules
 from testtask.report.evaluate import DIFFERS, MATCHES, NOT_COMPUTABLE, STATUSES, Verdict, counts
 from testtask.report.ledger import thaw
 from testtask.report.provenance import Provenance, shown
@@ -32,15 +34,32 @@ th{background:#f3f3f3}.prov td:first-child{white-space:nowrap;font-weight:600}
 .match{background:#d7f5dd;color:#0b5a1c}.differ{background:#fde2c8;color:#8a3b00}.nc{background:#e4e4e4;color:#444}
 .notice{background:#fff4d6;border:1px solid #e0b84c;padding:.4em 1em;margin:.8em 0}
 .summary span{margin-right:1em}.detail{color:#555;font-size:12.5px}code{font-size:12.5px}
+#findings{border:2px solid #444;padding:.2em 1.2em 1em;margin:1em 0 2em}#findings h2{margin-top:.6em}
+#findings h3{margin:1em 0 .2em}#findings h4{margin:.7em 0 .2em;font-size:1em}#findings ul{margin:.2em 0;padding-left:1.4em}
+#findings li{margin:.15em 0}.headline{font-size:1.1em}.err{color:#a00000}.cat{font-size:12px;color:#555}
 """
 
 
 @dataclass(frozen=True)
 class PaperReport:
     paper: str
-    verdicts: list[Verdict]
-    figures_dir: Path  # figures_dir/<paper>
+    verdicts: list[Verdict]  # under the authors' analysis code (the default preset)
+    figures_dir: Path  # figures_dir/<paper>/<source folder>/ of the authors' preset
     ledger_file: Path | None  # None: the paper has no ledger yet
+    text: list[Verdict] | None = None  # under analysis_protocol=paper_text (None: not evaluated)
+    findings: findings.PaperFindings | None = None
+    single_protocol: bool = False  # no released analysis code: the text is the one protocol
+
+    def text_verdict(self, claim_id: str) -> Verdict | None:
+        if self.text is None:
+            return None
+        return next((v for v in self.text if v.claim.id == claim_id), None)
+
+    def text_column(self) -> str:
+        """What the paper's-text column says when it holds no verdicts."""
+        if self.single_protocol:
+            return "one protocol (no released analysis code)"
+        return "not evaluated" if self.text is None else ""
 
 
 def _groups(verdicts: list[Verdict]) -> list[tuple[str | None, list[Verdict]]]:
@@ -70,9 +89,20 @@ def _detail(v: Verdict) -> str:
             parts.append("ours is shown on the data present, not judged")
         if v.command:
             parts.append(f"make it with `{v.command}`")
+    if v.claim.category is not None and v.status != MATCHES:
+        parts.append(f"{v.claim.category.kind}: {v.claim.category.summary()}")
     if v.claim.note and v.status != MATCHES:
         parts.append(f"note: {v.claim.note}")
     return "; ".join(parts)
+
+
+def _text_cell(r: PaperReport, v: Verdict) -> tuple[str, str, str]:
+    """(badge class, status, ours) of the claim under the paper's text ("" badge: no verdict there)."""
+    t = r.text_verdict(v.claim.id)
+    if t is None:
+        return "", r.text_column() or "—", ""
+    ours = "" if t.ours == v.ours else (t.ours or "—")
+    return _BADGE[t.status], t.status, ours
 
 
 def _copy_figure(report: PaperReport, name: str, out_dir: Path) -> str | None:
@@ -130,19 +160,27 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
     if notice:
         items = "".join(f"<li><code>{e(line)}</code></li>" for line in notice[1:])
         body.append(f'<div class="notice"><p><b>Not built yet.</b> {e(notice[0])}</p><ul>{items}</ul></div>')
-    body.append('<table class="prov">')
+    body.append(_findings_html(reports))
+    body.append('<h2>Provenance</h2><table class="prov">')
     body += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _provenance_rows(prov)]
     body.append("</table>")
     body.append(
-        "<h2>Summary</h2><table><tr><th>paper</th>" + "".join(f"<th>{s}</th>" for s in STATUSES) + "</tr>"
+        '<h2>Summary</h2><table><tr><th rowspan="2">paper</th><th colspan="3">authors\' analysis code (default)</th>'
+        '<th colspan="3">paper\'s text (analysis_protocol=paper_text)</th></tr><tr>'
+        + "".join(f"<th>{s}</th>" for s in STATUSES) * 2
+        + "</tr>"
     )
     for r in reports:
         c = counts(r.verdicts)
-        cells = (
-            "".join(f"<td>{c[s]}</td>" for s in STATUSES)
-            if r.ledger_file
-            else '<td colspan="3">no ledger yet</td>'
-        )
+        if not r.ledger_file:
+            cells = '<td colspan="6">no ledger yet</td>'
+        else:
+            cells = "".join(f"<td>{c[s]}</td>" for s in STATUSES)
+            if r.text is not None:
+                t = counts(r.text)
+                cells += "".join(f"<td>{t[s]}</td>" for s in STATUSES)
+            else:
+                cells += f'<td colspan="3" class="detail">{e(r.text_column())}</td>'
         body.append(f'<tr><td><a href="#{e(r.paper)}">{e(r.paper)}</a></td>{cells}</tr>')
     body.append("</table>")
     for r in reports:
@@ -169,19 +207,28 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
                     body.append(f"<p class='detail'>{e(name)} has not been built.</p>")
             body.append('</div><div class="claims"><table>')
             body.append(
-                "<tr><th>where</th><th>statement</th><th>paper</th><th>ours</th><th>verdict</th></tr>"
+                "<tr><th>where</th><th>statement</th><th>paper</th><th>ours</th><th>authors' code</th>"
+                "<th>paper's text</th></tr>"
             )
             for v in verdicts:
                 detail = _detail(v)
                 ours = v.ours if v.ours is not None else "—"
                 if v.status == NOT_COMPUTABLE and v.ours is not None:
                     ours = f"{ours} (on the data present)"
+                badge, text_status, text_ours = _text_cell(r, v)
+                text = (
+                    f"<span class='badge {badge}'>{e(text_status)}</span>"
+                    if badge
+                    else f"<span class='detail'>{e(text_status)}</span>"
+                )
+                if text_ours:
+                    text += f'<div class="detail">ours {e(text_ours)}</div>'
                 body.append(
                     f'<tr id="{e(v.claim.id)}"><td>{e(v.claim.where)}</td><td>{e(v.claim.statement)}'
                     f'<div class="detail"><code>{e(v.claim.id)}</code></div></td><td>{e(_paper_value(v))}</td>'
                     f"<td>{e(ours)}</td><td><span class='badge {_BADGE[v.status]}'>{e(v.status)}</span>"
                     + (f'<div class="detail">{e(detail)}</div>' if detail else "")
-                    + "</td></tr>"
+                    + f"</td><td>{text}</td></tr>"
                 )
             body.append("</table></div></div>")
     return (
@@ -193,6 +240,71 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
     )
 
 
+def _findings_html(reports: list[PaperReport]) -> str:
+    """The first section: per paper the headline counts and one line per finding, linking to its claim."""
+    e = html.escape
+    out = ['<section id="findings"><h2>Findings</h2>']
+    out.append(
+        "<p class='detail'>Verdicts under the authors' released analysis code (the default: it produced the "
+        "published numbers) and under the paper's text (<code>analysis_protocol=paper_text</code>); each claim "
+        "that does not match, by why. Details: the claim tables below.</p>"
+    )
+    for r in reports:
+        if r.findings is None:
+            continue
+        f = r.findings
+        out.append(f'<h3><a href="#{e(r.paper)}">{e(r.paper)}</a></h3>')
+        single = " (one protocol: no released analysis code)" if r.single_protocol else ""
+        out.append(f'<p class="headline"><b>{e(findings.headline(f))}</b>{e(single)}</p>')
+        if not f.sections:
+            out.append("<p class='detail'>Nothing to report: every claim evaluated matches.</p>")
+        for section in findings.SECTIONS:
+            lines = f.sections.get(section)
+            if not lines:
+                continue
+            cls = ' class="err"' if section == findings.UNCATEGORIZED else ""
+            out.append(f"<h4{cls}>{e(findings.TITLES[section])} ({len(lines)})</h4><ul>")
+            for line in lines:
+                badges = (
+                    f"<span class='badge {_BADGE[line.authors.status]}'>code: {e(line.authors.status)}</span>"
+                )
+                if line.text is not None:
+                    badges += (
+                        f" <span class='badge {_BADGE[line.text.status]}'>text: {e(line.text.status)}</span>"
+                    )
+                out.append(
+                    f'<li><a href="#{e(line.anchor)}">{e(line.claim.where)}</a>: {e(line.claim.statement)} {badges}'
+                    f"<div class='cat'>{e(findings.shown(line))}. {e(line.why)}</div></li>"
+                )
+            out.append("</ul>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _findings_md(reports: list[PaperReport]) -> list[str]:
+    lines = ["## Findings", ""]
+    for r in reports:
+        if r.findings is None:
+            continue
+        f = r.findings
+        single = " (one protocol: no released analysis code)" if r.single_protocol else ""
+        lines += [f"### {r.paper}", "", f"**{findings.headline(f)}**{single}", ""]
+        for section in findings.SECTIONS:
+            found = f.sections.get(section)
+            if not found:
+                continue
+            lines += [f"**{findings.TITLES[section]}** ({len(found)})", ""]
+            lines += [
+                f"- [{_md(x.claim.where)}](#{x.anchor}) `{x.claim.id}`: {_md(x.claim.statement)} — "
+                f"{x.authors.status}"
+                + (f" (text: {x.text.status})" if x.text is not None else "")
+                + f"; {_md(findings.shown(x))}. {_md(x.why)}"
+                for x in found
+            ]
+            lines.append("")
+    return lines
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -201,11 +313,26 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
     lines = ["# Reproduction report", ""]
     if notice:
         lines += [f"> **Not built yet.** {notice[0]}", ">", *(f"> - `{line}`" for line in notice[1:]), ""]
+    lines += _findings_md(reports)
+    lines += ["## Provenance", ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in _provenance_rows(prov)]
-    lines += ["", "| paper | " + " | ".join(STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
+    head = (
+        " | ".join(f"{s} (authors' code)" for s in STATUSES)
+        + " | "
+        + " | ".join(f"{s} (text)" for s in STATUSES)
+    )
+    lines += ["", f"| paper | {head} |", "|---|" + "---|" * (2 * len(STATUSES))]
     for r in reports:
         c = counts(r.verdicts)
-        cells = " | ".join(str(c[s]) for s in STATUSES) if r.ledger_file else "no ledger yet | | "
+        if not r.ledger_file:
+            cells = "no ledger yet" + " |" * 5
+        else:
+            cells = " | ".join(str(c[s]) for s in STATUSES) + " | "
+            if r.text is not None:
+                t = counts(r.text)
+                cells += " | ".join(str(t[s]) for s in STATUSES)
+            else:
+                cells += r.text_column() + " | | "
         lines.append(f"| {r.paper} | {cells} |")
     for r in reports:
         lines += ["", f"## {r.paper}", ""]
@@ -218,16 +345,18 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
             if name and (r.figures_dir / f"{name}.png").is_file():
                 lines += [f"![{r.paper} {name}](figures/{r.paper}/{name}.png)", ""]
             lines += [
-                "| claim | where | statement | paper | ours | verdict | detail |",
-                "|---|---|---|---|---|---|---|",
+                "| claim | where | statement | paper | ours | authors' code | paper's text | detail |",
+                "|---|---|---|---|---|---|---|---|",
             ]
             for v in verdicts:
                 ours = v.ours if v.ours is not None else "—"
                 if v.status == NOT_COMPUTABLE and v.ours is not None:
                     ours = f"{ours} (on the data present)"
+                _, text_status, text_ours = _text_cell(r, v)
+                text = text_status + (f" (ours {text_ours})" if text_ours else "")
                 lines.append(
-                    f"| `{v.claim.id}` | {_md(v.claim.where)} | {_md(v.claim.statement)} | {_md(_paper_value(v))} | "
-                    f"{_md(ours)} | {v.status} | {_md(_detail(v))} |"
+                    f'| <a id="{v.claim.id}"></a>`{v.claim.id}` | {_md(v.claim.where)} | {_md(v.claim.statement)} | '
+                    f"{_md(_paper_value(v))} | {_md(ours)} | {v.status} | {_md(text)} | {_md(_detail(v))} |"
                 )
     return "\n".join(lines) + "\n"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from testtask.paths import AUTHORS
 from testtask.report.evaluate import Verdict
 
 # Overrides that decide where outputs are built and read: a command that builds the missing ones repeats them.
@@ -23,15 +24,16 @@ class Unbuilt:
     source: str
     files: tuple[str, ...]  # the sidecars not built
     claims: int  # how many claims wait for them
+    preset: str = AUTHORS  # the analysis preset they are missing under (paths.PRESETS)
 
 
-def collect(paper: str, source: str, verdicts: Sequence[Verdict]) -> Unbuilt | None:
-    """The outputs of `paper` its claims read that are not built (None when all are)."""
+def collect(paper: str, source: str, verdicts: Sequence[Verdict], preset: str = AUTHORS) -> Unbuilt | None:
+    """The outputs of `paper` its claims read that are not built under `preset` (None when all are)."""
     waiting = [v for v in verdicts if v.unbuilt]
     if not waiting:
         return None
     files = tuple(sorted({f for v in waiting for f in v.unbuilt}))
-    return Unbuilt(paper, source, files, len(waiting))
+    return Unbuilt(paper, source, files, len(waiting), preset)
 
 
 def place_overrides(overrides: Sequence[str]) -> list[str]:
@@ -50,11 +52,20 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
             f"{claims} claims read outputs that could not be built although report.build_missing=true "
             "(their inputs are not available; the log says why):"
         )
-        return [head, *(f"{u.paper}: {', '.join(u.files)}" for u in unbuilt)]
-    args = f" ARGS='{' '.join(overrides)}'" if overrides else ""
+        return [head, *(f"{u.paper}{_under(u)}: {', '.join(u.files)}" for u in unbuilt)]
     head = (
-        f"{claims} claims read outputs that are not built yet. Build them, then run `make report` again "
+        f"{claims} verdicts read outputs that are not built yet. Build them, then run `make report` again "
         "(or `make report ARGS=report.build_missing=true` to build only what the claims read, or "
         "`make report-fast` for an approximate report in minutes):"
     )
-    return [head, *(f"make figures tables PAPER={u.paper} SOURCE={u.source}{args}" for u in unbuilt)]
+    return [head, *(_command(u, overrides) for u in unbuilt)]
+
+
+def _under(u: Unbuilt) -> str:
+    return "" if u.preset == AUTHORS else f" (analysis_protocol={u.preset})"
+
+
+def _command(u: Unbuilt, overrides: Sequence[str]) -> str:
+    args = [*overrides] + ([] if u.preset == AUTHORS else [f"analysis_protocol={u.preset}"])
+    quoted = f" ARGS='{' '.join(args)}'" if args else ""
+    return f"make figures tables PAPER={u.paper} SOURCE={u.source}{quoted}"

@@ -143,7 +143,11 @@ def variant(sidecars: Mapping[str, Any], name: str, file: str) -> Any:
     folder = Path(folder)  # <figures_dir>/<paper>/<source folder>
     path = folder.parents[1] / "variants" / name / folder.parent.name / folder.name / file
     if not path.is_file():
-        raise NotComputable(f"variant {name} not built ({path} is absent): {VARIANTS[name]}")
+        raise NotComputable(
+            f"variant {name} not built ({path} is absent): {VARIANTS[name]}",
+            unbuilt=(f"variants/{name}/{file}",),
+            command=VARIANTS[name],
+        )
     return read(path, getattr(sidecars, "expected", None))
 
 
