@@ -37,6 +37,16 @@ def test_ledger_validates_and_names_only_hook_functions_and_built_outputs():
         assert not claim.needs  # the release is one file, whole on the mirror
     differs_known = {"tbt.s32.fig3.lu_direct_again", "tbt.s33.gemma_excluded", "tbt.c2.fig12.tau_b_ties"}
     assert all(c.note for c in loaded.claims if c.id in differs_known)
+    # every claim that differs on the release says why (issue 26)
+    kinds = {c.id: c.category.kind for c in loaded.claims if c.category}
+    assert kinds == {
+        "tbt.s32.fig3.lu_direct_again": "inconsistent",  # §3.2 quotes 0.54, then 0.52
+        "tbt.s33.fig4.between_corpora": "within-error",  # the direct mean is 0.765, a rounding tie
+        "tbt.s33.gemma_excluded": "inconsistent",  # §3.3: four Gemma models, Table 3: eight
+        "tbt.c2.fig12.tau_b_ties": "unexplained",  # no reading of App. C.2 gives 0.58 and 0.77
+        "tbt.c2.variant.ties_leader": "unexplained",
+        "tbt.s34.variant.pca_centred": "text-vs-code",  # the notebook z-scores before PCA
+    }
 
 
 def _figure_12(direct: float, tbt: float, plain: tuple[float, float]) -> dict:
