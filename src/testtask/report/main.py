@@ -252,7 +252,8 @@ def _require_categories(cfg: DictConfig, reports: list[render.PaperReport]) -> N
     if cfg.source != "published" or not cfg.report.get("require_categories", True):
         return
     problems = [
-        f"{r.ledger_file}: claim {line.claim.id}, field 'category': {line.why}, and the claim has no category"
+        f"{provenance.shown(r.ledger_file)}: claim {line.claim.id}, field 'category': {line.why}, and the claim "
+        "has no category"
         for r in reports
         if r.findings
         for line in r.findings.uncategorized
