@@ -48,6 +48,7 @@ AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 # training_on_the_test_task.regression.CovType
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
+EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
 TIE_RULES = ("pairwise", "leader")  # train_before_test.ties.RULES
 DP_NORMALISATIONS = ("none", "chars", "bytes")  # downstream_predictability.chain.NORMALISATIONS
 DP_QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")  # ...chain.QUANTITIES
@@ -486,6 +487,7 @@ TOTT_ANALYSIS_RULES = prefixed(
         Rule("emergence.batch_size", positive_int),
         Rule("emergence.min_compute", non_negative_number),
         Rule("emergence.max_compute", positive_number),
+        Rule("emergence.c_e_search", one_of(*EMERGENCE_C_E_SEARCHES)),
         Rule("figure_8.steps", list_of(non_negative_int)),
         Rule("figure_19.steps", list_of(non_negative_int)),
         Rule("figure_14.step", positive_int),

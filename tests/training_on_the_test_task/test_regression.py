@@ -18,6 +18,7 @@ from testtask.training_on_the_test_task.regression import (
     cluster_robust_cov,
     fit_emergence,
     fit_log_linear,
+    pwlf_objective,
 )
 
 ALPHA, C_E, CHANCE = 0.15, 22.0, 0.25
@@ -138,6 +139,53 @@ def test_emergence_without_cohort_term_and_json():
     json.dumps(record, allow_nan=False)
     assert record["theta"] is None and isinstance(record["alpha"], float)
     assert record["theta_ci"] == [None, None]
+
+
+# 30 older models (log10 FLOPs, accuracy), and the breakpoint pwlf 2.7.0 returns for them with the authors' call
+# (plot_utils.py:158-168: PiecewiseLinFit(ln C, A).fit(2, ln [0.8e20, 0.7e20], [r, r]), r = 0.25), divided by ln 10.
+PWLF_X = [23.159, 23.17, 22.058, 21.186, 20.305, 21.557, 21.652, 20.272, 20.285, 23.897, 22.579, 20.991, 21.753, 23.802,
+          23.511, 23.308, 21.591, 21.973, 22.671, 20.331, 22.211, 21.132, 23.443, 20.344, 22.681, 23.406, 20.964, 23.503,
+          23.414, 20.17]  # fmt: skip
+PWLF_ACC = [0.4233, 0.4508, 0.3162, 0.2439, 0.229, 0.2489, 0.2464, 0.2229, 0.2545, 0.5155, 0.4029, 0.2643, 0.2404,
+            0.5317, 0.4693, 0.4676, 0.2618, 0.267, 0.3859, 0.2449, 0.3546, 0.2264, 0.4979, 0.228, 0.3851, 0.4619,
+            0.279, 0.5017, 0.5283, 0.2628]  # fmt: skip
+PWLF_C_E = 21.62450835315399
+
+
+def pwlf_lagrangian(x_log10, acc, chance, c_e):
+    """pwlf's objective written as pwlf computes it (conlstsq): the KKT system of the fit in ln C with the line forced
+    through (ln 0.7e20, r) and (ln 0.8e20, r), then L = SSE + Σ|Cᵀζ|."""
+    x, b = np.asarray(x_log10) * np.log(10), c_e * np.log(10)
+    acc = np.asarray(acc)
+    A = np.column_stack([np.ones_like(x), x - x.min(), np.where(x > b, x - b, 0.0)])
+    x_c = np.log([0.7e20, 0.8e20])
+    C = np.column_stack([np.ones_like(x_c), x_c - x.min(), np.where(x_c > b, x_c - b, 0.0)])
+    K = np.block([[2 * A.T @ A, C.T], [C, np.zeros((2, 2))]])
+    solution = np.linalg.solve(K, np.concatenate([2 * A.T @ acc, [chance, chance]]))
+    beta, zeta = solution[:3], solution[3:]
+    e = A @ beta - acc
+    return float(e @ e + np.sum(np.abs(C.T @ zeta)))
+
+
+@pytest.mark.parametrize("c_e", [20.5, 21.3, 21.62, 22.4, 23.5])
+def test_pwlf_objective_is_pwlfs_lagrangian(c_e):
+    x, acc = np.array(PWLF_X), np.array(PWLF_ACC)
+    assert pwlf_objective(x, acc - CHANCE, c_e) == pytest.approx(
+        pwlf_lagrangian(x, acc, CHANCE, c_e), rel=1e-8
+    )
+
+
+def test_pwlf_search_gives_pwlfs_breakpoint_not_the_least_squares_one():
+    x, acc = np.array(PWLF_X), np.array(PWLF_ACC)
+    fit = fit_emergence(x, acc, None, CHANCE, cov_type="nonrobust", c_e_search="pwlf")
+    assert fit.c_e == pytest.approx(PWLF_C_E, abs=1e-4)
+    least_squares = fit_emergence(x, acc, None, CHANCE, cov_type="nonrobust", c_e_search="profile")
+    assert least_squares.c_e - fit.c_e > 0.01 and least_squares.sse < fit.sse
+    # the same flat-then-line model: α is the OLS slope at the breakpoint
+    h = np.maximum(0.0, x - fit.c_e)
+    assert fit.alpha == pytest.approx(h @ (acc - CHANCE) / (h @ h), rel=1e-9)
+    with pytest.raises(ValueError, match="newer=None"):
+        fit_emergence(x, acc, (x > 22).astype(float), CHANCE, cov_type="nonrobust", c_e_search="pwlf")
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ def test_the_composed_default_config_gives_typed_settings():
     assert s.figure_4.reformulated == ("arc_challenge_mc", "hellaswag_mc")
     assert dict(s.figure_6.families) == {"Pythia": "pythia", "Llama 2": "llama-2", "Qwen 1.5": "qwen-1.5"}
     assert s.emergence.batch_size == 64 and s.emergence.max_compute == 1.0e24
+    assert s.emergence.c_e_search == "pwlf"  # the authors' Figure 8/19 fit (plot_utils.py:158-168)
     assert (s.figure_8.benchmark, s.figure_8.steps) == ("mmlu", (0, 250, 500, 1000))
     assert s.figure_19.steps == (0, 250, 1000, 2500)
     assert s.figure_9.benchmark == "mmlu" and s.figure_17.benchmark == "mmlu"
@@ -69,6 +70,7 @@ def test_the_composed_default_config_gives_typed_settings():
 def test_the_paper_text_preset_gives_the_texts_choices():
     s = Settings.from_config(compose(["analysis_protocol=paper_text"])["training_on_the_test_task"])
     assert (s.regression.cov_type, s.regression.c_e_search) == ("cluster", "profile")
+    assert s.emergence.c_e_search == "profile"  # §5: Eq. 1 fitted by least squares
     assert (s.benchmark("gpqa").chance, s.benchmark("bbh").chance) == (0.25, 0.0)
     default = Settings.from_config(compose()["training_on_the_test_task"])
     gemma_paper, gemma_authors = s.release.registry.get("gemma-2b"), default.release.registry.get("gemma-2b")
@@ -116,6 +118,12 @@ def test_a_bad_value_fails_when_the_settings_are_read():
         Settings.from_config(cfg.training_on_the_test_task)
     cfg = compose(["training_on_the_test_task.regression.c_e_search=global"])
     with pytest.raises(ValueError, match="c_e_search must be one of"):
+        Settings.from_config(cfg.training_on_the_test_task)
+    cfg = compose(["training_on_the_test_task.regression.c_e_search=pwlf"])  # Eq. 1 with θ: no pwlf
+    with pytest.raises(ValueError, match="regression.c_e_search must be one of"):
+        Settings.from_config(cfg.training_on_the_test_task)
+    cfg = compose(["training_on_the_test_task.emergence.c_e_search=global"])
+    with pytest.raises(ValueError, match="emergence.c_e_search must be one of"):
         Settings.from_config(cfg.training_on_the_test_task)
 
 

@@ -21,7 +21,11 @@ from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
 from testtask.training_on_the_test_task.settings import Regression, Settings
 
-C_E_METHODS = {"profile": "profile over c_e", "local": "the authors' local BFGS search from c_e = 22"}
+C_E_METHODS = {
+    "profile": "least squares, profile over c_e",
+    "local": "least squares, local BFGS search from c_e = 22",
+    "pwlf": "the authors' pwlf fit: its objective SSE + 2|Σe| + 2|Σ(ln C − min ln C)e| over c_e in the range",
+}
 
 
 def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[Gap]]:
@@ -68,7 +72,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     return spec, pd.DataFrame(rows), gaps
 
 
-def _fits(spec, data: pd.DataFrame, regression: Regression) -> list[dict[str, Any]]:
+def _fits(spec, data: pd.DataFrame, regression: Regression, c_e_search: str) -> list[dict[str, Any]]:
     out = []
     for step, part in data.groupby("step"):
         if len(part) < 4:
@@ -79,7 +83,7 @@ def _fits(spec, data: pd.DataFrame, regression: Regression) -> list[dict[str, An
             None,
             chance=spec.chance,
             cov_type=regression.cov_type,
-            c_e_search=regression.c_e_search,
+            c_e_search=c_e_search,
         )
         linear = fit_log_linear(part["log_compute"], part["score"])
         out.append(
@@ -105,7 +109,7 @@ def emergence_figure(ctx: Context, number: int) -> dict:
     settings: Settings = ctx.settings
     cfg = {8: settings.figure_8, 19: settings.figure_19}[number]
     spec, data, gaps = checkpoint_scores(ctx, cfg.benchmark)
-    fits = _fits(spec, data, settings.regression)
+    fits = _fits(spec, data, settings.regression, settings.emergence.c_e_search)
     by_step = {f["step"]: f for f in fits}
     shown = [s for s in cfg.steps if s in by_step]
     if not shown:
@@ -164,8 +168,7 @@ def emergence_figure(ctx: Context, number: int) -> dict:
         "cohort": f"trained before {settings.cutoff}",
         "compute_window": [settings.emergence.min_compute, settings.emergence.max_compute],
         "c_e_method": (
-            f"Eq. 1 without the cohort term, least squares ({C_E_METHODS[settings.regression.c_e_search]}), "
-            "log10 FLOPs"
+            f"Eq. 1 without the cohort term ({C_E_METHODS[settings.emergence.c_e_search]}), log10 FLOPs"
         ),
         "log_linear": "OLS of accuracy on log10 compute with intercept; centred R²",
         "steps_shown": shown,

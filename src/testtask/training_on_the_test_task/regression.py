@@ -19,7 +19,11 @@ What the authors' released analysis does (``socialfoundations/training-on-the-te
   paper's text; with ``groups=None`` it falls back to ``nonrobust``, which is what the released code ran.
 * Figure 8/19 bottom: OLS of A on [1, ln C] with the usual (centred) R²; the log base changes the slope only.
 * Figure 8/19 top: c_e of Eq. 1 without the θ term on older models only (``newer=None`` here); the authors fit
-  it with ``pwlf`` in ln C (same model: a flat segment at r, then a line) on 1e20 < C < 1e24.
+  it with ``pwlf`` in ln C on 1e20 < C < 1e24 (``plot_utils.py:158-168``: ``PiecewiseLinFit(ln C, A).fit(2, x_c,
+  y_c)``, the first segment forced through (ln 0.8e20, r) and (ln 0.7e20, r), i.e. flat at r: the same model).
+  pwlf's differential evolution does not minimise the SSE there but its Lagrangian SSE + Σ|Cᵀζ| (ζ the multipliers
+  of the forced points), which at the constrained optimum is SSE + 2|Σe| + 2|Σ(ln C − min ln C)·e| (e the
+  residuals). ``c_e_search="pwlf"`` minimises that objective over c_e in [min log C, max log C].
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from scipy import optimize
 
 CovType = Literal["cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3"]
 CeSearch = Literal["profile", "local"]
+EmergenceSearch = Literal["profile", "local", "pwlf"]  # fit_emergence's c_e_search ("pwlf": without θ only)
 MIN_MODELS = 4
+LN10 = math.log(10.0)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -262,6 +268,40 @@ def _search_c_e_local(x: np.ndarray, y: np.ndarray, newer: np.ndarray | None, st
     return float(optimize.minimize(sse, np.array([0.0, start, 0.0])).x[1])
 
 
+def pwlf_objective(x: np.ndarray, y: np.ndarray, c_e: float) -> float:
+    """The objective pwlf minimises for the authors' Figure 8/19 fit, at breakpoint ``c_e`` (log10 FLOPs).
+
+    ``x`` is log10 compute, ``y`` accuracy minus r. pwlf solves the KKT system of the least-squares fit with the
+    first segment forced through two points at height r left of the data (so the fit is r + β·max(0, x − c_e)) and
+    returns L = SSE + Σ|Cᵀζ|; from the KKT equations Cᵀζ = −2Aᵀe with A = [1, ln C − min ln C, max(0, ln C − b)],
+    whose last entry vanishes at the optimum of β. So L = SSE + 2|Σe| + 2|Σ(ln C − min ln C)·e|, in ln C as pwlf saw
+    it (pwlf/pwlf.py: ``fit_force_points_opt``, ``conlstsq``).
+    """
+    h = np.maximum(0.0, x - c_e)
+    hh = float(h @ h)
+    beta = float(h @ y) / hh if hh > 0 else 0.0
+    e = beta * h - y
+    return float(e @ e + 2.0 * abs(e.sum()) + 2.0 * abs(LN10 * (x - x.min()) @ e))
+
+
+def _search_c_e_pwlf(x: np.ndarray, y: np.ndarray, n_grid: int) -> float:
+    """The breakpoint in [min x, max x] (pwlf's bounds) that minimises `pwlf_objective`: a grid (with every observed
+    value, where the objective has kinks) and a bounded refinement around its best point. pwlf searches the same
+    interval by differential evolution; this search is deterministic."""
+    grid = np.unique(np.concatenate([np.linspace(x.min(), x.max(), n_grid), x]))
+    values = np.array([pwlf_objective(x, y, c) for c in grid])
+    best = int(np.argmin(values))
+    c_e, value = float(grid[best]), float(values[best])
+    bracket = (float(grid[max(best - 1, 0)]), float(grid[min(best + 1, grid.size - 1)]))
+    if bracket[1] > bracket[0]:
+        res = optimize.minimize_scalar(
+            lambda c: pwlf_objective(x, y, c), bounds=bracket, method="bounded", options={"xatol": 1e-9}
+        )
+        if res.fun < value:
+            c_e = float(res.x)
+    return c_e
+
+
 def fit_emergence(
     log_compute: Sequence[float] | np.ndarray,
     accuracy: Sequence[float] | np.ndarray,
@@ -270,7 +310,7 @@ def fit_emergence(
     groups: Any = None,
     *,
     cov_type: CovType,
-    c_e_search: CeSearch,
+    c_e_search: EmergenceSearch,
     c_e_grid: Sequence[float] | np.ndarray | None = None,
     c_e_start: float = 22.0,
     c_e_margin: float = 1.0,
@@ -294,7 +334,8 @@ def fit_emergence(
         c_e_search: ``"profile"`` (global grid + bounded refinement of the profile SSE) or ``"local"`` (the
             authors' unconstrained BFGS on all three parameters from (0, ``c_e_start``, 0); it can stop at a
             local minimum; the analysis config's default, as it produced the published numbers; both minimise the same
-            objective).
+            objective); ``"pwlf"`` (without θ only: the authors' Figure 8/19 fit, the minimum of `pwlf_objective`
+            over c_e in the observed range, on a grid of ``10 · n_grid`` points refined).
         use_t: t-distribution p-values and intervals (the authors' statsmodels default); else normal.
         r2_type: which R² fills ``r2``: ``"uncentered"`` (authors: no-intercept OLS of A − r) or ``"centered"``.
         ci_level: coverage of ``theta_ci``.
@@ -319,6 +360,10 @@ def fit_emergence(
 
     if c_e_search == "profile":
         c_e = _search_c_e_profile(x, y, N, c_e_grid, c_e_margin, n_grid)
+    elif c_e_search == "pwlf":
+        if N is not None:
+            raise ValueError("c_e_search='pwlf' is the authors' fit without the cohort term: pass newer=None")
+        c_e = _search_c_e_pwlf(x, y, 10 * n_grid)
     elif c_e_search == "local":
         c_e = _search_c_e_local(x, y, N, c_e_start)
     else:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.lm.release import Release
 from testtask.lm.scores import BenchmarkSpec, benchmark_specs
-from testtask.training_on_the_test_task.regression import CeSearch, CovType
+from testtask.training_on_the_test_task.regression import CeSearch, CovType, EmergenceSearch
 
 
 def _plain(node: Any) -> Any:
@@ -151,13 +151,21 @@ class Emergence:
     batch_size: int  # examples = step x batch size
     min_compute: float  # fits restricted to min_compute < C < max_compute (FLOPs)
     max_compute: float
+    c_e_search: str  # pwlf (the authors' pwlf objective) | profile | local (least squares of Eq. 1 without θ)
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any]) -> Emergence:
+        c_e_search = str(node["c_e_search"])
+        if c_e_search not in get_args(EmergenceSearch):
+            raise ValueError(
+                f"training_on_the_test_task.emergence.c_e_search must be one of {get_args(EmergenceSearch)}: "
+                f"{c_e_search!r}"
+            )
         return cls(
             batch_size=int(node["batch_size"]),
             min_compute=float(node["min_compute"]),
             max_compute=float(node["max_compute"]),
+            c_e_search=c_e_search,
         )
 
 
