@@ -130,3 +130,20 @@ def test_a_report_run_evaluates_both_presets_and_refuses_uncategorized_claims(tm
     # the report is run from the default config: it builds the text's column itself
     with pytest.raises(InputError, match="run it without analysis_protocol"):
         run(_cfg(root, "action=report", "source=published", "analysis_protocol=paper_text"))
+
+
+def test_a_claim_the_release_cannot_feed_waits_for_no_build(tmp_path):
+    """Figures 9 and 20 of training-on-the-test-task cannot be built from the release (release-gap): the notice
+    does not tell the reader to build them; an unbuilt output of any other claim is named."""
+    from testtask.report import unbuilt
+
+    authors, _, data = _folders(tmp_path)
+    claims = [
+        _claim(id="t.gap", ours={"output": "figure-9", "path": "x"}, category=GAP),
+        _claim(id="t.wait", ours={"output": "figure-3", "path": "x"}),
+    ]
+    verdicts = evaluate.evaluate(ledger.load(_write(tmp_path, claims)), authors, data)
+    waiting = unbuilt.collect("toy", "published", verdicts)
+    assert waiting is not None and waiting.files == ("figure-3.json",) and waiting.claims == 1
+    only_gap = unbuilt.collect("toy", "published", verdicts[:1])
+    assert only_gap is None

@@ -256,8 +256,16 @@ def _findings_html(reports: list[PaperReport]) -> str:
         out.append(f'<h3><a href="#{e(r.paper)}">{e(r.paper)}</a></h3>')
         single = " (one protocol: no released analysis code)" if r.single_protocol else ""
         out.append(f'<p class="headline"><b>{e(findings.headline(f))}</b>{e(single)}</p>')
-        if not f.sections:
-            out.append("<p class='detail'>Nothing to report: every claim evaluated matches.</p>")
+        waiting = f.authors[NOT_COMPUTABLE] - sum(
+            1 for lines in f.sections.values() for x in lines if x.authors.status == NOT_COMPUTABLE
+        )
+        if waiting:
+            out.append(
+                f"<p class='detail'>{waiting} claims are not computable here because an output is not built or an "
+                "input is absent from this copy of the release (the notice above names what makes them).</p>"
+            )
+        if not f.sections and not waiting:
+            out.append("<p class='detail'>Nothing to report: every claim matches.</p>")
         for section in findings.SECTIONS:
             lines = f.sections.get(section)
             if not lines:

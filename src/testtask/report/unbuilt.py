@@ -25,15 +25,22 @@ class Unbuilt:
     files: tuple[str, ...]  # the sidecars not built
     claims: int  # how many claims wait for them
     preset: str = AUTHORS  # the analysis preset they are missing under (paths.PRESETS)
+    own_commands: tuple[str, ...] = ()  # outputs built by a command of their own (a sensitivity variant)
 
 
 def collect(paper: str, source: str, verdicts: Sequence[Verdict], preset: str = AUTHORS) -> Unbuilt | None:
-    """The outputs of `paper` its claims read that are not built under `preset` (None when all are)."""
-    waiting = [v for v in verdicts if v.unbuilt]
+    """The outputs of `paper` its claims read that are not built under `preset` (None when all are). A claim
+    whose ledger category says the release lacks its inputs (release-gap) waits for nothing a build could make;
+    an output with a command of its own (a variant) is named with that command."""
+    waiting = [
+        v for v in verdicts if v.unbuilt and not (v.claim.category and v.claim.category.kind == "release-gap")
+    ]
     if not waiting:
         return None
-    files = tuple(sorted({f for v in waiting for f in v.unbuilt}))
-    return Unbuilt(paper, source, files, len(waiting), preset)
+    # a sidecar of the paper's own folder is a bare file name; one elsewhere (variants/<name>/...) has its command
+    files = tuple(sorted({f for v in waiting for f in v.unbuilt if "/" not in f}))
+    own = tuple(sorted({v.command for v in waiting if v.command and any("/" in f for f in v.unbuilt)}))
+    return Unbuilt(paper, source, files, len(waiting), preset, own)
 
 
 def place_overrides(overrides: Sequence[str]) -> list[str]:
@@ -58,7 +65,13 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
         "(or `make report ARGS=report.build_missing=true` to build only what the claims read, or "
         "`make report-fast` for an approximate report in minutes):"
     )
-    return [head, *(_command(u, overrides) for u in unbuilt)]
+    lines = [head]
+    for u in unbuilt:
+        if u.files:
+            lines.append(_command(u, overrides))
+        if u.preset == AUTHORS:  # a variant's command builds it under the default preset
+            lines += list(u.own_commands)
+    return lines
 
 
 def _under(u: Unbuilt) -> str:
