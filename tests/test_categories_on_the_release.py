@@ -2,7 +2,8 @@
 train-before-test, and proxy-tasks, which reads those two): `make data figures tables report` under both presets,
 and every claim that does not match under the authors' code has a category (the report raises a LedgerError
 otherwise). pretrain-on-test's complete release is larger than the mirror (m = 100): its claims on the absent parts
-are not computable here, which needs no category; the same check on its complete release is in docs/data.md."""
+are not computable here, which needs no category (docs/data.md: reading its complete release offline, on which
+`make figures tables report PAPER=pretrain-on-test` makes the same check)."""
 
 from __future__ import annotations
 

@@ -153,6 +153,11 @@ class Verdict:
             "reason": self.reason,
             "not_built": list(self.unbuilt),
             "note": self.claim.note,
+            "category": (
+                {"kind": self.claim.category.kind, **thaw(self.claim.category.fields)}
+                if self.claim.category
+                else None
+            ),
             "failed_fits": list(self.failed_fits),
         }
 
