@@ -151,6 +151,8 @@ def test_analysis_drift_is_reported_when_a_default_changes_without_the_table(
         ("pretrain_on_test.figure_7.interaction=true", "Figure 7 slice model"),
         ("pretrain_on_test.counts=round", "counts for the model"),
         ("pretrain_on_test.figure_7.chains=4", "Figure 7 chains per slice"),
+        ("pretrain_on_test.figure_7.subsample_effect=true", "Figure 7 slice random effects"),
+        ("pretrain_on_test.figure_4.strict=false", "Figure 4 comparison"),
         ("pretrain_on_test.predictive.hdi_prob=0.95", "HDI probability"),
         ("pretrain_on_test.model.priors.sigma_W=1.0", "prior σ_W"),
     ],

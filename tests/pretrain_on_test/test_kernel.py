@@ -7,7 +7,7 @@ import pymc as pm
 import pytest
 
 from testtask.pretrain_on_test import kernel
-from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, build_marginal
+from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, build_marginal, resolve_spec
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 
@@ -83,6 +83,69 @@ def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types,
         for name in order:
             mine[name] = grad[list(positions[name])]
             np.testing.assert_allclose(mine[name], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize(("interaction", "lm_types"), [(False, 2), (False, 1), (True, 2)])
+def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_types):
+    """Figure 7's slice model as the authors fit it (meta.py: `(1|pair)`, one intercept per task): no V term, one
+    subsample per task, c_j ~ N(μ + β/2, τ_s); σ_V keeps only its prior."""
+    long = simulate_long(TruePars(beta=0.2), datasets=5, subsamples=1, n=200, lm_types=lm_types, seed=5)
+    data = ModelData.from_long(long)
+    spec = resolve_spec(data, ModelSpec(interaction=interaction, noncentered_t=False, subsample_effect=False))
+    assert spec.collapse_s is True
+    layout = kernel.Layout(data.shape, spec, False, True)
+    model = build_marginal(data.shape, spec)
+    assert {v.name for v in model.free_RVs} >= {
+        "c",
+        "1|dataset:subsample_sigma",
+    } and "s" not in model.named_vars
+    with model:
+        pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    args = (
+        data.correct.astype(float),
+        data.trials.astype(float),
+        kernel.priors_vector(spec),
+        data.shape[2],
+        interaction,
+        False,
+        True,
+        False,
+    )
+    rng = np.random.default_rng(1)
+    xs = [rng.normal(0, 0.5, layout.ndim) for _ in range(3)]
+    ours = [kernel.log_density(x, *args) for x in xs]
+    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
+    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
+        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
+    order = [v.name for v in model.value_vars]
+    positions = {
+        "Intercept": [0],
+        "treatment": [1],
+        "1|dataset_sigma_log__": [2],
+        "1|dataset:subsample_sigma_log__": [3],
+        "1|dataset:treatment_sigma_log__": [4],
+        "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
+        "t": list(range(layout.t.start, layout.t.stop)),
+        "c": list(range(layout.c.start, layout.c.stop)),
+    }
+    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
+        point = _point(model, layout, x)
+        sizes = [np.size(point[name]) for name in order]
+        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
+        for name in order:
+            np.testing.assert_allclose(
+                grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
+            )
+    # σ_V is free of the data: its gradient is its HalfNormal prior's alone.
+    sig_v = np.exp(xs[0][3])
+    assert ours[0][1][3] == pytest.approx(-(sig_v**2) / kernel.priors_vector(spec)[5] ** 2 + 1.0)
+
+
+def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
+    long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=2, n=60, lm_types=2, seed=2)
+    with pytest.raises(ValueError, match="one subsample per task"):
+        resolve_spec(ModelData.from_long(long), ModelSpec(subsample_effect=False))
 
 
 @pytest.mark.parametrize(

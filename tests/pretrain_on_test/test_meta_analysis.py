@@ -74,13 +74,15 @@ def test_figure_7_records_every_slice_fit_and_reuses_them(tmp_path, results, mon
         assert after["seconds"] == before["seconds"]
 
 
-def test_slice_fit_through_the_general_sampler_is_the_same_summary():
-    """The kernel's trace-only path and the general `fit` (InferenceData) summarise the same draws alike."""
+@pytest.mark.parametrize("spec", [ModelSpec(), ModelSpec(interaction=False, subsample_effect=False)])
+def test_slice_fit_through_the_general_sampler_is_the_same_summary(spec):
+    """The kernel's trace-only path and the general `fit` (InferenceData) summarise the same draws alike, for the
+    §6.1 model and for the authors' slice model (no W, one intercept per task)."""
     long = simulate_long(TruePars(beta=0.1), datasets=8, subsamples=1, n=300, lm_types=2, seed=9)
     data = ModelData.from_long(long)
     sampler = {"name": "nutpie", "draws": 300, "tune": 300, "chains": 2, "target_accept": 0.8}
-    fast = meta_analysis_figures._fit_slice(data, ModelSpec(), sampler, seed=4)
-    general = meta_analysis_figures.fit_model(data, ModelSpec(), {**sampler, "cores": 1}, 4)
+    fast = meta_analysis_figures._fit_slice(data, spec, sampler, seed=4)
+    general = meta_analysis_figures.fit_model(data, spec, {**sampler, "cores": 1}, 4)
     summary = meta_analysis_figures._summarise(
         general.idata.posterior["treatment"].values, general.divergences
     )
@@ -162,3 +164,15 @@ def test_one_chain_gets_a_split_r_hat():
     drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0)
     assert np.isfinite(mixed.r_hat) and mixed.r_hat < 1.01
     assert drifting.r_hat > 1.1
+
+
+def test_the_default_slice_model_is_the_authors():
+    """meta.py fits `method + lm_type + (1|pair)`: no W, and one random intercept per task (no V beside U); the
+    paper_text preset fits §6.1's (W, U and V)."""
+    from testtask.pipeline import compose
+    from testtask.pretrain_on_test.settings import Settings
+
+    default = Settings.from_config(compose([])["pretrain_on_test"]).figure_7
+    preset = Settings.from_config(compose(["analysis_protocol=paper_text"])["pretrain_on_test"]).figure_7
+    assert (default.interaction, default.subsample_effect, default.chains) == (False, False, 1)
+    assert (preset.interaction, preset.subsample_effect, preset.chains) == (True, True, 4)

@@ -38,8 +38,13 @@ def fit_key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
     h.update(data.trials.tobytes())
     h.update(json.dumps([data.datasets, data.lm_types], sort_keys=True).encode())
     # collapse_s re-parameterises the same posterior of every cached quantity (c, t, α, β, σ's) and came after
-    # the caches it would otherwise invalidate, so it is left out of the key.
-    model = {k: v for k, v in dataclasses.asdict(spec).items() if k != "collapse_s"}
+    # the caches it would otherwise invalidate, so it is left out of the key; so is subsample_effect at its
+    # default (the V term present), which every cache before it fitted.
+    model = {
+        k: v
+        for k, v in dataclasses.asdict(spec).items()
+        if k != "collapse_s" and not (k == "subsample_effect" and v)
+    }
     h.update(json.dumps(model, sort_keys=True, default=str).encode())
     sampling = {k: sampler[k] for k in ("name", "draws", "tune", "chains", "target_accept") if k in sampler}
     h.update(json.dumps([sampling, seed], sort_keys=True).encode())

@@ -67,6 +67,10 @@ class ModelSpec:
     # s_j integrated out of the c_jk prior (same posterior for everything else). It removes the s–c–σ_V funnel
     # when each task has one subsample (Figure 7's slices); "auto" collapses exactly then.
     collapse_s: bool | str = "auto"
+    # V_jk, the (1|dataset:subsample) term. False: one random intercept per task and no σ_V in the likelihood, the
+    # authors' slice model for Figure 7 (meta.py's `(1|pair)`, pair = the task's one subsample); it needs one
+    # subsample per task. σ_V then keeps only its HalfNormal prior (a free coordinate the data never see).
+    subsample_effect: bool = True
     priors: Priors = field(default_factory=Priors)
     formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
 
@@ -148,7 +152,7 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
             tau_s = pt.sqrt(sigma_u**2 + sigma_w**2 / 2)
         else:
             tau_s = sigma_u
-        if spec.collapse_s is not True:
+        if spec.collapse_s is not True and spec.subsample_effect:
             s = pm.Normal("s", mu + beta / 2, tau_s, dims="dataset")
         if not spec.interaction:
             t = pm.Deterministic("t", pt.repeat(beta[None], n_j), dims="dataset")
@@ -157,7 +161,10 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
             t = pm.Deterministic("t", beta + np.sqrt(2.0) * sigma_w * e, dims="dataset")
         else:
             t = pm.Normal("t", beta, np.sqrt(2.0) * sigma_w, dims="dataset")
-        if s is None:
+        if not spec.subsample_effect:
+            # No V term (one subsample per task): c_j ~ N(μ + β/2, τ_s); σ_V has only its prior.
+            c = pm.Normal("c", mu + beta / 2, tau_s, dims=("dataset", "subsample"))
+        elif s is None:
             # c_j· ~ N((μ + β/2)·1, σ_V²·I + τ_s²·J): s_j integrated out.
             cov = sigma_v**2 * pt.eye(n_k) + tau_s**2 * pt.ones((n_k, n_k))
             c = pm.MvNormal("c", pt.ones(n_k) * (mu + beta / 2), cov=cov, dims=("dataset", "subsample"))
@@ -188,6 +195,9 @@ def build_bambi(long: pd.DataFrame, spec: ModelSpec):
         priors["lm_type"] = bmb.Prior("Normal", mu=0, sigma=p.lm_type_sigma)
     else:
         formula = formula.replace("+ lm_type ", "")
+    if not spec.subsample_effect:
+        formula = formula.replace(" + (1|dataset:subsample)", "")
+        del priors["1|dataset:subsample"]
     if spec.interaction:
         priors["1|dataset:treatment"] = bmb.Prior(
             "Normal", mu=0, sigma=bmb.Prior("HalfNormal", sigma=p.sigma_W)
@@ -295,8 +305,14 @@ def choose_noncentered(data: ModelData) -> bool:
 
 
 def resolve_spec(data: ModelData, spec: ModelSpec) -> ModelSpec:
-    """`spec` with `noncentered_t` (False when there is no W term) and `collapse_s` decided."""
+    """`spec` with `noncentered_t` (False when there is no W term) and `collapse_s` decided (always collapsed
+    without the V term, whose one-subsample tasks have c_j ~ N(μ + β/2, σ_U))."""
+    if not spec.subsample_effect and data.shape[1] != 1:
+        raise ValueError(
+            f"a model without the (1|dataset:subsample) term needs one subsample per task, got {data.shape[1]}"
+        )
     collapse = data.shape[1] == 1 if spec.collapse_s == "auto" else bool(spec.collapse_s)
+    collapse = collapse or not spec.subsample_effect
     if not spec.interaction:
         noncentered = False
     elif spec.noncentered_t == "auto":

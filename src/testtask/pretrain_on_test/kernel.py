@@ -328,12 +328,14 @@ def _collapsed_c_prior(c, m_s, var_s, var_v, g_c):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False):
+def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False, subsample_effect=True):
     """Log density (up to a constant) and gradient at unconstrained `x`; layout in `Layout`.
 
     `collapsed`: s_j is integrated out (it has no coordinates in `x`) and the c_j· are jointly normal
     around μ + β/2. The posterior of every other parameter is unchanged; with one subsample per task
     (Figure 7's slices) it removes the funnel between s_j, c_j and σ_V that slows the centred sampler.
+    Without `subsample_effect` (no V term; collapsed, one subsample per task) each c_j ~ N(μ + β/2, τ_s) on its
+    own, and σ_V keeps only its prior: the authors' slice model, `(1|pair)` with one scale.
     """
     n_j, n_k = y.shape[0], y.shape[1]
     a_sd, b_mu, b_sd, lm_sd, h_u, h_v, h_w = (
@@ -420,9 +422,24 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False)
         for j in range(n_j):
             t[j] = beta
 
-    # c_jk ~ N(s_j, σ_V), every cell including padding (whose prior integrates to one).
+    # c_jk ~ N(s_j, σ_V), every cell including padding (whose prior integrates to one); with s_j integrated out,
+    # jointly normal around μ + β/2; without the V term, independent N(μ + β/2, τ_s).
     var_v = sig_v * sig_v
-    if collapsed:
+    if collapsed and not subsample_effect:
+        sc = 0.0
+        for j in range(n_j):
+            for k in range(n_k):
+                d = c[j, k] - m_s
+                sc += d * d
+                grad[c_pos + j * n_k + k] = -d / var_s
+                grad[0] += d / var_s
+                grad[1] += 0.5 * d / var_s
+        lp += -0.5 * sc / var_s - 0.5 * n_j * n_k * math.log(var_s)
+        q_c = 0.5 * sc / (var_s * var_s) - 0.5 * n_j * n_k / var_s  # d/d(τ_s²)
+        grad[2] += q_c * 2.0 * sig_u * sig_u
+        if interaction:
+            grad[4] += q_c * sig_w * sig_w
+    elif collapsed:
         g_prior = np.empty((n_j, n_k))
         lp_c, g_m, g_tau, g_var_v = _collapsed_c_prior(c, m_s, var_s, var_v, g_prior)
         lp += lp_c
@@ -598,7 +615,9 @@ def expand_into(x, out, n_j, n_k, n_i, interaction, noncentered, collapsed, hype
 # C callbacks for nutpie (`kernel_sampler.py`). They live in this file because numba's on-disk cache of a function
 # is invalidated only by edits to the function's own file: a callback cached in another module would keep running
 # an old `log_density` after this file changed.
-HEADER = 14  # n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, 7 prior scales
+# The packed buffer's header: n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, subsample_effect,
+# then the 7 prior scales.
+HEADER = 15
 
 _LOGP_SIGNATURE = numba.types.int64(
     numba.types.uint64,
@@ -640,7 +659,7 @@ def callbacks() -> tuple[Any, Any]:
         grad_out = numba.carray(grad_ptr, (dim,))
         logp_out = numba.carray(logp_ptr, (1,))
         value, grad = log_density(
-            x, y, n, header[7:14], int(header[2]), header[3] > 0, header[4] > 0, header[5] > 0
+            x, y, n, header[8:15], int(header[2]), header[3] > 0, header[4] > 0, header[5] > 0, header[7] > 0
         )
         logp_out[0] = value
         for q in range(dim):

@@ -65,9 +65,13 @@ def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool =
     """The nutpie model of one fit of `spec` (resolved: `noncentered_t` and `collapse_s` decided); posterior
     variables are named as in the PyMC model."""
     noncentered, collapsed = bool(spec.noncentered_t), bool(spec.collapse_s)
+    if not spec.subsample_effect and not (collapsed and data.shape[1] == 1):
+        raise ValueError(
+            "a model without the V term needs one subsample per task, s_j collapsed (resolve_spec)"
+        )
     layout = Layout(data.shape, spec, noncentered, collapsed)
     n_j, n_k, n_i, _ = data.shape
-    flags = [n_j, n_k, n_i, spec.interaction, noncentered, collapsed, hyper_only]
+    flags = [n_j, n_k, n_i, spec.interaction, noncentered, collapsed, hyper_only, spec.subsample_effect]
     buffer = np.concatenate(
         [
             np.asarray(flags, dtype=np.float64),

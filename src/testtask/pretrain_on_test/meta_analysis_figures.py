@@ -209,7 +209,9 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
         "chains": settings.chains,
         "progressbar": False,
     }
-    spec = spec_from(ctx.settings, interaction=settings.interaction)
+    spec = spec_from(
+        ctx.settings, interaction=settings.interaction, subsample_effect=settings.subsample_effect
+    )
     data = slice_data(frame, slices, np.random.default_rng(seed), per_lm_type=settings.draw == "per_lm_type")
     jobs = [(one, seed + idx) for idx, one in enumerate(data)]
     label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"
