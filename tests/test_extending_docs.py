@@ -216,4 +216,6 @@ def test_example_4_own_claim_in_a_ledger(clone):
         if claim in line
     ]
     assert len(rows) == 1 and "| matches |" in rows[0] and "6 of 6 > 0.7" in rows[0]
+    # the row the doc shows is the row the report writes
+    assert rows[0] in DOC.read_text(encoding="utf-8"), rows[0]
     assert f'id="{claim}"' in (clone.root / "report/published/index.html").read_text()

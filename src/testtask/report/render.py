@@ -101,7 +101,7 @@ def _text_cell(r: PaperReport, v: Verdict) -> tuple[str, str, str]:
     t = r.text_verdict(v.claim.id)
     if t is None:
         return "", r.text_column() or "—", ""
-    ours = "" if t.ours == v.ours else (t.ours or "—")
+    ours = "" if t.ours in (v.ours, None) else t.ours
     return _BADGE[t.status], t.status, ours
 
 
