@@ -526,6 +526,9 @@ def test_report_settings_are_in_the_config():
     assert "report" in CORE_ACTIONS
     fast = compose(["report=fast"])  # `make report-fast`: builds what is missing, with smaller settings
     assert fast.report.build_missing is True and fast.report.out_dir == "report-fast"
+    # issue 26: both reports judge every claim under both analysis presets (report=fast replaces the group's file)
+    assert list(fast.report.presets) == list(cfg.report.presets) == ["authors", "paper_text"]
+    assert cfg.report.require_categories is True and fast.report.require_categories is False
     assert fast.sampler.draws < cfg.sampler.draws and fast.pretrain_on_test.figure_7.slices < 500
     assert (
         fast.pretrain_on_test.figure_7.m == cfg.pretrain_on_test.figure_7.m
