@@ -147,3 +147,17 @@ def test_a_claim_the_release_cannot_feed_waits_for_no_build(tmp_path):
     assert waiting is not None and waiting.files == ("figure-3.json",) and waiting.claims == 1
     only_gap = unbuilt.collect("toy", "published", verdicts[:1])
     assert only_gap is None
+
+
+def test_a_variants_own_command_is_named_for_the_preset_it_is_missing_under():
+    from testtask.report import unbuilt
+
+    command = "make figure-12 PAPER=p ARGS='x.rule=leader figures_dir=figures/variants/v'"
+    waiting = [
+        unbuilt.Unbuilt("p", "published", (), 1, "authors", (command,)),
+        unbuilt.Unbuilt("p", "published", (), 1, "paper_text", (command,)),
+    ]
+    assert unbuilt.notice(waiting)[1:] == [
+        command,
+        "make figure-12 PAPER=p ARGS='analysis_protocol=paper_text x.rule=leader figures_dir=figures/variants/v'",
+    ]

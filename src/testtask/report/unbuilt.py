@@ -69,9 +69,18 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
     for u in unbuilt:
         if u.files:
             lines.append(_command(u, overrides))
-        if u.preset == AUTHORS:  # a variant's command builds it under the default preset
-            lines += list(u.own_commands)
+        lines += [_under_preset(command, u.preset) for command in u.own_commands]
     return lines
+
+
+def _under_preset(command: str, preset: str) -> str:
+    """A variant's own command (built under the default preset) for `preset`: its ARGS gain analysis_protocol."""
+    if preset == AUTHORS:
+        return command
+    extra = f"analysis_protocol={preset}"
+    if "ARGS='" in command:
+        return command.replace("ARGS='", f"ARGS='{extra} ", 1)
+    return f"{command} ARGS='{extra}'"
 
 
 def _under(u: Unbuilt) -> str:
