@@ -544,7 +544,7 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     from tests.conftest import tmp_config
     from testtask import papers
     from testtask.pipeline import run
-    from testtask.report.main import has_text_preset
+    from testtask.presets import has_text_preset
 
     summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={tmp_path / 'report'}"))
     out = tmp_path / "report" / "published"  # paths.output_dir: one report folder per source

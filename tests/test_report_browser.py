@@ -19,16 +19,16 @@ from testtask.paths import repo_root
 from testtask.report import evaluate, provenance, render
 
 BROWSER_DIR = Path(os.environ.get("TESTTASK_BROWSER_DIR", repo_root() / ".browser"))
-SCRIPT = Path(__file__).parent / "browser" / "report_images.js"
-FIRST_SCREEN = Path(__file__).parent / "browser" / "report_first_screen.js"
+SCRIPT = Path(__file__).parent / "browser" / "report_page.js"
 
 
-def _node(script: Path, *args: str) -> object:
+def _node(*args: str) -> dict:
+    """What headless Chromium shows of a report page (tests/browser/report_page.js)."""
     modules = BROWSER_DIR / "node_modules"
     if shutil.which("node") is None or not (modules / "puppeteer-core").is_dir():
         pytest.skip(f"no headless browser: needs node and `make browser` (looked in {modules})")
     done = subprocess.run(
-        ["node", str(script), *args],
+        ["node", str(SCRIPT), *args],
         env={**os.environ, "NODE_PATH": str(modules)},
         capture_output=True,
         text=True,
@@ -40,9 +40,7 @@ def _node(script: Path, *args: str) -> object:
 
 
 def _browser_images(page: Path) -> list[list]:
-    images = _node(SCRIPT, str(page.resolve()))
-    assert isinstance(images, list)
-    return images
+    return _node(str(page.resolve()))["images"]
 
 
 @pytest.mark.slow
@@ -97,8 +95,7 @@ def test_the_first_screen_shows_the_findings(tmp_path):
     ]
     page, _ = render.write([report], prov, tmp_path / "report", notice)
     shot = tmp_path / "first-screen.png"
-    seen = _node(FIRST_SCREEN, str(page.resolve()), str(shot))
-    assert isinstance(seen, dict)
+    seen = _node(str(page.resolve()), str(shot))
     assert seen["top"] is not None and 0 <= seen["top"] < seen["viewport"]
     assert seen["visible"][:3] == ["Findings", "toy", findings.headline(found)], seen
     assert any(
@@ -114,5 +111,5 @@ def test_the_first_screen_shows_the_findings(tmp_path):
     pushed.write_text(
         html.replace('<section id="findings">', '<div style="height:2000px"></div><section id="findings">')
     )
-    seen = _node(FIRST_SCREEN, str(pushed.resolve()), str(shot))
-    assert isinstance(seen, dict) and seen["top"] > seen["viewport"] and seen["visible"] == []
+    seen = _node(str(pushed.resolve()), str(shot))
+    assert seen["top"] > seen["viewport"] and seen["visible"] == []

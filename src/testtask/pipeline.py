@@ -139,16 +139,15 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     chosen = selected_papers(cfg)
     preset = preset_of(cfg)
     if preset != AUTHORS:  # a paper without released analysis code has one protocol: its default is its text
-        from testtask.protocol_tables import ANALYSES
+        from testtask.presets import has_text_preset
 
-        single = [p for p in chosen if p not in ANALYSES]
-        for paper in single:
+        for paper in [p for p in chosen if not has_text_preset(p)]:
             log.info(
                 "%s has no analysis preset %s (one protocol, no released analysis code): nothing to build",
                 paper,
                 preset,
             )
-        chosen = [p for p in chosen if p in ANALYSES]
+        chosen = [p for p in chosen if has_text_preset(p)]
         if not chosen:
             return []
     commit, dirty = provenance.code_git_state()

@@ -19,6 +19,14 @@ from testtask.errors import InputError
 from testtask.paths import AUTHORS, PRESETS, conf_dir
 
 
+def has_text_preset(paper: str) -> bool:
+    """Whether `paper`'s released analysis code differs from its text somewhere (a paper_text preset and a table
+    docs/protocols/<paper>-analysis.md); the others have one protocol (no released analysis code)."""
+    from testtask.protocol_tables import ANALYSES
+
+    return paper in ANALYSES
+
+
 def _read(file: Path) -> dict[str, Any]:
     data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):

@@ -24,7 +24,6 @@ from omegaconf import DictConfig, OmegaConf
 from testtask import papers, presets, user_files
 from testtask.io import atomic_write_json
 from testtask.paths import AUTHORS, PAPER_TEXT, conf_dir, output_dir, resolve
-from testtask.protocol_tables import ANALYSES
 from testtask.report import evaluate, findings, ledger, provenance, render, unbuilt
 from testtask.sidecars import Expected, release_checksum
 from testtask.sources import OVERLAY, OverlayUnsupported
@@ -81,12 +80,6 @@ def with_user_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) 
 def _outputs_read(loaded: ledger.Ledger) -> set[str]:
     """The figure/table outputs whose sidecars the claims read by path (functions' reads show on evaluation)."""
     return {c.ours.file for c in loaded.claims if c.ours.file}
-
-
-def has_text_preset(paper: str) -> bool:
-    """Whether `paper`'s released analysis code differs from its text somewhere (a paper_text preset and a table
-    docs/protocols/<paper>-analysis.md); the others have one protocol (no released analysis code)."""
-    return paper in ANALYSES
 
 
 def _build_missing(
@@ -165,21 +158,21 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
             if cfg.get("results_run"):
                 data_root = data_root / str(cfg.results_run)
         checksum = release_checksum(data_root, source)
+        needed = _outputs_read(loaded) | {
+            f"{c.figure}.json"
+            for c in loaded.claims
+            if c.figure and c.figure.startswith(("figure-", "table-"))
+        }
         evaluated: dict[str, list[evaluate.Verdict]] = {}
         folders: dict[str, Path] = {}
         for preset, preset_cfg in ((AUTHORS, cfg), (PAPER_TEXT, text_cfg)):
-            if preset_cfg is None or (preset == PAPER_TEXT and not has_text_preset(paper)):
+            if preset_cfg is None or (preset == PAPER_TEXT and not presets.has_text_preset(paper)):
                 continue
             folder = output_dir(figures_dir, source, run_name, paper, preset)
             folders[preset] = folder
             if settings.build_missing:
                 if build is None:
                     raise RuntimeError("report.build_missing=true needs the pipeline's build function")
-                needed = _outputs_read(loaded) | {
-                    f"{c.figure}.json"
-                    for c in loaded.claims
-                    if c.figure and c.figure.startswith(("figure-", "table-"))
-                }
                 _build_missing(preset_cfg, paper, source, needed, folder, build)
             expected = Expected.of(source, run_name, checksum, reader="the report", preset=preset)
             evaluated[preset] = evaluate.evaluate(loaded, folder, data_root, plugin.report, source, expected)
@@ -196,7 +189,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
                 loaded.file,
                 text=text,
                 findings=found,
-                single_protocol=not has_text_preset(paper),
+                single_protocol=not presets.has_text_preset(paper),
             )
         )
         log.info(
@@ -248,8 +241,8 @@ def _claim_entry(report: render.PaperReport, v: evaluate.Verdict) -> dict[str, A
 
 def _require_categories(cfg: DictConfig, reports: list[render.PaperReport]) -> None:
     """LedgerError, once the report is written, when a claim that does not match on the authors' release has no
-    category (report/findings.py); only for source=published and with report.require_categories."""
-    if cfg.source != "published" or not cfg.report.get("require_categories", True):
+    category (report/findings.py: only source=published lists any); with report.require_categories."""
+    if not cfg.report.get("require_categories", True):
         return
     problems = [
         f"{provenance.shown(r.ledger_file)}: claim {line.claim.id}, field 'category': {line.why}, and the claim "

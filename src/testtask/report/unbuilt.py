@@ -73,14 +73,15 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
     return lines
 
 
-def _under_preset(command: str, preset: str) -> str:
-    """A variant's own command (built under the default preset) for `preset`: its ARGS gain analysis_protocol."""
-    if preset == AUTHORS:
+def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> str:
+    """`command` (a make command, built under the default preset) with `overrides` and, for another preset,
+    analysis_protocol=<preset> in its ARGS."""
+    extra = [*overrides] + ([] if preset == AUTHORS else [f"analysis_protocol={preset}"])
+    if not extra:
         return command
-    extra = f"analysis_protocol={preset}"
     if "ARGS='" in command:
-        return command.replace("ARGS='", f"ARGS='{extra} ", 1)
-    return f"{command} ARGS='{extra}'"
+        return command.replace("ARGS='", f"ARGS='{' '.join(extra)} ", 1)
+    return f"{command} ARGS='{' '.join(extra)}'"
 
 
 def _under(u: Unbuilt) -> str:
@@ -88,6 +89,4 @@ def _under(u: Unbuilt) -> str:
 
 
 def _command(u: Unbuilt, overrides: Sequence[str]) -> str:
-    args = [*overrides] + ([] if u.preset == AUTHORS else [f"analysis_protocol={u.preset}"])
-    quoted = f" ARGS='{' '.join(args)}'" if args else ""
-    return f"make figures tables PAPER={u.paper} SOURCE={u.source}{quoted}"
+    return _under_preset(f"make figures tables PAPER={u.paper} SOURCE={u.source}", u.preset, overrides)
