@@ -8,13 +8,16 @@ testtask action=bench paper=pretrain-on-test
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 
 import hydra
 from omegaconf import DictConfig
 
 from testtask.errors import reported
 from testtask.paths import conf_dir
-from testtask.pipeline import run, with_user_files
+from testtask.pipeline import check, compose_checked, run, with_user_files
+from testtask.schema import ConfigError
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
@@ -23,6 +26,33 @@ def _hydra_main(cfg: DictConfig) -> None:
         run(with_user_files(cfg))
 
 
+def plain_overrides(args: Sequence[str]) -> bool:
+    """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the command
+    checks itself before Hydra starts."""
+    return all(
+        not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
+        and "," not in a.split("=", 1)[1]
+        for a in args
+    )
+
+
+def precheck(args: Sequence[str]) -> None:
+    """Every bad, missing, unknown or misspelled key of the command line's config, at once, one line each
+    (ConfigError), before Hydra sets up its run or anything is read."""
+    cfg, lines = compose_checked(args)
+    if cfg is not None:
+        try:
+            check(cfg)
+        except ConfigError as err:
+            lines += err.violations
+    if lines:
+        raise ConfigError(lines)
+
+
 def main() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
+    args = sys.argv[1:]
+    if plain_overrides(args):
+        with reported():
+            precheck(args)
     _hydra_main()

@@ -34,8 +34,10 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
-from testtask.paths import PRESETS  # paths.output_dir
+
 from testtask.sources import SOURCES  # pipeline.make_context
+
+PRESETS = ("authors", "paper_text")
 
 # --- known sets, from the code that reads each value ---------------------------------------------------------
 SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
@@ -656,9 +658,6 @@ PROXY_ANALYSIS_RELATIONS: list[Relation] = [
 ]
 
 ANALYSIS_CHECKS: list[Check] = [
-    *TOP_RULES,
-    *SAMPLER_RULES,
-    *POT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RELATIONS,
     *TBT_ANALYSIS_RULES,

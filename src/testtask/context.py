@@ -1,4 +1,4 @@
-"""What a figure or table builder gets: where inputs are, where outputs go, and the config."""
+"""What a figure or table builder gets: where inputs are, where outputs go, and the typed settings."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ class Context:
     source: str  # "published", "results" or "published+results" (testtask.sources)
     data_root: Path  # raw results of this paper for the chosen source (published+results: the release)
     out_dir: Path  # figures/<paper-key>/<source folder> (paths.output_dir)
-    cfg: Any  # this paper's analysis config (DictConfig or dict)
-    sampler: Any  # sampler config
+    sampler: Any  # the typed sampler settings (testtask.settings.Sampler)
     seed: int
     cache_dir: Path | None = None  # posterior cache; None disables it
     settings: Any = None  # this paper's settings, typed and read once from `cfg` by its plug-in

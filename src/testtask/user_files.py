@@ -14,6 +14,7 @@ the kind; every error names the file and the field (`UserFileError`). docs/exten
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import logging
 import os
@@ -79,8 +80,21 @@ class UserFile:
 
 def folder(cfg: Any = None) -> Path:
     """The user folder: `cfg.user_dir` when the config has one, else $TESTTASK_USER_DIR, else conf/user."""
-    configured = cfg.get("user_dir") if isinstance(cfg, DictConfig | Mapping) else None
+    if isinstance(cfg, DictConfig | Mapping):
+        configured = cfg.get("user_dir")
+    else:
+        configured = getattr(cfg, "user_dir", None)
     return resolve(configured or os.environ.get(ENV) or DEFAULT)
+
+
+def digest(directory: Path, names: Iterable[str]) -> dict[str, str]:
+    """File name -> SHA-256 of its bytes, for each of `names` present in `directory` (what a build read)."""
+    out = {}
+    for name in names:
+        path = directory / name
+        if path.is_file():
+            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
 
 
 def read(directory: Path, name: str) -> UserFile | None:

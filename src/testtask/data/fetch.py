@@ -558,22 +558,16 @@ def mirror_from_env(name: str = "TESTTASK_DATA_MIRROR") -> Path | None:
     return Path.cwd() / Path(value).expanduser() if value else None
 
 
-def fetch_from_config(
-    data_cfg: Mapping, paper: str | Sequence[str] = "all", **kwargs: Any
-) -> dict[str, dict[str, Any]]:
-    """`make data` (`testtask action=data`): fetch per the `data` config group (`dest`, `sources`, `uses`,
+def fetch_from_config(data: Any, papers: Sequence[str], **kwargs: Any) -> dict[str, dict[str, Any]]:
+    """`make data` (`testtask action=data`): fetch `papers` per the typed `data` settings (`dest`, `sources`,
     `verify`, and the mirror named by the environment variable `mirror_env`); papers without published data are
     skipped. `kwargs` go to `fetch` (e.g. `write_checksums=True`, `testtask action=checksums`)."""
     from testtask.paths import resolve
+    from testtask.schema import to_plain
 
-    sources = data_cfg["sources"]
-    wanted = list(sources) if paper == "all" else [paper] if isinstance(paper, str) else list(paper)
-    # Papers whose analyses read other papers' releases (e.g. proxy-tasks) fetch those releases.
-    uses = data_cfg.get("uses") or {}
-    wanted = list(dict.fromkeys(k for key in wanted for k in [key, *uses.get(key, [])]))
-    for key in (k for k in wanted if k not in sources):
+    sources = to_plain(data.sources)
+    for key in (k for k in papers if k not in sources):
         log.info("%s: no published raw results to fetch", key)
-    papers = [k for k in wanted if k in sources]
-    mirror = mirror_from_env(str(data_cfg.get("mirror_env", "TESTTASK_DATA_MIRROR")))
-    kwargs.setdefault("verify", bool(data_cfg.get("verify", True)))
-    return fetch(papers, sources, resolve(str(data_cfg.get("dest", "data/published"))), mirror, **kwargs)
+    wanted = [k for k in papers if k in sources]
+    kwargs.setdefault("verify", data.verify)
+    return fetch(wanted, sources, resolve(data.dest), mirror_from_env(data.mirror_env), **kwargs)

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 
 from testtask.errors import InputError
+from testtask.pretrain_on_test.settings import Counts, Effect
 
 COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
 ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
 # Counts are reconstructed as accuracy × n; anything further than this from an integer is not a count.
 COUNT_TOLERANCE = 1e-4
-COUNT_RULES = ("round", "truncate")
 # A plain decimal number as pandas and Python write one; no spaces, no nan/inf.
 _NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 _PATTERN = re.compile(
@@ -34,7 +34,7 @@ _PATTERN = re.compile(
 )
 
 # The two paired comparisons of §5: (control, treatment).
-EFFECTS = {"boost": ("base", "extra"), "bias": ("extra", "test")}
+EFFECTS = {Effect.boost: ("base", "extra"), Effect.bias: ("extra", "test")}  # effect -> (control, treatment)
 
 
 class AccuracyDataError(InputError, ValueError):
@@ -154,8 +154,8 @@ def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
         raise AccuracyDataError(
             f"{path}: column 'num_classes' row {row} = {classes[row]} is not a whole number of classes >= 2"
         )
-    if counts not in COUNT_RULES:
-        raise ValueError(f"counts = {counts!r}: expected one of {', '.join(COUNT_RULES)}")
+    if counts not in set(Counts):
+        raise ValueError(f"counts = {counts!r}: expected one of {', '.join(Counts)}")
     for column in ("base", "extra", "test"):
         products = frame[column].to_numpy() * n
         off = np.abs(products - np.round(products)) > COUNT_TOLERANCE

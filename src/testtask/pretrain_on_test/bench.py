@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig
 
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
@@ -92,24 +91,24 @@ def _figure_7_rows(numbers: dict[str, Any]) -> pd.DataFrame:
     )
 
 
-def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
-    """The `bench` action of pretrain-on-test: `ctx` is the paper's context, `cfg` the whole config."""
+def bench(ctx: Context, config: Any) -> dict[str, Any]:
+    """The `bench` action of pretrain-on-test: `ctx` is the paper's context, `config` the whole typed config."""
     from testtask.pretrain_on_test.boost_bias_figures import figure_3
     from testtask.pretrain_on_test.meta_analysis_figures import figure_7
 
-    options = cfg.get("bench", {})
+    options = ctx.settings.bench
     folder = ctx.out_dir  # bench.json goes here (the preset's folder: paths.output_dir)
     ctx.out_dir = folder / "bench"
     proxies: list[int] = []
     result: dict[str, Any] = {
-        "sampler": cfg.sampler.name,
+        "sampler": ctx.sampler.name,
         "machine": machine(),
-        "cold": bool(options.get("cold")),
+        "cold": options.cold,
     }
     with tempfile.TemporaryDirectory() as scratch:
-        if options.get("cold", False):
+        if options.cold:
             ctx.cache_dir = Path(scratch) / "cache"
-        if options.get("proxy_missing_m", False):
+        if options.proxy_missing_m:
             proxies = _with_proxy(ctx, Path(scratch))
         start = time.perf_counter()
         numbers = figure_3(ctx)
@@ -121,8 +120,8 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
         print(
             f"\n{len(table)} fits ({int(table.proxy.sum())} on relabelled proxy data; {cached} from the cache, their "
             f"seconds are the original fits'), {seconds_3:.0f} s in all including the posterior predictive "
-            f"(sampler={cfg.sampler.name}, backend={ctx.settings.model.backend}, {cfg.sampler.chains} chains x "
-            f"{cfg.sampler.draws} draws after {cfg.sampler.tune} tuning steps); every fit within the diagnostics "
+            f"(sampler={ctx.sampler.name}, backend={ctx.settings.model.backend}, {ctx.sampler.chains} chains x "
+            f"{ctx.sampler.draws} draws after {ctx.sampler.tune} tuning steps); every fit within the diagnostics "
             f"limits (conf/config.yaml diagnostics: r_hat, bulk ESS of beta and the sigmas, divergences): {ok}"
         )
         result |= {
@@ -131,7 +130,7 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
             "criteria_met": ok,
             "proxy_m": proxies,
         }
-        if options.get("figure_7", True):
+        if options.figure_7:
             start = time.perf_counter()
             try:
                 numbers_7 = figure_7(ctx)
@@ -144,7 +143,7 @@ def bench(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
                 print("\nFigure 7\n" + table_7.to_markdown(index=False))
                 print(
                     f"\n{int(table_7.slices.sum())} slice fits ({f7.draws} draws after {f7.tune} tuning steps, "
-                    f"{cfg.sampler.chains} chains each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from "
+                    f"{ctx.sampler.chains} chains each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from "
                     f"the cache) in {seconds_7:.0f} s including drawing the figure; notes: {numbers_7['notes']}"
                 )
                 result["figure_7"] = {

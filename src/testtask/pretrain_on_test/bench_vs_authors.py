@@ -16,11 +16,9 @@ from typing import Any
 import arviz as az
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
 from testtask.context import Context
 from testtask.io import atomic_write_json
-from testtask.paths import output_dir
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.bench import machine
 from testtask.pretrain_on_test.fits import configuration_data, plain, spec_from
@@ -94,9 +92,9 @@ def _ours(data: ModelData, ctx: Context, sampler: dict, seed: int) -> dict[str, 
     ) | {"divergences": result.divergences}
 
 
-def bench_vs_authors(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
+def bench_vs_authors(ctx: Context, config: Any) -> dict[str, Any]:
     """The `bench-vs-authors` action: both methods on `bench.vs_authors` (m, n, effect), printed and saved."""
-    options = cfg.bench.vs_authors
+    options = ctx.settings.bench.vs_authors
     frame = load_collection(ctx, "few_shot", m=int(options.m), n=int(options.n))
     data = configuration_data(frame, str(options.effect))
     sampler = {**plain(ctx.sampler), "progressbar": False}
@@ -126,8 +124,5 @@ def bench_vs_authors(ctx: Context, cfg: DictConfig) -> dict[str, Any]:
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
     }
-    folder = output_dir(
-        cfg.figures_dir, cfg.source, cfg.get("results_run"), "pretrain-on-test", cfg.get("analysis_preset")
-    )
-    atomic_write_json(folder / "bench-vs-authors.json", result)
+    atomic_write_json(ctx.out_dir / "bench-vs-authors.json", result)
     return result

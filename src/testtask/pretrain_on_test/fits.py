@@ -18,6 +18,7 @@ import arviz as az
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from testtask import schema
 from testtask.io import atomic_save
 from testtask.pretrain_on_test import accuracies, cache_entry
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, resolve_spec
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 
 
 def plain(cfg: Any) -> Any:
+    """Sampler settings as a plain mapping (typed settings, a config node or a mapping already)."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return schema.to_plain(cfg)
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
 
 

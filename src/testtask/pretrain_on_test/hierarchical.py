@@ -28,13 +28,15 @@ integrates to one: padding leaves the posterior unchanged and lets one compiled 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
+
+from testtask.pretrain_on_test.settings import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -43,36 +45,6 @@ INTERCEPT, LM_TYPE, TREATMENT = "Intercept", "lm_type", "treatment"
 SIGMA_U, SIGMA_V, SIGMA_W = "1|dataset_sigma", "1|dataset:subsample_sigma", "1|dataset:treatment_sigma"
 DIAGNOSED = (TREATMENT, SIGMA_U, SIGMA_V, SIGMA_W)
 ARM_OFFSET = np.array([-0.5, 0.5])  # x_l − ½ for control, treatment
-
-
-@dataclass(frozen=True)
-class Priors:
-    """Prior scales of §6.1 (eqs. 3–10)."""
-
-    intercept_sigma: float = 1.0
-    lm_type_sigma: float = 5.0
-    treatment_sigma: float = 1.0
-    treatment_mu: float = 0.0
-    sigma_U: float = 1.0
-    sigma_V: float = 1.0
-    sigma_W: float = 3.5355
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    backend: str = "marginal"  # marginal | bambi
-    interaction: bool = True  # include W_jl (Figure 10 drops it)
-    # t_j = β + sqrt(2)·σ_W·e_j (non-centred) mixes better when σ_W is small next to the data's noise (the bias)
-    noncentered_t: bool | str = "auto"  # True, False, or "auto" (chosen from the data: `choose_noncentered`)
-    # s_j integrated out of the c_jk prior (same posterior for everything else). It removes the s–c–σ_V funnel
-    # when each task has one subsample (Figure 7's slices); "auto" collapses exactly then.
-    collapse_s: bool | str = "auto"
-    # V_jk, the (1|dataset:subsample) term. False: one random intercept per task and no σ_V in the likelihood, the
-    # authors' slice model for Figure 7 (meta.py's `(1|pair)`, pair = the task's one subsample); it needs one
-    # subsample per task. σ_V then keeps only its HalfNormal prior (a free coordinate the data never see).
-    subsample_effect: bool = True
-    priors: Priors = field(default_factory=Priors)
-    formula: str = "p(correct, trials) ~ 1 + lm_type + treatment + (1|dataset) + (1|dataset:subsample) + (1|dataset:treatment)"
 
 
 @dataclass

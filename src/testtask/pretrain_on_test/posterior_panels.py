@@ -47,7 +47,7 @@ def fit_panel(
         fit,
         seed=ctx.seed + seed_offset + 1,
         max_draws=pred.max_draws,
-        workers=int(ctx.sampler.get("cores", 1)),
+        workers=ctx.sampler.cores,
     )
     diag = fit.diagnostics()
     beta = diag[TREATMENT]

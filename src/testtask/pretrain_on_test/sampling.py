@@ -20,9 +20,8 @@ from testtask.pretrain_on_test.hierarchical import (
     build_marginal,
     resolve_spec,
 )
-
-SAMPLERS = ("nutpie", "pymc", "numpyro")
-BACKENDS = ("marginal", "bambi")
+from testtask.pretrain_on_test.settings import Backend
+from testtask.settings import SamplerName
 
 
 def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
@@ -75,7 +74,7 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
                     **kwargs,
                 )
         else:
-            raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+            raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(SamplerName)}")
     else:
-        raise ValueError(f"unknown model backend {spec.backend!r}; choose one of {', '.join(BACKENDS)}")
+        raise ValueError(f"unknown model backend {spec.backend!r}; choose one of {', '.join(Backend)}")
     return Fit(idata=idata, data=data, spec=spec, seconds=time.perf_counter() - start, sampler=name)

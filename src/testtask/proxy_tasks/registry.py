@@ -8,6 +8,7 @@ from testtask.context import Context
 from testtask.papers import Paper
 from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, report, robustness_tables
 from testtask.proxy_tasks.settings import Settings
+from testtask.schema import legacy
 
 Builder = Callable[[Context], dict]
 
@@ -28,7 +29,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=Settings.from_config,
+    settings=legacy(Settings.from_config),  # until its settings are a schema
     uses=("train-before-test", "training-on-the-test-task"),
     report=report.FUNCTIONS,
 )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from testtask.context import Context
 from testtask.papers import Paper, Runner
+from testtask.schema import legacy
 from testtask.train_before_test import agreement_figures as ag
 from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
@@ -41,7 +42,8 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=Settings.from_config,
+    settings=legacy(Settings.from_config),  # until its settings are a schema
+    paper_text=("analysis", "runner"),
     actions=ACTIONS,
     report=report.FUNCTIONS,
     runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),

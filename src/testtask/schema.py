@@ -1,0 +1,527 @@
+"""Typed settings: every config key is declared once, as a field of a frozen dataclass, and its value lives in YAML.
+
+A config section (a paper's analysis settings, a runner's config, the top-level config) has one schema: a
+`@section` dataclass whose fields are its keys, each with its type and, in the type, its allowed values:
+
+    @section
+    class Figure7:
+        slices: PositiveInt
+        band: NonNegativeNumber
+        draw: SliceDraw                   # an Enum: the choice set, written once and imported where code branches
+
+No field has a default: the value is in the YAML (and a preset lists what differs). `load(Schema, node, key)`
+reads the composed section once, at the edge, and returns the frozen object the code uses; every bad value,
+missing key and unknown key is reported at once, one line each, naming the key, the value and what is allowed:
+
+    invalid config: pretrain_on_test.figure_7.chains = 0: expected a positive integer
+    invalid config: pretrain_on_test.figure_7.chians: unknown key (did you mean chains?)
+
+Relations between keys (a benchmark that must be a key of `benchmarks`) are the section's `__post_init__`, which
+calls `require(...)` with one `Problem` per broken relation; the line names the section's keys in full.
+
+Validation is pydantic's (strict numbers and booleans, enums by value, unknown keys forbidden, every error
+collected): OmegaConf 2.3's structured configs stop at the first error, cannot type a union (lm-eval's
+`batch_size: 8 | auto`, `noncentered_t: true | false | auto`) and refuse to merge into frozen dataclasses
+(`analysis/schema_measurement.py` shows all three). This module imports neither torch nor anything heavy, so a
+config error is reported before any heavy library is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+
+import annotated_types as at
+from pydantic import AfterValidator, AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as _pydantic_dataclass
+
+from testtask.errors import InputError
+
+T = TypeVar("T")
+
+# --- what a value must be: types with their allowed values and the words for them ---------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    """The words a message uses for what a type allows (`expected <words>`), attached with `Annotated`."""
+
+    words: str
+
+
+Int = Annotated[int, Strict(), Text("an integer")]
+PositiveInt = Annotated[int, Strict(), at.Ge(1), Text("a positive integer")]
+NonNegativeInt = Annotated[int, Strict(), at.Ge(0), Text("an integer >= 0")]
+Flag = Annotated[bool, Strict(), Text("true or false")]
+Name = Annotated[str, Strict(), at.MinLen(1), Text("a non-empty string")]
+AnyText = Annotated[str, Strict(), Text("a string")]
+
+
+def int_at_least(low: int) -> Any:
+    return Annotated[int, Strict(), at.Ge(low), Text(f"an integer >= {low}")]
+
+
+def number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = True,
+    high_open: bool = True,
+    words: str | None = None,
+) -> Any:
+    """A finite number (an integer is one too), optionally bounded; `low_open`/`high_open`: strict bounds."""
+    bounds: list[Any] = []
+    if low is not None:
+        bounds.append(at.Gt(low) if low_open else at.Ge(low))
+    if high is not None:
+        bounds.append(at.Lt(high) if high_open else at.Le(high))
+    if words is None:
+        if low is not None and high is not None:
+            brackets = ("(" if low_open else "[") + f"{low:g}, {high:g}" + (")" if high_open else "]")
+            words = f"a number in {brackets}"
+        elif low is not None:
+            words = f"a number {'>' if low_open else '>='} {low:g}"
+        elif high is not None:
+            words = f"a number {'<' if high_open else '<='} {high:g}"
+        else:
+            words = "a number"
+    return Annotated[float, Strict(), AllowInfNan(False), *bounds, Text(words)]
+
+
+Number = number()
+PositiveNumber = number(0)
+NonNegativeNumber = number(0, low_open=False)
+Probability = number(0, 1)  # a level or a fraction strictly between 0 and 1
+UnitInterval = number(0, 1, low_open=False, high_open=False)
+
+
+def non_empty(item: Any) -> Any:
+    """A list with at least one item of type `item`."""
+    return Annotated[list[item], at.MinLen(1)]
+
+
+class Choice(enum.StrEnum):
+    """Base of every choice set: members compare equal to their value (`Counts.round == "round"`) and print as
+    it, so sidecars and messages carry the plain word."""
+
+
+# --- sections ------------------------------------------------------------------------------------------------
+
+_CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=False, revalidate_instances="never")
+
+
+def section(cls: type[T]) -> type[T]:
+    """Make `cls` a settings section: a frozen dataclass whose construction validates every field."""
+    return _pydantic_dataclass(frozen=True, config=_CONFIG)(cls)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A broken relation between keys of one section: `key` (relative to the section) = `value`: expected
+    `expected`. `{name}` in `expected` stands for the section's own key `name`, written out in full."""
+
+    key: str
+    value: Any
+    expected: str
+
+
+class Relations(ValueError):
+    """Raised by a section's `__post_init__` with the relations it breaks."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(_line("", p) for p in problems))
+
+
+def require(*problems: Problem | None | Iterable[Problem]) -> None:
+    """Raise `Relations` with every given problem (None and empty iterables are fine relations)."""
+    found: list[Problem] = []
+    for p in problems:
+        if p is None:
+            continue
+        if isinstance(p, Problem):
+            found.append(p)
+        else:
+            found.extend(p)
+    if found:
+        raise Relations(found)
+
+
+def one_of(key: str, value: Any, known: Iterable[Any], what: str) -> Problem | None:
+    """A Problem unless `value` is among `known` (`what` names them, e.g. "a key of {benchmarks}")."""
+    names = [str(k) for k in known]
+    if str(value) in names:
+        return None
+    return Problem(key, value, f"{what} ({', '.join(names)})")
+
+
+def all_of(key: str, values: Iterable[Any], known: Iterable[Any], what: str) -> Problem | None:
+    """A Problem unless every item of `values` is among `known`."""
+    values = list(values)
+    names = [str(k) for k in known]
+    if all(str(v) in names for v in values):
+        return None
+    return Problem(key, values, f"{what} ({', '.join(names)})")
+
+
+# --- errors --------------------------------------------------------------------------------------------------
+
+
+class ConfigError(InputError, ValueError):
+    """The composed config breaks its schema; `violations` holds one line per bad key."""
+
+    def __init__(self, violations: Iterable[str]):
+        self.violations = list(dict.fromkeys(violations))
+        super().__init__("\n".join(f"invalid config: {line}" for line in self.violations))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    return repr(value)
+
+
+def _join(prefix: str, key: Any) -> str:
+    if isinstance(key, int) and not isinstance(key, bool) and prefix:
+        return f"{prefix}[{key}]"
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def _line(prefix: str, problem: Problem) -> str:
+    refs = _Refs(prefix)
+    expected = problem.expected.format_map(refs)
+    return f"{_join(prefix, problem.key)} = {_show(problem.value)}: expected {expected}"
+
+
+class _Refs(dict):
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, key: str) -> str:
+        return _join(self.prefix, key)
+
+
+# --- describing a type ---------------------------------------------------------------------------------------
+
+
+def _split(annotation: Any) -> tuple[Any, list[Any]]:
+    """(the bare type, its Annotated metadata)."""
+    metadata: list[Any] = []
+    while get_origin(annotation) is Annotated:
+        base, *extra = get_args(annotation)
+        metadata.extend(extra)
+        annotation = base
+    return annotation, metadata
+
+
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (Union, types.UnionType)
+
+
+def words(annotation: Any) -> str:
+    """What a value of `annotation` must be, in the words of a config error."""
+    base, metadata = _split(annotation)
+    for item in metadata:
+        if isinstance(item, Text):
+            return item.words
+    if _is_union(base):
+        options = [a for a in get_args(base) if a is not type(None)]
+        text = " or ".join(words(a) for a in options)
+        return f"{text} (or null)" if len(options) < len(get_args(base)) else text
+    if isinstance(base, type) and issubclass(base, enum.Enum):
+        return "one of " + ", ".join(str(m.value) for m in base)
+    origin = get_origin(base)
+    if origin is list:
+        (item,) = get_args(base)
+        minimum = next((m.min_length for m in metadata if isinstance(m, at.MinLen)), 0)
+        return f"a {'non-empty ' if minimum else ''}list, each item {words(item)}"
+    if origin is dict:
+        return f"a mapping, each value {words(get_args(base)[1])}"
+    if dataclasses.is_dataclass(base):
+        return f"a mapping with the keys {', '.join(f.name for f in dataclasses.fields(base))}"
+    if base is Any:
+        return "a value"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+        base, getattr(base, "__name__", str(base))
+    )
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """The declared type of each field of section `cls`."""
+    hints = _hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _step(annotation: Any, key: Any) -> Any | None:
+    """The type of `key` inside a value of `annotation` (a section's field or a mapping's value), or None when
+    `annotation` is reported as a whole (a list, a union, a leaf)."""
+    base, _ = _split(annotation)
+    if _is_union(base):
+        options = [a for a in get_args(base) if a is not type(None)]
+        if len(options) == 1:
+            return _step(options[0], key)
+        return None
+    if dataclasses.is_dataclass(base) and isinstance(key, str):
+        return field_types(base).get(key)
+    if get_origin(base) is dict and key != "[key]":
+        return get_args(base)[1]
+    return None
+
+
+def _fields_of(annotation: Any) -> list[str]:
+    base, _ = _split(annotation)
+    if _is_union(base):
+        options = [a for a in get_args(base) if a is not type(None)]
+        return _fields_of(options[0]) if len(options) == 1 else []
+    return [f.name for f in dataclasses.fields(base)] if dataclasses.is_dataclass(base) else []
+
+
+def _value_at(data: Any, path: list[Any]) -> Any:
+    node = data
+    for key in path:
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+            node = node[key]
+        else:
+            return None
+    return node
+
+
+def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> list[str]:
+    """One line per bad key of `data` (validated against `schema` under the config key `prefix`)."""
+    lines: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = [k for k in item["loc"]]
+        kind = item["type"]
+        annotation, path = schema, []
+        for key in loc:
+            inner = _step(annotation, key)
+            if inner is None:
+                break
+            annotation, path = inner, [*path, key]
+        key = ".".join([prefix, *map(str, path)]) if prefix else ".".join(map(str, path))
+        consumed = len(path)
+        rest = loc[consumed:]
+        if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+            if rest:
+                key = _join(key, rest[0])
+            known = _fields_of(_parent(schema, loc))
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            lines.append(f"{key}: unknown key{hint}; the keys here are {', '.join(known)}")
+        elif kind == "missing" or (kind == "missing_argument"):
+            if rest:
+                key = f"{key}.{rest[0]}" if key else str(rest[0])
+                inner = _step(annotation, rest[0])
+                lines.append(f"{key}: missing, expected {words(inner) if inner is not None else 'a value'}")
+            else:
+                lines.append(f"{key}: missing, expected {words(annotation)}")
+        elif kind == "value_error" and isinstance(item.get("ctx", {}).get("error"), Relations):
+            for problem in item["ctx"]["error"].problems:
+                lines.append(_line(key, problem))
+        elif kind == "value_error":
+            lines.append(f"{key}: {item['ctx']['error']}")
+        elif rest and rest[-1] == "[key]":
+            lines.append(
+                f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)} (bad key {rest[0]!r})"
+            )
+        else:
+            lines.append(f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)}")
+    return lines
+
+
+def _parent(schema: Any, loc: list[Any]) -> Any:
+    """The type holding the last key of `loc`."""
+    annotation = schema
+    for key in loc[:-1]:
+        inner = _step(annotation, key)
+        if inner is None:
+            return annotation
+        annotation = inner
+    return annotation
+
+
+# --- loading -------------------------------------------------------------------------------------------------
+
+
+def plain(node: Any, prefix: str = "", problems: list[str] | None = None, exclude: Iterable[str] = ()) -> Any:
+    """A composed config node as plain Python values, interpolations resolved, its keys `exclude` left out; a
+    value that cannot be resolved is reported in `problems` (one line naming its key) and left out."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if problems is None:
+        problems = []
+    if isinstance(node, DictConfig):
+        out: dict[Any, Any] = {}
+        for key in node.keys():
+            if key in exclude:
+                continue
+            where = _join(prefix, key)
+            try:
+                value = node[key]
+            except Exception as err:  # a failing interpolation, a missing mandatory value
+                reason = str(err).splitlines()[0] if str(err) else ""
+                problems.append(f"{where}: could not be resolved ({type(err).__name__}: {reason})")
+                continue
+            out[key] = plain(value, where, problems)
+        return out
+    if isinstance(node, ListConfig):
+        return [plain(node[i], _join(prefix, i), problems) for i in range(len(node))]
+    if OmegaConf.is_config(node):  # pragma: no cover - no other container types
+        return OmegaConf.to_container(node, resolve=True)
+    if isinstance(node, Mapping):
+        return {k: plain(v, _join(prefix, k), problems) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [plain(v, _join(prefix, i), problems) for i, v in enumerate(node)]
+    return node
+
+
+def violations(
+    schema: Any, node: Any, prefix: str = "", exclude: Iterable[str] = ()
+) -> tuple[Any, list[str]]:
+    """(the typed value of `node` under `schema`, or None; the lines of every problem)."""
+    problems: list[str] = []
+    data = plain(node, prefix, problems, exclude)
+    if isinstance(node, Mapping) and not hasattr(node, "_get_node"):
+        data = {k: v for k, v in data.items() if k not in exclude}
+    try:
+        value = _adapter(schema).validate_python(data)
+    except ValidationError as err:
+        return None, problems + _violations(err, schema, data, prefix)
+    return (None if problems else value), problems
+
+
+def load(schema: type[T], node: Any, prefix: str = "", exclude: Iterable[str] = ()) -> T:
+    """The typed, frozen settings of `node` (a composed config section or a plain mapping; its top-level keys
+    `exclude` left out) under `schema`; ConfigError naming every bad key (relative to the config key `prefix`)
+    otherwise."""
+    value, lines = violations(schema, node, prefix, exclude)
+    if lines:
+        raise ConfigError(lines)
+    return value
+
+
+_ADAPTERS: dict[Any, TypeAdapter] = {}
+
+
+def _adapter(schema: Any) -> TypeAdapter:
+    if schema not in _ADAPTERS:
+        _ADAPTERS[schema] = TypeAdapter(schema)
+    return _ADAPTERS[schema]
+
+
+# --- what a build read ---------------------------------------------------------------------------------------
+
+
+def to_plain(value: Any) -> Any:
+    """Settings as JSON values (enums as their words, tuples as lists), for sidecars and fingerprints."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def fingerprint(value: Any) -> str:
+    """The SHA-256 of settings (any mix of sections, mappings and values), in a canonical JSON form: equal
+    settings give equal fingerprints whatever the key order, and `1` equals `1.0`."""
+    text = json.dumps(_canonical(to_plain(value)), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def differences(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Dotted key -> (old, new) for every leaf where two plain settings trees differ (a key on one side only
+    counts, with None on the other)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            out.update(differences(old.get(key), new.get(key), _join(prefix, key)))
+        return out
+    if _canonical(old) != _canonical(new):
+        out[prefix] = (old, new)
+    return out
+
+
+# --- what a schema declares ----------------------------------------------------------------------------------
+
+
+def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> declared type of every leaf of `data` (a plain config tree) under `schema`; a key the schema
+    does not declare maps to None. Lists, unions and enums are leaves; sections and mappings are walked."""
+    out: dict[str, Any] = {}
+    base, _ = _split(schema)
+    if _is_union(base):
+        options = [a for a in get_args(base) if a is not type(None)]
+        if len(options) == 1 and data is not None:
+            return leaves(options[0], data, prefix)
+    if isinstance(data, Mapping) and (dataclasses.is_dataclass(base) or get_origin(base) is dict):
+        for key, value in data.items():
+            out.update(
+                leaves(
+                    _step(schema, str(key)) if dataclasses.is_dataclass(base) else get_args(base)[1],
+                    value,
+                    _join(prefix, key),
+                )
+            )
+        return out
+    out[prefix] = None if schema is None else schema
+    return out
+
+
+def defaults_in_code(schema: Any, seen: set[Any] | None = None) -> list[str]:
+    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code."""
+    seen = set() if seen is None else seen
+    out: list[str] = []
+    for annotation in _nested(schema):
+        if annotation in seen:
+            continue
+        seen.add(annotation)
+        for f in dataclasses.fields(annotation):
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                out.append(f"{annotation.__qualname__}.{f.name}")
+        for inner in field_types(annotation).values():
+            out.extend(defaults_in_code(inner, seen))
+    return out
+
+
+def _nested(annotation: Any) -> list[type]:
+    """The section types `annotation` holds (itself, list items, mapping values, union options)."""
+    base, _ = _split(annotation)
+    if dataclasses.is_dataclass(base):
+        return [base]
+    return [t for arg in get_args(base) for t in _nested(arg)]
+
+
+def legacy(read: Any) -> Any:
+    """A section still read by a `from_config` function (being replaced by a schema): its value as that reads it."""
+    return Annotated[Any, AfterValidator(read), Text("the section's settings")]
