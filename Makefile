@@ -63,12 +63,12 @@ table-%: data
 	$(TT) action=table table=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # `make figures` and `make tables` build under both analysis presets, as the report judges every claim under both:
-# the authors' analysis code (the default, figures/<paper>/<source>/) and the paper's text (analysis_protocol=
+# the authors' analysis code (the default, figures/<paper>/<source>/) and the paper's text (protocol=
 # paper_text, figures/<paper>/<source>.paper_text/; papers without released analysis code have one protocol and
-# are built once). PRESETS=authors builds the default only; an analysis_protocol in ARGS builds that one only.
-PRESETS     ?= authors paper_text
-PRESET_RUNS := $(if $(findstring analysis_protocol=,$(ARGS)),given,$(PRESETS))
-preset_arg   = $(if $(filter given,$(1)),,analysis_protocol=$(1))
+# are built once). PROTOCOLS=authors builds the default only; a protocol in ARGS builds that one only.
+PROTOCOLS   ?= authors paper_text
+PRESET_RUNS := $(if $(findstring protocol=,$(ARGS)),given,$(PROTOCOLS))
+preset_arg   = $(if $(filter given,$(1)),,protocol=$(1))
 
 figures: data
 	$(foreach p,$(PRESET_RUNS),$(TT) action=figures paper=$(PAPER) source=$(SOURCE) $(call preset_arg,$(p)) $(ARGS) &&) true

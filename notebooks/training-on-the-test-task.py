@@ -145,7 +145,7 @@ display(models.loc[differs, ["name", "train_date", "authors_train_date", "tokens
 #   model without a constant, and what the authors' code printed); the centred R² is listed beside it.
 # - **Standard errors** are the classical (`nonrobust`) OLS standard errors of the authors' released code, the
 #   default (docs/protocols/training-on-the-test-task-analysis.md). §2.2 of the paper says they are clustered by
-#   model family; `training_on_the_test_task.regression.cov_type=cluster` (part of `analysis_protocol=paper_text`)
+#   model family; `training_on_the_test_task.regression.cov_type=cluster` (part of `protocol=paper_text`)
 #   gives that (compared below).
 
 # %%
@@ -389,7 +389,7 @@ if numbers:
 # The classifier sees compute, so it depends on D. The default (`training_on_the_test_task.model_values=authors`)
 # uses the D and train dates of the authors' analysis code where they differ from Appendix B.1 (gemma-2b,
 # olmo-7b, olmo-1.7-7b, yi-6b; Pythia dated 2023-02; see the registry above), and with them the table above is the
-# paper's Table 5 exactly. Appendix B.1's values (`model_values=paper`, part of `analysis_protocol=paper_text`)
+# paper's Table 5 exactly. Appendix B.1's values (`model_values=paper`, part of `protocol=paper_text`)
 # move the MMLU cells (output under `variants/`):
 
 # %%

@@ -83,6 +83,15 @@ def fast_sampler() -> dict:
     return dict(FAST_SAMPLER)
 
 
+def model_spec(**changes):
+    """pretrain-on-test's §6.1 model as configured (conf/pretrain_on_test/analysis.yaml), with `changes`."""
+    import dataclasses
+
+    from testtask.pipeline import configured
+
+    return dataclasses.replace(configured("pretrain-on-test").model, **changes)
+
+
 def write_accuracies(
     root: Path,
     collection: str,

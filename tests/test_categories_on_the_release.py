@@ -27,7 +27,7 @@ def test_every_claim_that_does_not_match_on_the_release_has_a_category(
     for preset in ("authors", "paper_text"):
         for kind in ("figures", "tables"):
             try:
-                run(tmp_config(tmp_path, f"action={kind}", f"paper={paper}", f"analysis_protocol={preset}"))
+                run(tmp_config(tmp_path, f"action={kind}", f"paper={paper}", f"protocol={preset}"))
             except NothingBuilt:  # a paper with no tables, or one protocol only
                 pass
     summary = run(

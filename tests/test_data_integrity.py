@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import write_accuracies
+from tests.conftest import model_spec, write_accuracies
 from tests.test_data_fetch import CSV, SOURCES, checksums, mirror  # noqa: F401 - fixtures
 from testtask.data import fetch as F
 from testtask.io import atomic_write_json, atomic_write_text
@@ -238,7 +238,7 @@ def test_truncated_posterior_cache_is_named_and_refitted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from testtask.pretrain_on_test.fits import fit_cached
-    from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec
+    from testtask.pretrain_on_test.hierarchical import ModelData
 
     rng = np.random.default_rng(0)
     long = [
@@ -253,7 +253,7 @@ def test_truncated_posterior_cache_is_named_and_refitted(
     import pandas as pd
 
     data = ModelData.from_long(pd.DataFrame(long))
-    spec = ModelSpec(backend="marginal")
+    spec = model_spec(backend="marginal")
     sampler = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
     cache = tmp_path / "cache"
     first = fit_cached(data, spec, sampler, 3, cache)

@@ -10,7 +10,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from tests.conftest import tmp_config, write_accuracies
+from tests.conftest import model_spec, tmp_config, write_accuracies
 from testtask import diagnostics
 from testtask.pipeline import make_context, run
 from testtask.pretrain_on_test import posterior_panels
@@ -22,7 +22,6 @@ from testtask.pretrain_on_test.hierarchical import (
     TREATMENT,
     Fit,
     ModelData,
-    ModelSpec,
     resolve_spec,
 )
 from testtask.report import evaluate, ledger, render
@@ -57,7 +56,7 @@ def handmade_fit(data: ModelData, bad: bool, seed: int = 0) -> Fit:
     if bad:
         diverging[0, :DIVERGENT] = True
     idata = az.from_dict(posterior=posterior, sample_stats={"diverging": diverging})
-    return Fit(idata, data, resolve_spec(data, ModelSpec()), seconds=0.0, sampler="handmade")
+    return Fit(idata, data, resolve_spec(data, model_spec()), seconds=0.0, sampler="handmade")
 
 
 def _data() -> ModelData:

@@ -1,8 +1,8 @@
 """The protocol tables (docs/protocols/<paper>.md, <paper>-analysis.md) and the configs cannot drift apart.
 
 Every row with a config key is checked against the composed default config and against the `paper_text` preset
-(runners: the runner's entry config with `protocol=<paper>/paper_text`; analyses: conf/config.yaml with
-`paper=<key>`, as `testtask.pipeline.compose` builds it, with `analysis_protocol=paper_text`); every row without
+(`protocol=paper_text`; runners: the runner's entry config; analyses: conf/config.yaml with `paper=<key>`, as
+`testtask.pipeline.compose` builds it); which papers have tables is their plug-ins' word; every row without
 one must name the test that covers its mechanism; every element of the line-by-line audits
 (../shared/reference/protocol-audit/, when present) must have a row.
 """
@@ -19,10 +19,10 @@ from omegaconf import OmegaConf
 from testtask import pipeline
 from testtask.paths import conf_dir, repo_root
 from testtask.protocol_tables import (
-    ANALYSES,
-    ANALYSIS_PRESET,
-    RUNNERS,
+    PRESET,
     Row,
+    analyses,
+    runners,
     TableError,
     drift,
     read_table,
@@ -50,16 +50,20 @@ def rows(paper: str) -> list[Row]:
     return read_table(DOCS / f"{paper}.md")
 
 
+RUNNERS = runners()
+ANALYSES = analyses()
+
+
 @pytest.mark.parametrize("paper", sorted(RUNNERS))
 def test_table_matches_default_and_paper_text_configs(paper: str) -> None:
-    entry, prefix = RUNNERS[paper]
+    entry = RUNNERS[paper]
     table = rows(paper)
     assert len(table) >= 15, f"docs/protocols/{paper}.md lists only {len(table)} elements"
     problems = drift(
         table,
         f"docs/protocols/{paper}.md",
         lambda overrides: composed(entry, overrides),
-        f"protocol={prefix}/paper_text",
+        PRESET,
     )
     assert not problems, "\n".join(problems)
 
@@ -72,7 +76,7 @@ def _analysis_compose(paper: str, extra: tuple[str, ...] = ()):
 def test_analysis_table_matches_default_and_paper_text_configs(paper: str) -> None:
     table = rows(f"{paper}-analysis")
     assert len(table) >= 15, f"docs/protocols/{paper}-analysis.md lists only {len(table)} elements"
-    problems = drift(table, f"docs/protocols/{paper}-analysis.md", _analysis_compose(paper), ANALYSIS_PRESET)
+    problems = drift(table, f"docs/protocols/{paper}-analysis.md", _analysis_compose(paper), PRESET)
     assert not problems, "\n".join(problems)
 
 
@@ -83,13 +87,13 @@ def test_analysis_table_has_rows_where_the_preset_differs(paper: str) -> None:
     differing = [row.key for row in table if row.preset not in (None, "same")]
     assert differing, f"docs/protocols/{paper}-analysis.md has no row where paper_text differs"
     default = analysis_config(ANALYSES[paper])
-    preset = analysis_config((*ANALYSES[paper], ANALYSIS_PRESET))
+    preset = analysis_config((*ANALYSES[paper], PRESET))
     # The preset group holds every paper's file: a paper's own section must be in its own table, and any other
     # change in some analysis table.
     section = paper.replace("-", "_") + "."
-    # `analysis_preset` names the preset (output folder, provenance): not an element of any analysis
-    changed = sorted(path for path in _changed_paths(default, preset) if path != "analysis_preset")
-    assert preset["analysis_preset"] == "paper_text" and default["analysis_preset"] == "authors"
+    # `protocol` names the preset (output folder, provenance): not an element of any analysis
+    changed = sorted(path for path in _changed_paths(default, preset) if path not in ("protocol", "hydra.overrides.task"))
+    assert preset["protocol"] == "paper_text" and default["protocol"] == "authors"
     missing = [path for path in changed if path.startswith(section) and path not in differing]
     assert not missing, f"the preset changes {missing} but docs/protocols/{paper}-analysis.md has no such row"
     anywhere = {
@@ -140,7 +144,7 @@ def test_analysis_drift_is_reported_when_a_default_changes_without_the_table(
     paper: str, override: str, element: str
 ) -> None:
     table = rows(f"{paper}-analysis")
-    problems = drift(table, "t.md", _analysis_compose(paper, (override,)), ANALYSIS_PRESET)
+    problems = drift(table, "t.md", _analysis_compose(paper, (override,)), PRESET)
     assert problems and all(f"({element})" in p for p in problems), problems
     assert any("table default" in p for p in problems)
 
@@ -162,7 +166,7 @@ def test_pretrain_on_test_drift_is_reported_when_a_default_changes_without_the_t
 ) -> None:
     paper = "pretrain-on-test"
     table = rows(f"{paper}-analysis")
-    problems = drift(table, "t.md", _analysis_compose(paper, (override,)), ANALYSIS_PRESET)
+    problems = drift(table, "t.md", _analysis_compose(paper, (override,)), PRESET)
     assert problems and all(f"({element})" in p for p in problems), problems
     assert any("table default" in p for p in problems)
 

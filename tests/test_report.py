@@ -562,13 +562,13 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     for p, s in sources.items():
         expected.append(f"make figures tables PAPER={p} SOURCE={s}")
         if has_text_preset(p):
-            expected.append(f"make figures tables PAPER={p} SOURCE={s} ARGS='analysis_protocol=paper_text'")
+            expected.append(f"make figures tables PAPER={p} SOURCE={s} ARGS='protocol=paper_text'")
     assert [line for line in notice[1:] if line.startswith("make figures tables")] == expected
     # a sensitivity variant is named with its own command (train-before-test's, report.py VARIANTS)
     from testtask.train_before_test.report import VARIANTS
 
     own = [line for line in notice[1:] if not line.startswith("make figures tables")]
-    text = [c.replace("ARGS='", "ARGS='analysis_protocol=paper_text ", 1) for c in sorted(VARIANTS.values())]
+    text = [c.replace("ARGS='", "ARGS='protocol=paper_text ", 1) for c in sorted(VARIANTS.values())]
     assert own == sorted(VARIANTS.values()) + text  # under the authors' code, then under the paper's text
     assert summary["uncategorized"] == {}  # nothing built is nothing found
     markdown = (out / "REPRODUCTION.md").read_text()

@@ -112,7 +112,7 @@ def test_a_report_run_evaluates_both_presets_and_refuses_uncategorized_claims(tm
     stamp_release(root / "published" / PAPER)
     (root / "results").mkdir()
     build(_cfg(root, "source=published"), "figure", [1])
-    build(_cfg(root, "source=published", "analysis_protocol=paper_text"), "figure", [1])
+    build(_cfg(root, "source=published", "protocol=paper_text"), "figure", [1])
     with pytest.raises(ledger.LedgerError) as err:
         run(_cfg(root, "action=report", "source=published"))
     assert "field 'category'" in str(err.value) and "the report is written" in str(err.value)
@@ -129,7 +129,7 @@ def test_a_report_run_evaluates_both_presets_and_refuses_uncategorized_claims(tm
     run(_cfg(root, "action=report", "source=published", "report.require_categories=false"))
     # the report is run from the default config: it builds the text's column itself
     with pytest.raises(InputError, match="run it without analysis_protocol"):
-        run(_cfg(root, "action=report", "source=published", "analysis_protocol=paper_text"))
+        run(_cfg(root, "action=report", "source=published", "protocol=paper_text"))
 
 
 def test_a_claim_the_release_cannot_feed_waits_for_no_build(tmp_path):
@@ -159,5 +159,5 @@ def test_a_variants_own_command_is_named_for_the_preset_it_is_missing_under():
     ]
     assert unbuilt.notice(waiting)[1:] == [
         command,
-        "make figure-12 PAPER=p ARGS='analysis_protocol=paper_text x.rule=leader figures_dir=figures/variants/v'",
+        "make figure-12 PAPER=p ARGS='protocol=paper_text x.rule=leader figures_dir=figures/variants/v'",
     ]

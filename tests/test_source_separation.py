@@ -170,9 +170,9 @@ def test_a_sidecar_of_the_other_analysis_preset_is_refused():
     with pytest.raises(ProvenanceMismatch) as err:
         check("f.json", _block("published", analysis_preset="authors"), text)
     assert "built from source=published, the report was asked for source=published under " in str(err.value)
-    assert "analysis_protocol=paper_text" in str(err.value)
+    assert "protocol=paper_text" in str(err.value)
     with pytest.raises(
-        ProvenanceMismatch, match="built from source=published under analysis_protocol=paper_text"
+        ProvenanceMismatch, match="built from source=published under protocol=paper_text"
     ):
         check("f.json", _block("published", analysis_preset="paper_text"), Expected.of("published"))
     # built before the preset was recorded: not compared
@@ -182,7 +182,7 @@ def test_a_sidecar_of_the_other_analysis_preset_is_refused():
 def test_a_paper_text_build_goes_to_its_own_folder_and_says_so(root, tmp_path):
     figures = tmp_path / "figures"
     build(
-        _cfg(root, "source=published", f"figures_dir={figures}", "analysis_protocol=paper_text"),
+        _cfg(root, "source=published", f"figures_dir={figures}", "protocol=paper_text"),
         "figure",
         [1],
     )

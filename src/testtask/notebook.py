@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from testtask.data.fetch import FetchError
-from testtask.paths import output_dir, resolve
-from testtask.pipeline import NothingBuilt, compose, run
+from testtask.paths import resolve
+from testtask.pipeline import NothingBuilt, compose, out_dir, overrides_of, run, typed, variant
 from testtask.sidecars import Expected, read
 
 
@@ -48,9 +48,7 @@ class Walkthrough:
     def out_dir(self, figures: str | None = None, *extra: str) -> Path:
         """The folder of the outputs built with overrides `extra` (their source and run: paths.output_dir)."""
         cfg = self.config(*extra, figures=figures)
-        return output_dir(
-            cfg.figures_dir, cfg.source, cfg.get("results_run"), self.paper, cfg.get("analysis_preset")
-        )
+        return out_dir(typed(cfg), self.paper, overrides_of(cfg))
 
     def fetch(self) -> dict[str, Any] | None:
         """`action=data`: copy or download the authors' release; None (with a note) when it cannot be fetched."""
@@ -80,9 +78,15 @@ class Walkthrough:
         """The JSON sidecar `name`.json of the outputs built with overrides `extra` (None if absent); one built
         from another source or run than those overrides say is refused (sidecars.ProvenanceMismatch)."""
         cfg = self.config(*extra, figures=figures)
+        config = typed(cfg)
         path = self.out_dir(figures, *extra) / f"{name}.json"
+        built = variant(config, self.paper, overrides_of(cfg))
         expected = Expected.of(
-            cfg.source, cfg.get("results_run"), reader="the notebook", preset=cfg.get("analysis_preset")
+            config.source,
+            config.results_run,
+            reader="the notebook",
+            preset=config.protocol,
+            settings=built.fingerprint,
         )
         return read(path, expected) if path.is_file() else None
 

@@ -74,6 +74,12 @@ def settings_of(config: Any, paper: str) -> Any:
     return getattr(config, papers.get(paper).config_key)
 
 
+@functools.cache
+def configured(paper: str, overrides: tuple[str, ...] = ()) -> Any:
+    """Paper `paper`'s typed settings as the YAML (and `overrides`) compose them, for notebooks and tests."""
+    return settings_of(typed(compose(list(overrides))), paper)
+
+
 # --- protocol presets and variants ---------------------------------------------------------------------------
 
 
@@ -465,8 +471,8 @@ class Builds:
     def variant(self, cfg: DictConfig, paper: str) -> Variant:
         return variant(typed(cfg), paper, overrides_of(cfg))
 
-    def out_dir(self, cfg: DictConfig, paper: str) -> Path:
-        return out_dir(typed(cfg), paper, overrides_of(cfg))
+    def overrides(self, cfg: DictConfig) -> list[str]:
+        return overrides_of(cfg)
 
     def build(self, cfg: DictConfig, kind: str, numbers: list[Key] | None) -> Any:
         return build(cfg, kind, numbers)

@@ -5,7 +5,8 @@ Each table lists one protocol element a row: what the paper's text says, what th
 line), the config key that holds it, its default and its value under the `paper_text` preset, and the decision.
 `tests/test_protocol_tables.py` composes the configs (a runner's entry config; for an analysis `conf/config.yaml`
 with `paper=<key>`) and checks every row against them with `drift`, so the tables and the configs cannot drift
-apart.
+apart. Which papers have such tables is each paper's plug-in's word (`Paper.paper_text`: `runners()`,
+`analyses()`); the preset is selected by one override for both (`PRESET`).
 
 Cell conventions (see any of the tables):
 - `config key`: a backticked dotted path into the composed entry config, optionally preceded by the Hydra
@@ -30,22 +31,26 @@ from testtask.errors import InputError
 COLUMNS = ("element", "paper text", "authors' code", "config key", "default", "paper_text", "decision")
 NONE = {"—", "-", ""}
 
-#: paper key -> (entry config name, protocol group option prefix)
-RUNNERS = {
-    "pretrain-on-test": ("pretrain_on_test_run", "pretrain_on_test"),
-    "training-on-the-test-task": ("training_on_the_test_task_run", "training_on_the_test_task"),
-    "train-before-test": ("train_before_test_run", "train_before_test"),
-}
-
-#: paper key -> the overrides that compose its analysis config from conf/config.yaml
-ANALYSES = {
-    "pretrain-on-test": ("paper=pretrain-on-test",),
-    "training-on-the-test-task": ("paper=training-on-the-test-task",),
-    "train-before-test": ("paper=train-before-test",),
-}
-#: the override that selects every analysis's paper-text preset (conf/analysis_protocol/paper_text.yaml)
-ANALYSIS_PRESET = "analysis_protocol=paper_text"
+#: the override that selects the paper-text preset, of an analysis and of a runner alike (conf/protocol/)
+PRESET = "protocol=paper_text"
 MISSING = object()
+
+
+def runners() -> dict[str, str]:
+    """paper key -> its runner's entry config, for every paper whose runner has a paper_text preset (table
+    docs/protocols/<paper>.md)."""
+    from testtask import papers
+
+    plugins = (papers.get(key) for key in papers.keys())
+    return {p.key: p.runner.config_name for p in plugins if "runner" in p.paper_text and p.runner is not None}
+
+
+def analyses() -> dict[str, tuple[str, ...]]:
+    """paper key -> the overrides that compose its analysis config from conf/config.yaml, for every paper whose
+    analysis has a paper_text preset (table docs/protocols/<paper>-analysis.md)."""
+    from testtask import papers
+
+    return {key: (f"paper={key}",) for key in papers.keys() if "analysis" in papers.get(key).paper_text}
 
 _KEY = re.compile(r"^(?:\[(?P<overrides>[^\]]*)\]\s*)?`(?P<path>[^`]+)`$")
 _LITERAL = re.compile(r"^`(?P<value>.*)`$")

@@ -3,7 +3,9 @@ is read for.
 
 Every reader of a sidecar (the report, `analysis/compare_sidecars.py`, the notebooks, the summary scripts) passes
 what it was asked for as an `Expected` to `check` (or reads through `read`/`load`): a sidecar whose `provenance`
-block names another source, another results run or other data is refused with `ProvenanceMismatch`, naming both.
+block names another source, another results run, other data, another protocol preset or other settings (the
+fingerprint of what its build read, `pipeline.Variant`) is refused with `ProvenanceMismatch`, naming both and, for
+settings, the keys that differ.
 
 A sidecar without a `provenance` block naming its source (written by hand, in tests, or by a builder called from Python outside
 `pipeline.build`) is accepted with a warning: its folder (`paths.output_dir`, one per source and run) is then the
@@ -44,7 +46,8 @@ class Expected:
     run: str | None = None
     checksum: str | None = None
     reader: str = "the reader"  # who asked, for the message: "the report", "compare_sidecars"
-    preset: str = AUTHORS  # the analysis preset (paths.PRESETS) the reader reads the outputs of
+    preset: str = AUTHORS  # the protocol preset (testtask.settings.Protocol) the reader reads the outputs of
+    settings: str | None = None  # the fingerprint of the settings the outputs must be built with (None: any)
 
     @classmethod
     def of(
@@ -54,26 +57,27 @@ class Expected:
         checksum: str | None = None,
         reader: str = "the reader",
         preset: object = AUTHORS,
+        settings: str | None = None,
     ):
         """`run` as configured (results_run): dropped for source=published, where it names nothing."""
-        return cls(str(source), run_of(str(source), run), checksum, reader, str(preset or AUTHORS))
+        return cls(str(source), run_of(str(source), run), checksum, reader, str(preset or AUTHORS), settings)
 
     def describe(self) -> str:
         return (
             f"source={self.source}"
             + (f" (run {self.run})" if self.run else "")
-            + ("" if self.preset == AUTHORS else f" under analysis_protocol={self.preset}")
+            + ("" if self.preset == AUTHORS else f" under protocol={self.preset}")
         )
 
 
 def built_from(block: dict[str, Any]) -> str:
     """`source=results (run cpu-mini)` from a provenance block."""
     run = block.get("run")
-    preset = block.get("analysis_preset") or AUTHORS
+    preset = block.get("protocol") or AUTHORS
     return (
         f"source={block.get('source')}"
         + (f" (run {run})" if run else "")
-        + ("" if preset == AUTHORS else f" under analysis_protocol={preset}")
+        + ("" if preset == AUTHORS else f" under protocol={preset}")
     )
 
 
@@ -97,11 +101,11 @@ def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
     run = run_of(str(source), block.get("run")) if "run" in block else expected.run
     checksum = (block.get("data") or {}).get("checksum")
     # Sidecars built before the preset was recorded were built with the defaults of their day: not compared.
-    preset = block.get("analysis_preset", expected.preset)
+    preset = block.get("protocol", expected.preset)
     if source != expected.source or run != expected.run or preset != expected.preset:
         args = [f"results_run={expected.run}"] if expected.run else []
         if expected.preset != AUTHORS:
-            args.append(f"analysis_protocol={expected.preset}")
+            args.append(f"protocol={expected.preset}")
         raise ProvenanceMismatch(
             f"{path} was built from {built_from(block)}, {expected.reader} was asked for "
             f"{expected.describe()}; rebuild it with SOURCE={expected.source}"
@@ -113,7 +117,32 @@ def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
             f"{path} was built from other data ({checksum[:19]}…) than {expected.reader} reads for "
             f"{expected.describe()} ({expected.checksum[:19]}…): the data changed since; rebuild it"
         )
+    built = block.get("settings") or {}
+    if expected.settings and built.get("fingerprint") and built["fingerprint"] != expected.settings:
+        raise ProvenanceMismatch(f"{path}: {_other_settings(built, expected)}")
     return document
+
+
+def _other_settings(built: dict[str, Any], expected: Expected) -> str:
+    """Why a sidecar's settings are not the ones its reader asked for, naming the keys where the sidecar says."""
+    differs = built.get("differs") or {}
+    if differs and built.get("preset_fingerprint") == expected.settings:
+        keys = ", ".join(f"{key}={value!r}" for key, value in differs.items())
+        return (
+            f"built with other settings than {expected.reader} reads for {expected.describe()}: {keys} (a variant "
+            f"of the preset, whose outputs belong in figures/variants/{built.get('variant')}/); rebuild it with "
+            "the preset's settings or read the variant's folder"
+        )
+    return (
+        f"built with other settings than {expected.reader} reads for {expected.describe()} (fingerprint "
+        f"{str(built.get('fingerprint'))[:12]}…, expected {expected.settings[:12]}…"
+        + (
+            f"; it differs from its own preset in {', '.join(differs)}"
+            if differs
+            else ": the preset's settings changed since it was built"
+        )
+        + "); rebuild it with `make figures tables` and the report's overrides"
+    )
 
 
 def read(path: Path, expected: Expected | None) -> Any:

@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import model_spec
 from testtask.pretrain_on_test import cache_entry
 from testtask.pretrain_on_test.fits import fit_cached, fit_key
-from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData, ModelSpec
+from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData
 from testtask.pretrain_on_test.meta_analysis_figures import _read_panel
 
 SAMPLER = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
-SPEC = ModelSpec(backend="marginal")
+SPEC = model_spec(backend="marginal")
 SEED = 3
 
 

@@ -1,6 +1,6 @@
 """Figure 4's selection, as the authors' analysis/dataset_level.ipynb makes it: the observed average bias per
 (m, n, LM type, task), the mean over subsamples of acc_test − acc_extra, against the threshold (`>` by default, the
-notebook's filter; ≥ under analysis_protocol=paper_text, the text's "at least")."""
+notebook's filter; ≥ under protocol=paper_text, the text's "at least")."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_a_mean_exactly_at_the_threshold_passes_only_the_inclusive_comparison():
 
 def test_the_default_is_the_notebooks_strict_filter_and_the_preset_the_texts():
     assert Settings.from_config(compose([])["pretrain_on_test"]).figure_4.strict is True
-    preset = compose(["analysis_protocol=paper_text"])["pretrain_on_test"]
+    preset = compose(["protocol=paper_text"])["pretrain_on_test"]
     assert Settings.from_config(preset).figure_4.strict is False
 
 

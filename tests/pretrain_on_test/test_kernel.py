@@ -6,8 +6,9 @@ import numpy as np
 import pymc as pm
 import pytest
 
+from tests.conftest import model_spec
 from testtask.pretrain_on_test import kernel
-from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, build_marginal, resolve_spec
+from testtask.pretrain_on_test.hierarchical import ModelData, build_marginal, resolve_spec
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 
@@ -41,7 +42,7 @@ def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types,
     long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=lm_types, seed=2)
     long = long[~((long.dataset == "task02") & (long.subsample == 3))]  # one padded cell
     data = ModelData.from_long(long)
-    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
+    spec = model_spec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
     layout = kernel.Layout(data.shape, spec, noncentered, collapsed)
     model = build_marginal(data.shape, spec)
     with model:
@@ -91,7 +92,7 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
     subsample per task, c_j ~ N(μ + β/2, τ_s); σ_V keeps only its prior."""
     long = simulate_long(TruePars(beta=0.2), datasets=5, subsamples=1, n=200, lm_types=lm_types, seed=5)
     data = ModelData.from_long(long)
-    spec = resolve_spec(data, ModelSpec(interaction=interaction, noncentered_t=False, subsample_effect=False))
+    spec = resolve_spec(data, model_spec(interaction=interaction, noncentered_t=False, subsample_effect=False))
     assert spec.collapse_s is True
     layout = kernel.Layout(data.shape, spec, False, True)
     model = build_marginal(data.shape, spec)
@@ -145,7 +146,7 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
 def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
     long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=2, n=60, lm_types=2, seed=2)
     with pytest.raises(ValueError, match="one subsample per task"):
-        resolve_spec(ModelData.from_long(long), ModelSpec(subsample_effect=False))
+        resolve_spec(ModelData.from_long(long), model_spec(subsample_effect=False))
 
 
 @pytest.mark.parametrize(
@@ -154,7 +155,7 @@ def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
 )
 def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, collapsed):
     """What nutpie stores per draw (the compiled `expand_into`) is `Layout.expand`, value for value, in order."""
-    spec = ModelSpec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
+    spec = model_spec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
     shape = (3, 4, lm_types, 2)
     layout = kernel.Layout(shape, spec, noncentered, collapsed)
     x = np.random.default_rng(1).normal(0, 0.7, layout.ndim)
@@ -241,7 +242,7 @@ def test_the_c_callback_nutpie_calls_is_the_log_density():
 
     long = simulate_long(TruePars(beta=0.2), datasets=3, subsamples=4, n=60, lm_types=2, seed=2)
     data = ModelData.from_long(long)
-    spec = ModelSpec(noncentered_t=True, collapse_s=False)
+    spec = model_spec(noncentered_t=True, collapse_s=False)
     model = kernel_sampler.kernel_model(data, spec, seed=0)
     x = np.random.default_rng(4).normal(0, 0.5, model.n_dim)
     grad, value = np.empty_like(x), np.empty(1)
@@ -280,7 +281,7 @@ def test_a_seed_gives_the_same_chains_on_one_core_and_on_two():
 
     long = simulate_long(TruePars(beta=0.2), datasets=6, subsamples=12, n=80, lm_types=2, seed=3)
     data = ModelData.from_long(long)
-    spec = ModelSpec(noncentered_t=True, collapse_s=False)
+    spec = model_spec(noncentered_t=True, collapse_s=False)
     draws = [
         kernel_sampler.sample_hyper(
             data, spec, seed=11, settings=kernel_sampler.NutsSettings(200, 200, 4, cores, 0.8)

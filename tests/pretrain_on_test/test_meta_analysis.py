@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import tmp_config, write_accuracies
+from tests.conftest import model_spec, tmp_config, write_accuracies
 from testtask.pipeline import run
 from testtask.pretrain_on_test import kernel_sampler, meta_analysis_figures
-from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec
+from testtask.pretrain_on_test.hierarchical import ModelData
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
 SLICES = ["pretrain_on_test.figure_7.slices=12", "pretrain_on_test.figure_7.draws=300"]
@@ -74,7 +74,7 @@ def test_figure_7_records_every_slice_fit_and_reuses_them(tmp_path, results, mon
         assert after["seconds"] == before["seconds"]
 
 
-@pytest.mark.parametrize("spec", [ModelSpec(), ModelSpec(interaction=False, subsample_effect=False)])
+@pytest.mark.parametrize("spec", [model_spec(), model_spec(interaction=False, subsample_effect=False)])
 def test_slice_fit_through_the_general_sampler_is_the_same_summary(spec):
     """The kernel's trace-only path and the general `fit` (InferenceData) summarise the same draws alike, for the
     §6.1 model and for the authors' slice model (no W, one intercept per task)."""
@@ -173,6 +173,6 @@ def test_the_default_slice_model_is_the_authors():
     from testtask.pretrain_on_test.settings import Settings
 
     default = Settings.from_config(compose([])["pretrain_on_test"]).figure_7
-    preset = Settings.from_config(compose(["analysis_protocol=paper_text"])["pretrain_on_test"]).figure_7
+    preset = Settings.from_config(compose(["protocol=paper_text"])["pretrain_on_test"]).figure_7
     assert (default.interaction, default.subsample_effect, default.chains) == (False, False, 1)
     assert (preset.interaction, preset.subsample_effect, preset.chains) == (True, True, 4)

@@ -30,9 +30,9 @@ def page_dir(cfg: DictConfig, model: str) -> Path:
     (figures/assess-model/published+results-<run>/<model>/)."""
     from testtask.paths import output_dir
 
-    preset = cfg.get("analysis_preset")
     return (
-        output_dir(cfg.figures_dir, str(cfg.source), cfg.get("results_run"), "assess-model", preset) / model
+        output_dir(cfg.figures_dir, str(cfg.source), cfg.get("results_run"), "assess-model", cfg.protocol)
+        / model
     )
 
 

@@ -61,7 +61,7 @@ class Auto(Choice):
     auto = "auto"
 
 
-TrueFalseAuto = Annotated[bool | Auto, Text("true, false or auto")]
+TrueFalseAuto = Annotated[Flag | Auto, Text("true, false or auto")]
 
 
 @section

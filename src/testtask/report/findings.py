@@ -1,7 +1,7 @@
 """The report's first section: what a reviewer must know about each paper, before the claim tables.
 
 Per paper: how many claims match under the authors' analysis code (the default preset) and under the paper's text
-(`analysis_protocol=paper_text`); then one line per claim that does not match, grouped by its ledger `category`
+(`protocol=paper_text`); then one line per claim that does not match, grouped by its ledger `category`
 (ledger.CATEGORIES, in that order: text-vs-code, inconsistent, release-gap, within-error, unexplained). A claim
 whose verdict is not the same under the two presets is a text-vs-code finding even without a category (the
 preset's keys are the difference: docs/protocols/<paper>-analysis.md).
@@ -53,7 +53,7 @@ class Line:
     authors: Verdict
     text: (
         Verdict | None
-    )  # under analysis_protocol=paper_text (None: the paper has one protocol, or not built)
+    )  # under protocol=paper_text (None: the paper has one protocol, or not built)
     section: str
     why: str
 

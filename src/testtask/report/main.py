@@ -1,13 +1,17 @@
 """`testtask action=report [paper=<key>|all]` (`make report`): evaluate every paper's claims ledger on the sidecars
 already built under `figures_dir/<paper>/<source folder>/` and render `<report.out_dir>/<source folder>/index.html`,
 `REPRODUCTION.md` and `report.json` (paths.output_dir). Each sidecar's provenance must name the source (and run,
-and for the release its data checksum) the report reads for that paper, or the report stops with
-ProvenanceMismatch: a results build is never evaluated as the published one (issue 25, finding 1).
+and for the release its data checksum) the report reads for that paper, the protocol preset, and the fingerprint
+of the settings of that preset (as the report was given them), or the report stops with ProvenanceMismatch naming
+what differs: a results build is never evaluated as the published one, nor a build with other settings (a
+variant) as its preset's.
 
-By default nothing is built (fast: run `make figures tables` first for complete verdicts; what is missing is named
-first on the page and the console with the command that builds it, report/unbuilt.py); with
-`report.build_missing=true` the outputs the claims read that are absent are built first through the pipeline's
-`build` (passed in by the pipeline, which this package never imports).
+Every claim is judged under each protocol preset of `report.protocols`; the paper_text configuration is composed
+with Hydra's compose API from the report's own command line (`Builds.preset`). By default nothing is built (fast:
+run `make figures tables` first for complete verdicts; what is missing is named first on the page and the console
+with the command that builds it, report/unbuilt.py); with `report.build_missing=true` the outputs the claims read
+that are absent are built first through the pipeline's `build`. The pipeline passes in what the report needs of it
+(`Builds`): this package never imports it.
 """
 
 from __future__ import annotations
@@ -15,13 +19,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers, presets, user_files
+from testtask import papers, schema, user_files
 from testtask.io import atomic_write_json
 from testtask.paths import AUTHORS, PAPER_TEXT, conf_dir, output_dir, resolve
 from testtask.report import evaluate, findings, ledger, provenance, render, unbuilt
@@ -30,7 +33,15 @@ from testtask.sources import OVERLAY, OverlayUnsupported
 
 log = logging.getLogger("testtask.report")
 
-Build = Callable[[DictConfig, str, list[Any] | None], Any]
+
+class Builds(Protocol):
+    """What the report asks of the pipeline (pipeline.Builds)."""
+
+    def typed(self, cfg: DictConfig) -> Any: ...
+    def preset(self, cfg: DictConfig, protocol: str) -> DictConfig: ...
+    def variant(self, cfg: DictConfig, paper: str) -> Any: ...
+    def overrides(self, cfg: DictConfig) -> list[str]: ...
+    def build(self, cfg: DictConfig, kind: str, numbers: list[Any] | None) -> Any: ...
 
 
 def ledger_file(paper: str) -> Path:
@@ -83,7 +94,7 @@ def _outputs_read(loaded: ledger.Ledger) -> set[str]:
 
 
 def _build_missing(
-    cfg: DictConfig, paper: str, source: str, files: set[str], folder: Path, build: Build
+    cfg: DictConfig, paper: str, source: str, files: set[str], folder: Path, builds: Builds
 ) -> None:
     for file in sorted(files):
         if (folder / file).is_file():
@@ -97,7 +108,7 @@ def _build_missing(
         sub.paper = paper
         sub.source = source
         try:
-            build(sub, match.group(1), [number])
+            builds.build(sub, match.group(1), [number])
         except SystemExit as err:  # NothingBuilt / UsageError: the verdict will say what is missing
             log.warning("report: could not build %s of %s: %s", file, paper, err)
 
@@ -110,53 +121,49 @@ def _command(cfg: DictConfig) -> str:
     )
 
 
-def _overrides() -> list[str]:
-    """The command line's overrides that place outputs (none when called from Python, outside Hydra)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return []
-    return unbuilt.place_overrides(list(HydraConfig.get().overrides.task))
-
-
-def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
-    if cfg.source == OVERLAY:  # the ledgers' claims are about the authors' data or about our runs
+def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
+    config = builds.typed(cfg)
+    if config.source == OVERLAY:  # the ledgers' claims are about the authors' data or about our runs
         raise OverlayUnsupported(
             f"the report judges the paper's claims on source=published or source=results, not {OVERLAY}"
         )
-    settings = cfg.report
-    chosen = papers.keys() if cfg.paper == "all" else [str(cfg.paper)]
-    figures_dir = resolve(cfg.figures_dir)
-    data_dest = resolve(cfg.data.dest)
-    run_name = cfg.get("results_run")
-    out_dir = output_dir(settings.out_dir, str(cfg.source), run_name)
-    wanted = [str(p) for p in settings.get("presets") or [AUTHORS]]
-    if AUTHORS not in wanted or not set(wanted) <= {AUTHORS, PAPER_TEXT}:
-        raise ledger.LedgerError(f"report.presets: {wanted}: the authors' preset and optionally {PAPER_TEXT}")
-    text_cfg = presets.with_preset(cfg, PAPER_TEXT) if PAPER_TEXT in wanted else None
+    settings = config.report
+    chosen = papers.keys() if config.paper == "all" else [str(config.paper)]
+    figures_dir = resolve(config.figures_dir)
+    data_dest = resolve(config.data.dest)
+    run_name = config.results_run
+    out_dir = output_dir(settings.out_dir, str(config.source), run_name)
+    wanted = [str(p) for p in settings.protocols]
+    if AUTHORS not in wanted:
+        raise ledger.LedgerError(
+            f"report.protocols = {wanted}: the authors' preset and optionally {PAPER_TEXT}"
+        )
+    configs = {protocol: builds.preset(cfg, protocol) for protocol in dict.fromkeys(wanted)}
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
     for paper in chosen:
         plugin = papers.get(paper)
         paper_ledger = load_ledger(paper)
-        loaded = with_user_claims(paper, paper_ledger, user_files.folder(cfg))
+        loaded = with_user_claims(paper, paper_ledger, user_files.folder(config))
         if loaded is None:
             reports.append(
-                render.PaperReport(paper, [], output_dir(figures_dir, str(cfg.source), run_name, paper), None)
+                render.PaperReport(
+                    paper, [], output_dir(figures_dir, str(config.source), run_name, paper), None
+                )
             )
             continue
         own = frozenset(c.id for c in loaded.claims) - frozenset(
             c.id for c in (paper_ledger.claims if paper_ledger else ())
         )
         source = loaded.source or str(
-            cfg.source
+            config.source
         )  # a ledger may read another source (downstream-predictability)
         if source == "published":
             data_root = data_dest / paper
         else:  # as the pipeline's make_context: results/<paper>[/<results_run>]
-            data_root = resolve(cfg.results_dir) / paper
-            if cfg.get("results_run"):
-                data_root = data_root / str(cfg.results_run)
+            data_root = resolve(config.results_dir) / paper
+            if run_name:
+                data_root = data_root / str(run_name)
         checksum = release_checksum(data_root, source)
         needed = _outputs_read(loaded) | {
             f"{c.figure}.json"
@@ -165,22 +172,25 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
         }
         evaluated: dict[str, list[evaluate.Verdict]] = {}
         folders: dict[str, Path] = {}
-        for preset, preset_cfg in ((AUTHORS, cfg), (PAPER_TEXT, text_cfg)):
-            if preset_cfg is None or (preset == PAPER_TEXT and not presets.has_text_preset(paper)):
+        for protocol, preset_cfg in configs.items():
+            if protocol == PAPER_TEXT and "analysis" not in plugin.paper_text:
                 continue
-            folder = output_dir(figures_dir, source, run_name, paper, preset)
-            folders[preset] = folder
+            built = builds.variant(preset_cfg, paper)
+            folder = output_dir(figures_dir, source, run_name, paper, protocol, variant=built.name)
+            folders[protocol] = folder
             if settings.build_missing:
-                if build is None:
-                    raise RuntimeError("report.build_missing=true needs the pipeline's build function")
-                _build_missing(preset_cfg, paper, source, needed, folder, build)
-            expected = Expected.of(source, run_name, checksum, reader="the report", preset=preset)
-            evaluated[preset] = evaluate.evaluate(loaded, folder, data_root, plugin.report, source, expected)
-            waiting = unbuilt.collect(paper, source, evaluated[preset], preset)
+                _build_missing(preset_cfg, paper, source, needed, folder, builds)
+            expected = Expected.of(
+                source, run_name, checksum, reader="the report", preset=protocol, settings=built.fingerprint
+            )
+            evaluated[protocol] = evaluate.evaluate(
+                loaded, folder, data_root, plugin.report, source, expected
+            )
+            waiting = unbuilt.collect(paper, source, evaluated[protocol], protocol)
             if waiting:
                 missing.append(waiting)
         verdicts, text = evaluated[AUTHORS], evaluated.get(PAPER_TEXT)
-        found = findings.collect(paper, verdicts, text, own, categorize=str(cfg.source) == "published")
+        found = findings.collect(paper, verdicts, text, own, categorize=str(config.source) == "published")
         reports.append(
             render.PaperReport(
                 paper,
@@ -189,7 +199,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
                 loaded.file,
                 text=text,
                 findings=found,
-                single_protocol=not presets.has_text_preset(paper),
+                single_protocol="analysis" not in plugin.paper_text,
             )
         )
         log.info(
@@ -198,11 +208,12 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
             render.summary(verdicts),
             f"; under the paper's text: {render.summary(text)}" if text is not None else "",
         )
-    notice = unbuilt.notice(missing, _overrides(), tried=bool(settings.build_missing))
+    overrides = unbuilt.place_overrides(builds.overrides(cfg))
+    notice = unbuilt.notice(missing, overrides, tried=settings.build_missing)
     for line in notice:  # on the console too, not only at the top of the page
         log.warning("report: %s", line)
-    sources = OmegaConf.to_container(cfg.data.get("sources") or {}, resolve=True)
-    prov = provenance.collect(chosen, _command(cfg), figures_dir, data_dest, sources)  # type: ignore[arg-type]
+    sources = schema.to_plain(config.data.sources)
+    prov = provenance.collect(chosen, _command(cfg), figures_dir, data_dest, sources)
     page, md = render.write(reports, prov, out_dir, notice)
     summary = {
         "provenance": prov.as_dict(),
@@ -224,7 +235,7 @@ def run(cfg: DictConfig, build: Build | None = None) -> dict[str, Any]:
     summary["uncategorized"] = {paper: ids for paper, ids in uncategorized.items() if ids}
     atomic_write_json(out_dir / "report.json", summary)
     log.info("report -> %s, %s", page, md)
-    _require_categories(cfg, reports)
+    _require_categories(config, reports)
     return summary
 
 
@@ -239,10 +250,10 @@ def _claim_entry(report: render.PaperReport, v: evaluate.Verdict) -> dict[str, A
     return entry
 
 
-def _require_categories(cfg: DictConfig, reports: list[render.PaperReport]) -> None:
+def _require_categories(config: Any, reports: list[render.PaperReport]) -> None:
     """LedgerError, once the report is written, when a claim that does not match on the authors' release has no
     category (report/findings.py: only source=published lists any); with report.require_categories."""
-    if not cfg.report.get("require_categories", True):
+    if not config.report.require_categories:
         return
     problems = [
         f"{provenance.shown(r.ledger_file)}: claim {line.claim.id}, field 'category': {line.why}, and the claim "

@@ -24,7 +24,7 @@ class Unbuilt:
     source: str
     files: tuple[str, ...]  # the sidecars not built
     claims: int  # how many claims wait for them
-    preset: str = AUTHORS  # the analysis preset they are missing under (paths.PRESETS)
+    preset: str = AUTHORS  # the protocol preset they are missing under (testtask.settings.Protocol)
     own_commands: tuple[str, ...] = ()  # outputs built by a command of their own (a sensitivity variant)
 
 
@@ -75,8 +75,8 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
 
 def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> str:
     """`command` (a make command, built under the default preset) with `overrides` and, for another preset,
-    analysis_protocol=<preset> in its ARGS."""
-    extra = [*overrides] + ([] if preset == AUTHORS else [f"analysis_protocol={preset}"])
+    protocol=<preset> in its ARGS."""
+    extra = [*overrides] + ([] if preset == AUTHORS else [f"protocol={preset}"])
     if not extra:
         return command
     if "ARGS='" in command:
@@ -85,7 +85,7 @@ def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> s
 
 
 def _under(u: Unbuilt) -> str:
-    return "" if u.preset == AUTHORS else f" (analysis_protocol={u.preset})"
+    return "" if u.preset == AUTHORS else f" (protocol={u.preset})"
 
 
 def _command(u: Unbuilt, overrides: Sequence[str]) -> str:
