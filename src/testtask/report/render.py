@@ -12,13 +12,24 @@ from __future__ import annotations
 import html
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from testtask.report import findings, rules
-from testtask.report.evaluate import DIFFERS, MATCHES, NOT_COMPUTABLE, STATUSES, Verdict, counts
-from testtask.report.ledger import thaw
-from testtask.report.provenance import Provenance, shown
+from testtask.report import findings
+from testtask.report.evaluate import DIFFERS, MATCHES, NOT_COMPUTABLE, STATUSES, counts
+from testtask.report.paper_report import (
+    FIT_WARNING,
+    PaperReport,
+    detail,
+    groups,
+    ours_shown,
+    paper_value,
+    provenance_rows,
+    summary,
+    text_cell,
+)
+from testtask.report.provenance import Provenance
+
+__all__ = ["FIT_WARNING", "PaperReport", "html_page", "markdown", "summary", "write"]
 
 _BADGE = {MATCHES: "match", DIFFERS: "differ", NOT_COMPUTABLE: "nc"}
 
@@ -38,71 +49,6 @@ th{background:#f3f3f3}.prov td:first-child{white-space:nowrap;font-weight:600}
 #findings h3{margin:1em 0 .2em}#findings h4{margin:.7em 0 .2em;font-size:1em}#findings ul{margin:.2em 0;padding-left:1.4em}
 #findings li{margin:.15em 0}.headline{font-size:1.1em}.err{color:#a00000}.cat{font-size:12px;color:#555}
 """
-
-
-@dataclass(frozen=True)
-class PaperReport:
-    paper: str
-    verdicts: list[Verdict]  # under the authors' analysis code (the default preset)
-    figures_dir: Path  # figures_dir/<paper>/<source folder>/ of the authors' preset
-    ledger_file: Path | None  # None: the paper has no ledger yet
-    text: list[Verdict] | None = None  # under analysis_protocol=paper_text (None: not evaluated)
-    findings: findings.PaperFindings | None = None
-    single_protocol: bool = False  # no released analysis code: the text is the one protocol
-
-    def text_verdict(self, claim_id: str) -> Verdict | None:
-        if self.text is None:
-            return None
-        return next((v for v in self.text if v.claim.id == claim_id), None)
-
-    def text_column(self) -> str:
-        """What the paper's-text column says when it holds no verdicts."""
-        if self.single_protocol:
-            return "one protocol (no released analysis code)"
-        return "not evaluated" if self.text is None else ""
-
-
-def _groups(verdicts: list[Verdict]) -> list[tuple[str | None, list[Verdict]]]:
-    """Claims grouped by the output they are shown beside, in ledger order."""
-    order: dict[str | None, list[Verdict]] = {}
-    for v in verdicts:
-        order.setdefault(v.claim.shown_beside, []).append(v)
-    return list(order.items())
-
-
-def _paper_value(v: Verdict) -> str:
-    return rules.fmt(thaw(v.claim.paper))
-
-
-FIT_WARNING = "⚠ fit diagnostics"  # beside a claim resting on a fit outside the diagnostics limits
-
-
-def _detail(v: Verdict) -> str:
-    parts = []
-    if v.failed_fits:
-        parts.append(f"{FIT_WARNING}: {', '.join(v.failed_fits)} records a fit outside the limits")
-    if v.status == DIFFERS and v.difference:
-        parts.append(f"differs by {v.difference}")
-    if v.status == NOT_COMPUTABLE:
-        parts.append(f"not computable on this data: {v.reason}")
-        if v.ours is not None:
-            parts.append("ours is shown on the data present, not judged")
-        if v.command:
-            parts.append(f"make it with `{v.command}`")
-    if v.claim.category is not None and v.status != MATCHES:
-        parts.append(f"{v.claim.category.kind}: {v.claim.category.summary()}")
-    if v.claim.note and v.status != MATCHES:
-        parts.append(f"note: {v.claim.note}")
-    return "; ".join(parts)
-
-
-def _text_cell(r: PaperReport, v: Verdict) -> tuple[str, str, str]:
-    """(badge class, status, ours) of the claim under the paper's text ("" badge: no verdict there)."""
-    t = r.text_verdict(v.claim.id)
-    if t is None:
-        return "", r.text_column() or "—", ""
-    ours = "" if t.ours in (v.ours, None) else t.ours
-    return _BADGE[t.status], t.status, ours
 
 
 def _copy_figure(report: PaperReport, name: str, out_dir: Path) -> str | None:
@@ -128,31 +74,6 @@ def _table_text(report: PaperReport, name: str) -> str | None:
     return "\n".join(lines[:TABLE_LINES]) + more
 
 
-def summary(verdicts: list[Verdict]) -> str:
-    c = counts(verdicts)
-    return ", ".join(f"{c[s]} {s}" for s in STATUSES) + f" ({len(verdicts)} claims)"
-
-
-def _provenance_rows(prov: Provenance) -> list[tuple[str, str]]:
-    rows = [
-        ("built", prov.built_at),
-        ("git commit", prov.git_commit + (" (with uncommitted changes)" if prov.git_dirty else "")),
-        ("command", prov.command),
-        ("sidecars read from", shown(prov.figures_dir)),
-        ("zero rule", rules.ZERO_RULE),
-        ("rounding", "ours is rounded half away from zero at the paper's printed precision"),
-    ]
-    for r in prov.releases:
-        text = f"{r.repo}@{r.commit}: {r.verified}"
-        if r.present:
-            text += (
-                f"; fetched from {shown(r.fetched_from)} at {r.fetched_at}; "
-                f"subsets present: {', '.join(r.subsets) or 'none'}"
-            )
-        rows.append((f"release of {r.paper}", text))
-    return rows
-
-
 def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notice: Sequence[str] = ()) -> str:
     """`notice`: a heading and lines shown first (report/unbuilt.py: what builds the outputs not built)."""
     e = html.escape
@@ -162,7 +83,7 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
         body.append(f'<div class="notice"><p><b>Not built yet.</b> {e(notice[0])}</p><ul>{items}</ul></div>')
     body.append(_findings_html(reports))
     body.append('<h2>Provenance</h2><table class="prov">')
-    body += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in _provenance_rows(prov)]
+    body += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in provenance_rows(prov)]
     body.append("</table>")
     body.append(
         '<h2>Summary</h2><table><tr><th rowspan="2">paper</th><th colspan="3">authors\' analysis code (default)</th>'
@@ -193,7 +114,7 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
             f'<span><span class="badge {_BADGE[s]}">{e(s)}</span> {c[s]}</span>' for s in STATUSES
         )
         body.append(f'<p class="summary">{badges} — ledger <code>{e(str(r.ledger_file))}</code></p>')
-        for name, verdicts in _groups(r.verdicts):
+        for name, verdicts in groups(r.verdicts):
             body.append('<div class="output"><div class="fig">')
             body.append(f"<h3>{e(name or 'other claims')}</h3>")
             if name:
@@ -211,11 +132,11 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
                 "<th>paper's text</th></tr>"
             )
             for v in verdicts:
-                detail = _detail(v)
-                ours = v.ours if v.ours is not None else "—"
-                if v.status == NOT_COMPUTABLE and v.ours is not None:
-                    ours = f"{ours} (on the data present)"
-                badge, text_status, text_ours = _text_cell(r, v)
+                why = detail(v)
+                ours = ours_shown(v)
+                cell = text_cell(r, v)
+                badge = _BADGE[cell.status] if cell.status is not None else ""
+                text_status, text_ours = cell.shown, cell.ours
                 text = (
                     f"<span class='badge {badge}'>{e(text_status)}</span>"
                     if badge
@@ -225,9 +146,9 @@ def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notic
                     text += f'<div class="detail">ours {e(text_ours)}</div>'
                 body.append(
                     f'<tr id="{e(v.claim.id)}"><td>{e(v.claim.where)}</td><td>{e(v.claim.statement)}'
-                    f'<div class="detail"><code>{e(v.claim.id)}</code></div></td><td>{e(_paper_value(v))}</td>'
+                    f'<div class="detail"><code>{e(v.claim.id)}</code></div></td><td>{e(paper_value(v))}</td>'
                     f"<td>{e(ours)}</td><td><span class='badge {_BADGE[v.status]}'>{e(v.status)}</span>"
-                    + (f'<div class="detail">{e(detail)}</div>' if detail else "")
+                    + (f'<div class="detail">{e(why)}</div>' if why else "")
                     + f"</td><td>{text}</td></tr>"
                 )
             body.append("</table></div></div>")
@@ -323,7 +244,7 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
         lines += [f"> **Not built yet.** {notice[0]}", ">", *(f"> - `{line}`" for line in notice[1:]), ""]
     lines += _findings_md(reports)
     lines += ["## Provenance", ""]
-    lines += [f"- **{k}**: {_md(v)}" for k, v in _provenance_rows(prov)]
+    lines += [f"- **{k}**: {_md(v)}" for k, v in provenance_rows(prov)]
     head = (
         " | ".join(f"{s} (authors' code)" for s in STATUSES)
         + " | "
@@ -348,7 +269,7 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
             lines.append("No claims ledger yet.")
             continue
         lines.append(summary(r.verdicts))
-        for name, verdicts in _groups(r.verdicts):
+        for name, verdicts in groups(r.verdicts):
             lines += ["", f"### {name or 'other claims'}", ""]
             if name and (r.figures_dir / f"{name}.png").is_file():
                 lines += [f"![{r.paper} {name}](figures/{r.paper}/{name}.png)", ""]
@@ -357,14 +278,12 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
                 "|---|---|---|---|---|---|---|---|",
             ]
             for v in verdicts:
-                ours = v.ours if v.ours is not None else "—"
-                if v.status == NOT_COMPUTABLE and v.ours is not None:
-                    ours = f"{ours} (on the data present)"
-                _, text_status, text_ours = _text_cell(r, v)
-                text = text_status + (f" (ours {text_ours})" if text_ours else "")
+                ours = ours_shown(v)
+                cell = text_cell(r, v)
+                text = cell.shown + (f" (ours {cell.ours})" if cell.ours else "")
                 lines.append(
                     f'| <a id="{v.claim.id}"></a>`{v.claim.id}` | {_md(v.claim.where)} | {_md(v.claim.statement)} | '
-                    f"{_md(_paper_value(v))} | {_md(ours)} | {v.status} | {_md(text)} | {_md(_detail(v))} |"
+                    f"{_md(paper_value(v))} | {_md(ours)} | {v.status} | {_md(text)} | {_md(detail(v))} |"
                 )
     return "\n".join(lines) + "\n"
 
