@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from tests.test_report import DOC, _claim, _write
 from testtask.errors import InputError
@@ -88,7 +89,7 @@ def test_the_page_opens_with_the_findings_and_shows_both_verdicts(tmp_path):
     html = page.read_text()
     start = html.index('<section id="findings">')
     assert start < html.index("<h2>Provenance</h2>") < html.index('<h2 id="toy">')
-    assert "1 of 7 claims match under the authors&#x27; code (1 under the paper&#x27;s text)" in html
+    assert escape("1 of 7 claims match under the authors' code (1 under the paper's text)") in html
     assert '<a href="#t.gap">' in html and '<tr id="t.gap">' in html  # the line links to its claim
     assert "The release lacks inputs the paper used (1)" in html
     assert "the release lacks few/m100 of every dataset" in html
