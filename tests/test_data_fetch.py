@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import go_offline
+from tests.conftest import tmp_config, go_offline
 from testtask.data import fetch as F
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -361,21 +361,18 @@ def test_offline_keeps_verified_data_from_a_mirror(
 def test_papers_reading_other_releases_fetch_them(
     tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`make data PAPER=proxy-tasks` fetches the releases its analyses read (the config's `uses`)."""
+    """`make data PAPER=proxy-tasks` fetches the releases its analyses read (its plug-in's `uses`), and a paper
+    without a release of its own fetches nothing of its own."""
+    from testtask.pipeline import run
+
     fetched: list[list[str]] = []
     monkeypatch.setattr(F, "fetch", lambda papers, *args, **kwargs: fetched.append(papers) or {})
-    cfg = {
-        "dest": str(tmp_path / "out"),
-        "sources": SOURCES,
-        "uses": {"proxy-tasks": ["train-before-test", "training-on-the-test-task"]},
-    }
-    F.fetch_from_config(cfg, "proxy-tasks")
-    F.fetch_from_config(cfg, "train-before-test")
-    F.fetch_from_config(cfg, "all")
+    for paper in ("proxy-tasks", "train-before-test", "all"):
+        run(tmp_config(tmp_path, "action=data", f"paper={paper}"))
     assert fetched == [
         ["train-before-test", "training-on-the-test-task"],
         ["train-before-test"],
-        list(SOURCES),
+        ["pretrain-on-test", "training-on-the-test-task", "train-before-test"],
     ]
 
 

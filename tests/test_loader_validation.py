@@ -68,7 +68,7 @@ def tott_release(root: Path) -> Path:
 
 def tott_context(root: Path, out: Path, absent: tuple[dict, ...] = ()) -> Context:
     """training-on-the-test-task's context as the pipeline builds it; `absent`: more entries of absent_results."""
-    from testtask.training_on_the_test_task.settings import Settings
+    from testtask.pipeline import typed
 
     cfg = compose([f"paper={PAPER}"])
     listed = cfg.training_on_the_test_task.absent_results
@@ -78,11 +78,10 @@ def tott_context(root: Path, out: Path, absent: tuple[dict, ...] = ()) -> Contex
         source="published",
         data_root=root / PAPER,
         out_dir=out,
-        cfg=cfg.training_on_the_test_task,
         sampler=cfg.sampler,
         seed=0,
         cache_dir=None,
-        settings=Settings.from_config(cfg.training_on_the_test_task),
+        settings=typed(cfg).training_on_the_test_task,
     )
 
 

@@ -1,11 +1,12 @@
-"""The paper plug-in: a new paper is a `PAPER` and one line in `papers.MODULES`; the pipeline does the rest."""
+"""The paper plug-in: a new paper is a `PAPER` (with its settings' schema) and one line in `papers.MODULES`; the
+pipeline does the rest."""
 
 from __future__ import annotations
 
 import json
 import sys
 import types
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import FrozenInstanceError
 
 import pandas as pd
 import pytest
@@ -16,15 +17,12 @@ from testtask.io import atomic_write_json
 from testtask.outputs import save_table
 from testtask.papers import Paper
 from testtask.pipeline import NothingBuilt, UsageError, compose, make_context, run
+from testtask.schema import ConfigError, UnitInterval, section
 
 
-@dataclass(frozen=True)
+@section
 class ToySettings:
-    threshold: float
-
-    @classmethod
-    def from_config(cls, section) -> ToySettings:
-        return cls(threshold=float(section["threshold"]))
+    threshold: UnitInterval
 
 
 def table_share(ctx) -> dict:
@@ -44,13 +42,29 @@ def toy_action(ctx, cfg) -> tuple[str, float]:
 
 
 @pytest.fixture
-def toy_paper(monkeypatch):
-    """Register a sixth paper the way docs/architecture.md's "Adding a paper" says."""
+def toy_paper(monkeypatch, tmp_path):
+    """Register a sixth paper the way docs/architecture.md's "Adding a paper" says: its config group (in a copy of
+    conf/, listed in config.yaml's defaults) and its plug-in."""
+    import shutil
+
+    from testtask.paths import repo_root
+
+    root = tmp_path / "repo"
+    shutil.copytree(repo_root() / "conf", root / "conf")
+    (root / "conf" / "toy_paper").mkdir()
+    (root / "conf" / "toy_paper" / "analysis.yaml").write_text("threshold: 0.5\n")
+    config = root / "conf" / "config.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "  - proxy_tasks: analysis\n", "  - proxy_tasks: analysis\n  - toy_paper: analysis\n"
+        )
+    )
+    monkeypatch.setenv("TESTTASK_ROOT", str(root))
     module = types.ModuleType("toy_registry")
     module.PAPER = Paper(
         key="toy-paper",
         config_key="toy_paper",
-        settings=ToySettings.from_config,
+        settings=ToySettings,
         figures={},
         tables={1: table_share},
         actions={"toy": toy_action},
@@ -72,7 +86,7 @@ def _config(tmp_path, *extra):
             *extra,
         ]
     )
-    cfg.toy_paper = {"threshold": 0.5}  # the paper's config group (conf/toy_paper/analysis.yaml)
+    assert cfg.toy_paper.threshold == 0.5  # the paper's config group (conf/toy_paper/analysis.yaml)
     return cfg
 
 
@@ -93,6 +107,16 @@ def test_settings_are_typed_once_and_frozen(toy_paper, tmp_path):
         ctx.settings.threshold = 0.9
 
 
+def test_a_new_papers_settings_are_checked_with_the_rest(toy_paper, tmp_path):
+    cfg = _config(tmp_path, "action=table", "sampler.draws=0")
+    cfg.toy_paper = {"threshold": 1.5, "treshold": 0.5}
+    with pytest.raises(ConfigError) as err:
+        run(cfg)
+    assert err.value.violations[0] == "sampler.draws = 0: expected a positive integer"
+    assert err.value.violations[1] == "toy_paper.threshold = 1.5: expected a number in [0, 1]"
+    assert err.value.violations[2].startswith("toy_paper.treshold: unknown key (did you mean threshold?)")
+
+
 def test_missing_inputs_of_a_new_paper_are_reported(toy_paper, tmp_path):
     with pytest.raises(NothingBuilt, match="table 1 of toy-paper.*values.txt does not exist"):
         run(_config(tmp_path, "action=table", "table=1"))
@@ -107,13 +131,13 @@ def test_a_paper_gets_only_the_contexts_it_declares(toy_paper, tmp_path):
         ctx.context_of("proxy-tasks")
 
 
-def test_unknown_and_mislabelled_papers(monkeypatch, tmp_path):
+def test_unknown_and_mislabelled_papers(toy_paper, monkeypatch, tmp_path):
     with pytest.raises(KeyError, match="unknown paper 'nope'"):
         papers.get("nope")
     with pytest.raises(UsageError, match="unknown paper 'nope'"):
         run(_config(tmp_path, "action=figures", "paper=nope"))
     module = types.ModuleType("mislabelled")
-    module.PAPER = Paper(key="other", config_key="x", figures={}, tables={})
+    module.PAPER = Paper(key="other", config_key="toy_paper", settings=ToySettings, figures={}, tables={})
     monkeypatch.setitem(sys.modules, "mislabelled", module)
     monkeypatch.setitem(papers.MODULES, "toy-paper", "mislabelled")
     with pytest.raises(RuntimeError, match="has key 'other', registered as 'toy-paper'"):
@@ -125,7 +149,7 @@ def test_every_paper_exports_a_consistent_plugin():
         paper = papers.get(key)
         assert paper.key == key
         assert paper.figures or paper.tables
-        assert paper.settings(compose()[paper.config_key]) is not None
+        assert paper.settings is not None and paper.config_key in compose()
         if paper.runner is not None:
             from testtask.runners import load
 

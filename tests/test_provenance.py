@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import stamp_release, tmp_config, write_accuracies
+from tests.conftest import built, stamp_release, tmp_config, write_accuracies
 from testtask import provenance
 from testtask.context import Context
 from testtask.io import atomic_write_json
@@ -28,8 +28,9 @@ def _config(tmp_path: Path, *extra: str):
 
 
 def _sidecar(tmp_path: Path, name: str, folder: str = "results") -> dict:
-    """A sidecar of `folder` (paths.source_folder: `results` for results_run=null, or `published`)."""
-    return json.loads((tmp_path / "figures" / "pretrain-on-test" / folder / name).read_text())
+    """A sidecar built from source `folder` (`results`, results_run=null, or `published`) with the test's small
+    settings (a variant folder of the preset's: pipeline.variant)."""
+    return json.loads((built(_config(tmp_path, f"source={folder}")) / name).read_text())
 
 
 def _few_shot(root: Path, ns: tuple[int, ...] = (50,)) -> None:
@@ -116,7 +117,7 @@ def _context(tmp_path: Path) -> Context:
     data = tmp_path / "data" / "toy"
     data.mkdir(parents=True)
     (data / "a.txt").write_text("a")
-    return Context("toy", "results", data, tmp_path / "figures" / "toy", {}, {}, 1)
+    return Context("toy", "results", data, tmp_path / "figures" / "toy", {}, 1)
 
 
 def _stamp(ctx: Context) -> provenance.Stamp:

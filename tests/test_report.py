@@ -489,6 +489,8 @@ def test_report_imports_no_paper_package():
 
 
 def test_build_missing_builds_only_absent_figures_and_tables(tmp_path):
+    from types import SimpleNamespace
+
     from omegaconf import OmegaConf
 
     from testtask.report.main import _build_missing
@@ -511,7 +513,7 @@ def test_build_missing_builds_only_absent_figures_and_tables(tmp_path):
         "results",  # a ledger's own source (downstream-predictability: our runs only) wins over the command's
         {"table-1.json", "table-2.csv", "figure-7.json", "figure-mini.json", "x.json"},
         tmp_path,
-        build,
+        SimpleNamespace(build=build),
     )
     assert calls == [("toy", "figure", [7]), ("toy", "figure", ["mini"]), ("toy", "table", [2])]
     assert sources == ["results"] * 3
@@ -526,8 +528,8 @@ def test_report_settings_are_in_the_config():
     assert "report" in CORE_ACTIONS
     fast = compose(["report=fast"])  # `make report-fast`: builds what is missing, with smaller settings
     assert fast.report.build_missing is True and fast.report.out_dir == "report-fast"
-    # issue 26: both reports judge every claim under both analysis presets (report=fast replaces the group's file)
-    assert list(fast.report.presets) == list(cfg.report.presets) == ["authors", "paper_text"]
+    # both reports judge every claim under both protocol presets (report=fast replaces the group's file)
+    assert list(fast.report.protocols) == list(cfg.report.protocols) == ["authors", "paper_text"]
     assert cfg.report.require_categories is True and fast.report.require_categories is False
     assert fast.sampler.draws < cfg.sampler.draws and fast.pretrain_on_test.figure_7.slices < 500
     assert (
@@ -535,7 +537,7 @@ def test_report_settings_are_in_the_config():
     )  # only sizes change, not the design
 
 
-# ---------------------------------------------------------------- a fresh clone (issue 25 finding 7)
+# ---------------------------------------------------------------- a fresh clone
 
 
 def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path, caplog):
@@ -544,7 +546,6 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     from tests.conftest import tmp_config
     from testtask import papers
     from testtask.pipeline import run
-    from testtask.presets import has_text_preset
 
     summary = run(tmp_config(tmp_path, "action=report", "paper=all", f"report.out_dir={tmp_path / 'report'}"))
     out = tmp_path / "report" / "published"  # paths.output_dir: one report folder per source
@@ -558,11 +559,21 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     assert notice[0].endswith("or `make report-fast` for an approximate report in minutes):")
     assert shown > len(waiting) and " verdicts read outputs that are not built yet" in notice[0]
     sources = {p: "results" if p == "downstream-predictability" else "published" for p in papers.keys()}
+    # the overrides that place outputs are repeated, so the command builds where this report reads
+    places = [
+        f"data.dest={tmp_path / 'published'}",
+        f"figures_dir={tmp_path / 'figures'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"results_dir={tmp_path / 'results'}",
+        "results_run=null",
+    ]
     expected = []
     for p, s in sources.items():
-        expected.append(f"make figures tables PAPER={p} SOURCE={s}")
-        if has_text_preset(p):
-            expected.append(f"make figures tables PAPER={p} SOURCE={s} ARGS='protocol=paper_text'")
+        expected.append(f"make figures tables PAPER={p} SOURCE={s} ARGS='{' '.join(places)}'")
+        if "analysis" in papers.get(p).paper_text:
+            expected.append(
+                f"make figures tables PAPER={p} SOURCE={s} ARGS='{' '.join(places)} protocol=paper_text'"
+            )
     assert [line for line in notice[1:] if line.startswith("make figures tables")] == expected
     # a sensitivity variant is named with its own command (train-before-test's, report.py VARIANTS)
     from testtask.train_before_test.report import VARIANTS
@@ -573,12 +584,14 @@ def test_a_fresh_clone_report_names_the_commands_that_build_its_inputs(tmp_path,
     assert summary["uncategorized"] == {}  # nothing built is nothing found
     markdown = (out / "REPRODUCTION.md").read_text()
     assert markdown.splitlines()[2] == f"> **Not built yet.** {notice[0]}"
-    assert "> - `make figures tables PAPER=pretrain-on-test SOURCE=published`" in markdown
+    assert "> - `make figures tables PAPER=pretrain-on-test SOURCE=published ARGS='data.dest=" in markdown
     page = (out / "index.html").read_text()
     assert page.index("Not built yet") < page.index('class="prov"')
     assert "make figures tables PAPER=downstream-predictability SOURCE=results" in page
     console = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert "report: make figures tables PAPER=proxy-tasks SOURCE=published" in console
+    assert any(
+        line.startswith("report: make figures tables PAPER=proxy-tasks SOURCE=published") for line in console
+    )
     # the per-claim command names SOURCE where it is not the Makefile's default
     dp = summary["papers"]["downstream-predictability"]["claims"][0]
     assert dp["command"].endswith("PAPER=downstream-predictability SOURCE=results")

@@ -130,8 +130,9 @@ def test_output_folders_per_source_and_run():
     assert output_dir("/f", "published", None, "p", "authors") == Path("/f/p/published")
     assert output_dir("/f", "published", None, "p", "paper_text") == Path("/f/p/published.paper_text")
     assert output_dir("/f", "results", "a", "p", "paper_text") == Path("/f/p/results-a.paper_text")
-    with pytest.raises(ValueError, match="analysis_preset"):
+    with pytest.raises(ValueError, match="'mine' is not a valid Protocol"):
         output_dir("/f", "published", None, "p", "mine")
+    assert output_dir("/f", "published", None, "p", variant="x=1") == Path("/f/variants/x=1/p/published")
     for source, run_name in (("nonsense", None), ("results", "../x")):
         with pytest.raises(ValueError):
             source_folder(source, run_name)
@@ -164,19 +165,38 @@ def test_check_accepts_the_same_and_refuses_another_source_run_or_data():
         check("f.json", old, Expected.of("published"))
 
 
-def test_a_sidecar_of_the_other_analysis_preset_is_refused():
+def test_a_sidecar_of_the_other_protocol_preset_is_refused():
     text = Expected.of("published", preset="paper_text", reader="the report")
-    assert check("f.json", _block("published", analysis_preset="paper_text"), text)["x"] == 1
+    assert check("f.json", _block("published", protocol="paper_text"), text)["x"] == 1
     with pytest.raises(ProvenanceMismatch) as err:
-        check("f.json", _block("published", analysis_preset="authors"), text)
+        check("f.json", _block("published", protocol="authors"), text)
     assert "built from source=published, the report was asked for source=published under " in str(err.value)
     assert "protocol=paper_text" in str(err.value)
     with pytest.raises(
         ProvenanceMismatch, match="built from source=published under protocol=paper_text"
     ):
-        check("f.json", _block("published", analysis_preset="paper_text"), Expected.of("published"))
+        check("f.json", _block("published", protocol="paper_text"), Expected.of("published"))
     # built before the preset was recorded: not compared
     assert check("f.json", _block("published"), text)["x"] == 1
+
+
+def test_a_sidecar_built_with_other_settings_is_refused_naming_them():
+    """A variant's sidecar copied into its preset's folder: the reader asks for the preset's fingerprint."""
+    asked = Expected.of("published", reader="the report", settings="f" * 64)
+    variant = {
+        "fingerprint": "a" * 64,
+        "preset_fingerprint": "f" * 64,
+        "variant": "pretrain_on_test.model.priors.treatment_sigma=2.0",
+        "differs": {"pretrain_on_test.model.priors.treatment_sigma": 2.0},
+    }
+    with pytest.raises(ProvenanceMismatch) as err:
+        check("figure-3.json", _block("published", settings=variant), asked)
+    assert "pretrain_on_test.model.priors.treatment_sigma=2.0" in str(err.value)
+    stale = {"fingerprint": "b" * 64, "preset_fingerprint": "b" * 64, "variant": None, "differs": {}}
+    with pytest.raises(ProvenanceMismatch, match="the preset's settings changed since it was built"):
+        check("figure-3.json", _block("published", settings=stale), asked)
+    same = {"fingerprint": "f" * 64, "preset_fingerprint": "f" * 64, "variant": None, "differs": {}}
+    assert check("figure-3.json", _block("published", settings=same), asked)["x"] == 1
 
 
 def test_a_paper_text_build_goes_to_its_own_folder_and_says_so(root, tmp_path):
@@ -188,7 +208,7 @@ def test_a_paper_text_build_goes_to_its_own_folder_and_says_so(root, tmp_path):
     )
     (built,) = figures.rglob("figure-1.json")
     assert built.parent == output_dir(figures, "published", None, PAPER, "paper_text")
-    assert json.loads(built.read_text())["provenance"]["analysis_preset"] == "paper_text"
+    assert json.loads(built.read_text())["provenance"]["protocol"] == "paper_text"
 
 
 def test_a_sidecar_without_provenance_is_accepted_with_a_warning(caplog):

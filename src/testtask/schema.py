@@ -437,7 +437,9 @@ def to_plain(value: Any) -> Any:
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_plain(v) for v in value]
-    return value
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return to_plain(vars(value)) if hasattr(value, "__dict__") else repr(value)
 
 
 def fingerprint(value: Any) -> str:

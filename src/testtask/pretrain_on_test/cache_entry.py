@@ -21,14 +21,14 @@ def _model_code() -> list[Any]:
     """The code that decides what a posterior is: the likelihood and priors (both backends and the compiled
     kernel), the parameterisation choices, and the binding to the samplers. Summaries and figures are left out:
     changing them does not change a posterior."""
-    from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, sampling
+    from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, sampling, settings
 
     return [
         kernel,
         kernel_sampler,
         sampling,
-        hierarchical.Priors,
-        hierarchical.ModelSpec,
+        settings.Priors,
+        settings.ModelSpec,
         hierarchical.ModelData,
         hierarchical.build_marginal,
         hierarchical.build_bambi,

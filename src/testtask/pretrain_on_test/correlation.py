@@ -100,4 +100,3 @@ def permuted_correlations(
 
 
 # The brief's name for the null distributions.
-null_correlations = permuted_correlations

@@ -23,7 +23,7 @@ class PaperReport:
     verdicts: list[Verdict]  # under the authors' analysis code (the default preset)
     figures_dir: Path  # figures_dir/<paper>/<source folder>/ of the authors' preset
     ledger_file: Path | None  # None: the paper has no ledger yet
-    text: list[Verdict] | None = None  # under analysis_protocol=paper_text (None: not evaluated)
+    text: list[Verdict] | None = None  # under protocol=paper_text (None: not evaluated)
     findings: findings.PaperFindings | None = None
     single_protocol: bool = False  # no released analysis code: the text is the one protocol
 
