@@ -246,14 +246,6 @@ def test_analysis_findings_are_config_errors_naming_the_key(override, line):
             "training_on_the_test_task.emergence.batch_size = -64: expected a positive integer",
         ),
         (
-            ["train_before_test.ties.rule=strict"],
-            "train_before_test.ties.rule = 'strict': expected one of pairwise, leader",
-        ),
-        (
-            ["train_before_test.pca.n_components=0"],
-            "train_before_test.pca.n_components = 0: expected a positive integer",
-        ),
-        (
             ["downstream_predictability.normalisation=tokens"],
             "downstream_predictability.normalisation = 'tokens': expected one of none, chars, bytes",
         ),
@@ -662,7 +654,6 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
     from testtask.pretrain_on_test.runner import training as pot_training
     from testtask.pretrain_on_test.runner import zeroshot
     from testtask.proxy_tasks import correlation, normalise, settings
-    from testtask.train_before_test import ties
     from testtask.train_before_test.runner import cell as tbt_cell
     from testtask.train_before_test.runner import splits, texts
     from testtask.training_on_the_test_task import regression
@@ -675,7 +666,6 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
         "MODEL_KINDS": models.KINDS,
         "AGGREGATES": ("own", results.ENTRIES_MEAN),
         "COV_TYPES": typing.get_args(regression.CovType),
-        "TIE_RULES": ties.RULES,
         "DP_NORMALISATIONS": chain.NORMALISATIONS,
         "DP_QUANTITIES": chain.QUANTITIES,
         "DP_METHODS": correlations.METHODS,

@@ -34,7 +34,6 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
-
 from testtask.sources import SOURCES  # pipeline.make_context
 
 PRESETS = ("authors", "paper_text")
@@ -51,7 +50,6 @@ AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
 EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
-TIE_RULES = ("pairwise", "leader")  # train_before_test.ties.RULES
 DP_NORMALISATIONS = ("none", "chars", "bytes")  # downstream_predictability.chain.NORMALISATIONS
 DP_QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")  # ...chain.QUANTITIES
 DP_METHODS = ("pearson", "spearman", "kendall")  # downstream_predictability.correlations.METHODS
@@ -511,32 +509,6 @@ TOTT_ANALYSIS_RELATIONS: list[Relation] = [
     ),
 ]
 
-TBT_ANALYSIS_RULES = prefixed(
-    "train_before_test",
-    [
-        Rule("results_file", text),
-        Rule("regimes.*.field", text),
-        Rule("perplexity.higher_is_better", boolean),
-        Rule("ties.confidence", between(0, 1)),
-        Rule("ties.rule", one_of(*TIE_RULES)),
-        Rule("pca.standardize", boolean),
-        Rule("pca.n_components", positive_int),
-        Rule("heatmap.vmax", number),
-        Rule("heatmap.cmap", text),
-        *(
-            Rule(f"pretraining_compute.models.*.{k}", positive_number)
-            for k in ("params_b", "tokens_b", "flops_1e18")
-        ),
-    ],
-)
-
-
-def _two_regimes(cfg: Any) -> Iterator[str]:
-    regimes = get(cfg, "train_before_test.regimes")
-    if regimes is not None and len(_keys(regimes)) != 2:
-        yield f"train_before_test.regimes = {_show(regimes)}: expected two regimes"
-
-
 DP_ANALYSIS_RULES = prefixed(
     "downstream_predictability",
     [
@@ -660,8 +632,6 @@ PROXY_ANALYSIS_RELATIONS: list[Relation] = [
 ANALYSIS_CHECKS: list[Check] = [
     *TOTT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RELATIONS,
-    *TBT_ANALYSIS_RULES,
-    _two_regimes,
     *DP_ANALYSIS_RULES,
     *DP_ANALYSIS_RELATIONS,
     *PROXY_ANALYSIS_RULES,
