@@ -50,13 +50,6 @@ AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
 EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
-DP_NORMALISATIONS = ("none", "chars", "bytes")  # downstream_predictability.chain.NORMALISATIONS
-DP_QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")  # ...chain.QUANTITIES
-DP_METHODS = ("pearson", "spearman", "kendall")  # downstream_predictability.correlations.METHODS
-DP_UNDEFINED = ("drop", "zero")  # downstream_predictability.statistics.UNDEFINED_POLICIES
-DP_COMPUTE_SCALES = ("log10", "linear")  # downstream_predictability.analysis.scale_compute
-DP_INCORRECT = ("sum", "each")  # downstream_predictability.mechanism_figures.figure_6
-DP_ORDERING_OPS = (">", ">=")  # downstream_predictability.distribution_figures._holds
 PROXY_METRICS = ("pearson", "spearman", "kendall")  # proxy_tasks.correlation.METRICS
 PROXY_NORMALISATIONS = ("two_step", "feature", "none")  # proxy_tasks.normalise.MODES
 PROXY_ROBUSTNESS = ("none", "stderr_proxy", "ensembles")  # proxy_tasks.settings.ROBUSTNESS_MODES
@@ -509,51 +502,6 @@ TOTT_ANALYSIS_RELATIONS: list[Relation] = [
     ),
 ]
 
-DP_ANALYSIS_RULES = prefixed(
-    "downstream_predictability",
-    [
-        Rule("normalisation", one_of(*DP_NORMALISATIONS)),
-        Rule("compute_scale", one_of(*DP_COMPUTE_SCALES)),
-        Rule("undefined", one_of(*DP_UNDEFINED)),
-        Rule("methods", list_of(one_of(*DP_METHODS))),
-        Rule("negate", list_of(one_of(*DP_QUANTITIES))),
-        Rule("grid_points", positive_int),
-        Rule("tasks", list_of(text), nullable=True),
-        Rule("focus.method", one_of(*DP_METHODS)),
-        Rule("figure_2.quantity", one_of(*DP_QUANTITIES)),
-        Rule("figure_2.bins", positive_int),
-        Rule("figure_2.schematic.*.a", positive_number),
-        Rule("figure_2.schematic.*.b", positive_number),
-        Rule("figure_3.quantities", list_of(one_of(*DP_QUANTITIES), non_empty=True)),
-        Rule("figure_4.quantities", list_of(one_of(*DP_QUANTITIES), non_empty=True)),
-        Rule("figure_4.ordering.*.0", one_of(*DP_QUANTITIES)),
-        Rule("figure_4.ordering.*.1", one_of(*DP_ORDERING_OPS)),
-        Rule("figure_4.ordering.*.2", one_of(*DP_QUANTITIES)),
-        Rule("figure_4.tolerance", non_negative_number, optional=True),
-        Rule("figure_5.tasks", list_of(text)),
-        Rule("figure_5.bins", positive_int),
-        Rule("figure_6.tasks", list_of(text)),
-        Rule("figure_6.bins", positive_int),
-        Rule("figure_6.incorrect", one_of(*DP_INCORRECT)),
-    ],
-)
-
-
-def _focus_method_computed(cfg: Any) -> Iterator[str]:
-    methods = _plain(get(cfg, "downstream_predictability.methods")) or list(DP_METHODS)
-    method = get(cfg, "downstream_predictability.focus.method")
-    if isinstance(methods, list) and method in DP_METHODS and method not in methods:
-        yield (
-            f"downstream_predictability.focus.method = {method!r}: expected one of the computed "
-            f"downstream_predictability.methods ({', '.join(map(str, methods))})"
-        )
-
-
-DP_ANALYSIS_RELATIONS: list[Relation] = [
-    keys_of("downstream_predictability.families_used", "downstream_predictability.families", each=True),
-    _focus_method_computed,
-]
-
 PROXY_ANALYSIS_RULES = prefixed(
     "proxy_tasks",
     [
@@ -632,8 +580,6 @@ PROXY_ANALYSIS_RELATIONS: list[Relation] = [
 ANALYSIS_CHECKS: list[Check] = [
     *TOTT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RELATIONS,
-    *DP_ANALYSIS_RULES,
-    *DP_ANALYSIS_RELATIONS,
     *PROXY_ANALYSIS_RULES,
     *PROXY_ANALYSIS_RELATIONS,
 ]
