@@ -245,18 +245,6 @@ def test_analysis_findings_are_config_errors_naming_the_key(override, line):
             ["training_on_the_test_task.emergence.batch_size=-64"],
             "training_on_the_test_task.emergence.batch_size = -64: expected a positive integer",
         ),
-        (
-            ["proxy_tasks.normalisation=zscore"],
-            "proxy_tasks.normalisation = 'zscore': expected one of two_step, feature, none",
-        ),
-        (
-            ["proxy_tasks.consistency.n_models=2"],
-            "proxy_tasks.consistency.n_models = 2: expected an integer >= 3",
-        ),
-        (
-            ["proxy_tasks.evaluation.bootstrap=0"],
-            "proxy_tasks.evaluation.bootstrap = 0: expected a positive integer",
-        ),
     ],
 )
 def test_analysis_overrides_are_checked(overrides, line):
@@ -271,17 +259,6 @@ def test_analysis_references_between_keys():
         "training_on_the_test_task.benchmarks ("
         + ", ".join(analysis().training_on_the_test_task.benchmarks)
         + ")"
-    ]
-    lines = violations(
-        "check_analysis_config",
-        analysis(
-            "proxy_tasks.relevance.metrics=[pearson]", "proxy_tasks.table_loo.matrices=[tbt_direct,nope]"
-        ),
-    )
-    assert lines == [
-        "proxy_tasks.table_loo.matrices = ['tbt_direct', 'nope']: expected keys of proxy_tasks.matrices "
-        "(tbt_direct, tbt_trained, tott_base, tott_adjusted)",
-        "proxy_tasks.relevance.fallback_metric = 'kendall': expected one of proxy_tasks.relevance.metrics (pearson)",
     ]
 
 
@@ -635,7 +612,6 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
     from testtask.pretrain_on_test import accuracies, sampling
     from testtask.pretrain_on_test.runner import training as pot_training
     from testtask.pretrain_on_test.runner import zeroshot
-    from testtask.proxy_tasks import correlation, normalise, settings
     from testtask.train_before_test.runner import cell as tbt_cell
     from testtask.train_before_test.runner import splits, texts
     from testtask.training_on_the_test_task import regression
@@ -648,9 +624,6 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
         "MODEL_KINDS": models.KINDS,
         "AGGREGATES": ("own", results.ENTRIES_MEAN),
         "COV_TYPES": typing.get_args(regression.CovType),
-        "PROXY_METRICS": correlation.METRICS,
-        "PROXY_NORMALISATIONS": normalise.MODES,
-        "PROXY_ROBUSTNESS": settings.ROBUSTNESS_MODES,
         "POT_PRECISIONS": pot_training.PRECISIONS,
         "POT_PREDICTIONS": zeroshot.PREDICTIONS,
         "POT_SCORING": zeroshot.SCORING_TOKENIZATIONS,

@@ -50,13 +50,6 @@ AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
 EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
-PROXY_METRICS = ("pearson", "spearman", "kendall")  # proxy_tasks.correlation.METRICS
-PROXY_NORMALISATIONS = ("two_step", "feature", "none")  # proxy_tasks.normalise.MODES
-PROXY_ROBUSTNESS = ("none", "stderr_proxy", "ensembles")  # proxy_tasks.settings.ROBUSTNESS_MODES
-PROXY_READERS = ("train_before_test", "training_on_the_test_task")  # proxy_tasks.matrices.load_matrix
-PROXY_STAGES = ("base", "adjusted")  # proxy_tasks.matrices.training_on_the_test_task
-PROXY_PERPLEXITY = ("exclude", "flip")  # proxy_tasks.matrices.train_before_test
-PROXY_IF_NONE = ("best_single", "error")  # proxy_tasks.settings.Method
 POT_TASKS = ("cell", "packing_speed", "contamination")  # pretrain_on_test.runner.main.run
 POT_PROTOCOLS = ("few_shot", "zero_shot")  # pretrain_on_test.runner.cell.make_protocol
 POT_OBJECTIVES = ("mlm", "clm")  # pretrain_on_test.runner.fewshot.FewShot
@@ -502,86 +495,9 @@ TOTT_ANALYSIS_RELATIONS: list[Relation] = [
     ),
 ]
 
-PROXY_ANALYSIS_RULES = prefixed(
-    "proxy_tasks",
-    [
-        Rule("matrices.*.reader", one_of(*PROXY_READERS)),
-        Rule("matrices.*.top_t", positive_int, optional=True),
-        Rule("matrices.*.n_models", int_at_least(3), optional=True),
-        Rule("matrices.*.stage", one_of(*PROXY_STAGES), optional=True),
-        Rule("matrices.*.robustness", one_of(*PROXY_ROBUSTNESS), optional=True),
-        Rule("matrices.*.benchmarks", list_of(text, non_empty=True), optional=True),
-        Rule("train_before_test.file", text),
-        Rule("train_before_test.perplexity", one_of(*PROXY_PERPLEXITY)),
-        Rule("normalisation", one_of(*PROXY_NORMALISATIONS)),
-        Rule("relevance.metrics", list_of(one_of(*PROXY_METRICS), non_empty=True)),
-        Rule("relevance.metric", one_of("auto", *PROXY_METRICS)),
-        Rule("relevance.fallback_metric", one_of(*PROXY_METRICS)),
-        Rule("relevance.threshold", number),
-        Rule("consistency.n_models", int_at_least(3)),  # Algorithm 1: 2 < n
-        Rule("consistency.samples", int_at_least(2)),
-        Rule("consistency.top_t", positive_int),
-        Rule("consistency.min_top_frequency", between(0, 1, low_open=False, high_open=False)),
-        Rule("robustness.mode", one_of(*PROXY_ROBUSTNESS)),
-        Rule("robustness.threshold", number),
-        Rule("robustness.sigmoid_k", number),
-        Rule("robustness.ensembles_file", text, nullable=True),
-        Rule("combination.max_proxies", positive_int, nullable=True),
-        Rule("combination.if_none_selected", one_of(*PROXY_IF_NONE)),
-        Rule("evaluation.bootstrap", positive_int),
-        Rule("evaluation.ci_level", between(0, 1)),
-        Rule("table_3.configs.*.0", int_at_least(3)),
-        Rule("table_3.configs.*.1", int_at_least(2)),
-        Rule("table_3.top_t", positive_int),
-        Rule("table_3.repeats", positive_int),
-        Rule("table_loo.workers", positive_int, optional=True),
-    ],
-)
-
-
-def _proxy_metrics(cfg: Any) -> Iterator[str]:
-    metrics = _plain(get(cfg, "proxy_tasks.relevance.metrics"))
-    if not isinstance(metrics, list):
-        return
-    for key in ("metric", "fallback_metric"):
-        value = get(cfg, f"proxy_tasks.relevance.{key}")
-        if value in PROXY_METRICS and value not in metrics:
-            yield (
-                f"proxy_tasks.relevance.{key} = {value!r}: expected "
-                f"{'auto or ' if key == 'metric' else ''}one of proxy_tasks.relevance.metrics "
-                f"({', '.join(map(str, metrics))})"
-            )
-
-
-def _proxy_ensembles(cfg: Any) -> Iterator[str]:
-    if get(cfg, "proxy_tasks.robustness.mode") == "ensembles" and not get(
-        cfg, "proxy_tasks.robustness.ensembles_file"
-    ):
-        yield "proxy_tasks.robustness.ensembles_file = None: expected a file with robustness.mode=ensembles"
-
-
-def _proxy_targets(cfg: Any) -> Iterator[str]:
-    targets = get(cfg, "proxy_tasks.table_loo.targets", "all")
-    if targets != "all" and not list_of(text)(targets):
-        yield f"proxy_tasks.table_loo.targets = {_show(targets)}: expected all or a list of task names"
-
-
-PROXY_ANALYSIS_RELATIONS: list[Relation] = [
-    *(
-        keys_of(f"proxy_tasks.{p}", "proxy_tasks.matrices", each=True)
-        for p in ("figure_1.matrices", "table_3.matrices", "table_robustness.matrices", "table_loo.matrices")
-    ),
-    keys_of("proxy_tasks.figure_loo.panels.*.matrix", "proxy_tasks.matrices"),
-    _proxy_metrics,
-    _proxy_ensembles,
-    _proxy_targets,
-]
-
 ANALYSIS_CHECKS: list[Check] = [
     *TOTT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RELATIONS,
-    *PROXY_ANALYSIS_RULES,
-    *PROXY_ANALYSIS_RELATIONS,
 ]
 
 
