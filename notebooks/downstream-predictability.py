@@ -48,6 +48,7 @@ from IPython.display import Image, display
 from testtask.downstream_predictability.chain import LABELS, chain
 from testtask.downstream_predictability.simulate import build_simulated
 from testtask.notebook import Walkthrough
+from testtask.pipeline import build, compose
 
 PAPER = "downstream-predictability"
 NB = Walkthrough(PAPER, fast_builds={"table": set(), "figure": {2, 3, 4, 6}})
@@ -229,6 +230,7 @@ with tempfile.TemporaryDirectory() as work:
     family, built = build_simulated(
         work,
         SIMULATED,
+        lambda overrides, numbers: build(compose(overrides), "figure", numbers),
         figures=(3, 4) if NB.fast else (2, 3, 4, 5, 6),
         n_members=6 if NB.fast else 10,
         n_docs=120 if NB.fast else 400,

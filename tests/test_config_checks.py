@@ -245,38 +245,6 @@ def test_analysis_findings_are_config_errors_naming_the_key(override, line):
             ["training_on_the_test_task.emergence.batch_size=-64"],
             "training_on_the_test_task.emergence.batch_size = -64: expected a positive integer",
         ),
-        (
-            ["train_before_test.ties.rule=strict"],
-            "train_before_test.ties.rule = 'strict': expected one of pairwise, leader",
-        ),
-        (
-            ["train_before_test.pca.n_components=0"],
-            "train_before_test.pca.n_components = 0: expected a positive integer",
-        ),
-        (
-            ["downstream_predictability.normalisation=tokens"],
-            "downstream_predictability.normalisation = 'tokens': expected one of none, chars, bytes",
-        ),
-        (
-            ["downstream_predictability.figure_6.incorrect=all"],
-            "downstream_predictability.figure_6.incorrect = 'all': expected one of sum, each",
-        ),
-        (
-            ["downstream_predictability.figure_2.bins=0"],
-            "downstream_predictability.figure_2.bins = 0: expected a positive integer",
-        ),
-        (
-            ["proxy_tasks.normalisation=zscore"],
-            "proxy_tasks.normalisation = 'zscore': expected one of two_step, feature, none",
-        ),
-        (
-            ["proxy_tasks.consistency.n_models=2"],
-            "proxy_tasks.consistency.n_models = 2: expected an integer >= 3",
-        ),
-        (
-            ["proxy_tasks.evaluation.bootstrap=0"],
-            "proxy_tasks.evaluation.bootstrap = 0: expected a positive integer",
-        ),
     ],
 )
 def test_analysis_overrides_are_checked(overrides, line):
@@ -291,21 +259,6 @@ def test_analysis_references_between_keys():
         "training_on_the_test_task.benchmarks ("
         + ", ".join(analysis().training_on_the_test_task.benchmarks)
         + ")"
-    ]
-    lines = violations(
-        "check_analysis_config",
-        analysis(
-            "proxy_tasks.relevance.metrics=[pearson]", "proxy_tasks.table_loo.matrices=[tbt_direct,nope]"
-        ),
-    )
-    assert lines == [
-        "proxy_tasks.table_loo.matrices = ['tbt_direct', 'nope']: expected keys of proxy_tasks.matrices "
-        "(tbt_direct, tbt_trained, tott_base, tott_adjusted)",
-        "proxy_tasks.relevance.fallback_metric = 'kendall': expected one of proxy_tasks.relevance.metrics (pearson)",
-    ]
-    assert violations("check_analysis_config", analysis("downstream_predictability.methods=[pearson]")) == [
-        "downstream_predictability.focus.method = 'spearman': expected one of the computed "
-        "downstream_predictability.methods (pearson)"
     ]
 
 
@@ -643,7 +596,6 @@ def test_runner_defaults_and_options_pass(runner, override):
         *([f"sampler={s}"] for s in _options("sampler")),
         ["source=results"],
         ["results_run=null", "cache_dir=null"],
-        ["downstream_predictability.families_used=[smollm2-135m-cpu-mini]"],
     ],
 )
 def test_analysis_defaults_and_options_pass(overrides):
@@ -656,13 +608,10 @@ def test_analysis_defaults_and_options_pass(overrides):
 def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
     import typing
 
-    from testtask.downstream_predictability import chain, correlations, statistics
     from testtask.lm import finetune, models, results
     from testtask.pretrain_on_test import accuracies, sampling
     from testtask.pretrain_on_test.runner import training as pot_training
     from testtask.pretrain_on_test.runner import zeroshot
-    from testtask.proxy_tasks import correlation, normalise, settings
-    from testtask.train_before_test import ties
     from testtask.train_before_test.runner import cell as tbt_cell
     from testtask.train_before_test.runner import splits, texts
     from testtask.training_on_the_test_task import regression
@@ -675,14 +624,6 @@ def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
         "MODEL_KINDS": models.KINDS,
         "AGGREGATES": ("own", results.ENTRIES_MEAN),
         "COV_TYPES": typing.get_args(regression.CovType),
-        "TIE_RULES": ties.RULES,
-        "DP_NORMALISATIONS": chain.NORMALISATIONS,
-        "DP_QUANTITIES": chain.QUANTITIES,
-        "DP_METHODS": correlations.METHODS,
-        "DP_UNDEFINED": statistics.UNDEFINED_POLICIES,
-        "PROXY_METRICS": correlation.METRICS,
-        "PROXY_NORMALISATIONS": normalise.MODES,
-        "PROXY_ROBUSTNESS": settings.ROBUSTNESS_MODES,
         "POT_PRECISIONS": pot_training.PRECISIONS,
         "POT_PREDICTIONS": zeroshot.PREDICTIONS,
         "POT_SCORING": zeroshot.SCORING_TOKENIZATIONS,

@@ -289,10 +289,11 @@ def _all_results(path: Path, score: float, bench: str = "hellaswag") -> Path:
     [("hellaswag", 1.7, "outside [0, 1], the range of acc_norm"), ("cola", -1.5, "outside [-1, 1]")],
 )
 def test_train_before_test_scores_outside_their_metric_range_are_errors(tmp_path, bench, score, expected):
-    from testtask.train_before_test.inputs import Regime, ResultsFormatError
+    from testtask.train_before_test.inputs import ResultsFormatError
     from testtask.train_before_test.inputs import load_results as tbt_load
+    from testtask.train_before_test.settings import Regime
 
-    regimes = {"direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct")}
+    regimes = {"direct": Regime("direct_eval", "direct_eval_stderr", "Direct")}
     path = _all_results(tmp_path / "all_results.json", score, bench)
     with pytest.raises(ResultsFormatError) as err:
         tbt_load(path, regimes)

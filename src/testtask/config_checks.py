@@ -34,7 +34,6 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
-
 from testtask.sources import SOURCES  # pipeline.make_context
 
 PRESETS = ("authors", "paper_text")
@@ -51,21 +50,6 @@ AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
 COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
 C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
 EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
-TIE_RULES = ("pairwise", "leader")  # train_before_test.ties.RULES
-DP_NORMALISATIONS = ("none", "chars", "bytes")  # downstream_predictability.chain.NORMALISATIONS
-DP_QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")  # ...chain.QUANTITIES
-DP_METHODS = ("pearson", "spearman", "kendall")  # downstream_predictability.correlations.METHODS
-DP_UNDEFINED = ("drop", "zero")  # downstream_predictability.statistics.UNDEFINED_POLICIES
-DP_COMPUTE_SCALES = ("log10", "linear")  # downstream_predictability.analysis.scale_compute
-DP_INCORRECT = ("sum", "each")  # downstream_predictability.mechanism_figures.figure_6
-DP_ORDERING_OPS = (">", ">=")  # downstream_predictability.distribution_figures._holds
-PROXY_METRICS = ("pearson", "spearman", "kendall")  # proxy_tasks.correlation.METRICS
-PROXY_NORMALISATIONS = ("two_step", "feature", "none")  # proxy_tasks.normalise.MODES
-PROXY_ROBUSTNESS = ("none", "stderr_proxy", "ensembles")  # proxy_tasks.settings.ROBUSTNESS_MODES
-PROXY_READERS = ("train_before_test", "training_on_the_test_task")  # proxy_tasks.matrices.load_matrix
-PROXY_STAGES = ("base", "adjusted")  # proxy_tasks.matrices.training_on_the_test_task
-PROXY_PERPLEXITY = ("exclude", "flip")  # proxy_tasks.matrices.train_before_test
-PROXY_IF_NONE = ("best_single", "error")  # proxy_tasks.settings.Method
 POT_TASKS = ("cell", "packing_speed", "contamination")  # pretrain_on_test.runner.main.run
 POT_PROTOCOLS = ("few_shot", "zero_shot")  # pretrain_on_test.runner.cell.make_protocol
 POT_OBJECTIVES = ("mlm", "clm")  # pretrain_on_test.runner.fewshot.FewShot
@@ -511,161 +495,9 @@ TOTT_ANALYSIS_RELATIONS: list[Relation] = [
     ),
 ]
 
-TBT_ANALYSIS_RULES = prefixed(
-    "train_before_test",
-    [
-        Rule("results_file", text),
-        Rule("regimes.*.field", text),
-        Rule("perplexity.higher_is_better", boolean),
-        Rule("ties.confidence", between(0, 1)),
-        Rule("ties.rule", one_of(*TIE_RULES)),
-        Rule("pca.standardize", boolean),
-        Rule("pca.n_components", positive_int),
-        Rule("heatmap.vmax", number),
-        Rule("heatmap.cmap", text),
-        *(
-            Rule(f"pretraining_compute.models.*.{k}", positive_number)
-            for k in ("params_b", "tokens_b", "flops_1e18")
-        ),
-    ],
-)
-
-
-def _two_regimes(cfg: Any) -> Iterator[str]:
-    regimes = get(cfg, "train_before_test.regimes")
-    if regimes is not None and len(_keys(regimes)) != 2:
-        yield f"train_before_test.regimes = {_show(regimes)}: expected two regimes"
-
-
-DP_ANALYSIS_RULES = prefixed(
-    "downstream_predictability",
-    [
-        Rule("normalisation", one_of(*DP_NORMALISATIONS)),
-        Rule("compute_scale", one_of(*DP_COMPUTE_SCALES)),
-        Rule("undefined", one_of(*DP_UNDEFINED)),
-        Rule("methods", list_of(one_of(*DP_METHODS))),
-        Rule("negate", list_of(one_of(*DP_QUANTITIES))),
-        Rule("grid_points", positive_int),
-        Rule("tasks", list_of(text), nullable=True),
-        Rule("focus.method", one_of(*DP_METHODS)),
-        Rule("figure_2.quantity", one_of(*DP_QUANTITIES)),
-        Rule("figure_2.bins", positive_int),
-        Rule("figure_2.schematic.*.a", positive_number),
-        Rule("figure_2.schematic.*.b", positive_number),
-        Rule("figure_3.quantities", list_of(one_of(*DP_QUANTITIES), non_empty=True)),
-        Rule("figure_4.quantities", list_of(one_of(*DP_QUANTITIES), non_empty=True)),
-        Rule("figure_4.ordering.*.0", one_of(*DP_QUANTITIES)),
-        Rule("figure_4.ordering.*.1", one_of(*DP_ORDERING_OPS)),
-        Rule("figure_4.ordering.*.2", one_of(*DP_QUANTITIES)),
-        Rule("figure_4.tolerance", non_negative_number, optional=True),
-        Rule("figure_5.tasks", list_of(text)),
-        Rule("figure_5.bins", positive_int),
-        Rule("figure_6.tasks", list_of(text)),
-        Rule("figure_6.bins", positive_int),
-        Rule("figure_6.incorrect", one_of(*DP_INCORRECT)),
-    ],
-)
-
-
-def _focus_method_computed(cfg: Any) -> Iterator[str]:
-    methods = _plain(get(cfg, "downstream_predictability.methods")) or list(DP_METHODS)
-    method = get(cfg, "downstream_predictability.focus.method")
-    if isinstance(methods, list) and method in DP_METHODS and method not in methods:
-        yield (
-            f"downstream_predictability.focus.method = {method!r}: expected one of the computed "
-            f"downstream_predictability.methods ({', '.join(map(str, methods))})"
-        )
-
-
-DP_ANALYSIS_RELATIONS: list[Relation] = [
-    keys_of("downstream_predictability.families_used", "downstream_predictability.families", each=True),
-    _focus_method_computed,
-]
-
-PROXY_ANALYSIS_RULES = prefixed(
-    "proxy_tasks",
-    [
-        Rule("matrices.*.reader", one_of(*PROXY_READERS)),
-        Rule("matrices.*.top_t", positive_int, optional=True),
-        Rule("matrices.*.n_models", int_at_least(3), optional=True),
-        Rule("matrices.*.stage", one_of(*PROXY_STAGES), optional=True),
-        Rule("matrices.*.robustness", one_of(*PROXY_ROBUSTNESS), optional=True),
-        Rule("matrices.*.benchmarks", list_of(text, non_empty=True), optional=True),
-        Rule("train_before_test.file", text),
-        Rule("train_before_test.perplexity", one_of(*PROXY_PERPLEXITY)),
-        Rule("normalisation", one_of(*PROXY_NORMALISATIONS)),
-        Rule("relevance.metrics", list_of(one_of(*PROXY_METRICS), non_empty=True)),
-        Rule("relevance.metric", one_of("auto", *PROXY_METRICS)),
-        Rule("relevance.fallback_metric", one_of(*PROXY_METRICS)),
-        Rule("relevance.threshold", number),
-        Rule("consistency.n_models", int_at_least(3)),  # Algorithm 1: 2 < n
-        Rule("consistency.samples", int_at_least(2)),
-        Rule("consistency.top_t", positive_int),
-        Rule("consistency.min_top_frequency", between(0, 1, low_open=False, high_open=False)),
-        Rule("robustness.mode", one_of(*PROXY_ROBUSTNESS)),
-        Rule("robustness.threshold", number),
-        Rule("robustness.sigmoid_k", number),
-        Rule("robustness.ensembles_file", text, nullable=True),
-        Rule("combination.max_proxies", positive_int, nullable=True),
-        Rule("combination.if_none_selected", one_of(*PROXY_IF_NONE)),
-        Rule("evaluation.bootstrap", positive_int),
-        Rule("evaluation.ci_level", between(0, 1)),
-        Rule("table_3.configs.*.0", int_at_least(3)),
-        Rule("table_3.configs.*.1", int_at_least(2)),
-        Rule("table_3.top_t", positive_int),
-        Rule("table_3.repeats", positive_int),
-        Rule("table_loo.workers", positive_int, optional=True),
-    ],
-)
-
-
-def _proxy_metrics(cfg: Any) -> Iterator[str]:
-    metrics = _plain(get(cfg, "proxy_tasks.relevance.metrics"))
-    if not isinstance(metrics, list):
-        return
-    for key in ("metric", "fallback_metric"):
-        value = get(cfg, f"proxy_tasks.relevance.{key}")
-        if value in PROXY_METRICS and value not in metrics:
-            yield (
-                f"proxy_tasks.relevance.{key} = {value!r}: expected "
-                f"{'auto or ' if key == 'metric' else ''}one of proxy_tasks.relevance.metrics "
-                f"({', '.join(map(str, metrics))})"
-            )
-
-
-def _proxy_ensembles(cfg: Any) -> Iterator[str]:
-    if get(cfg, "proxy_tasks.robustness.mode") == "ensembles" and not get(
-        cfg, "proxy_tasks.robustness.ensembles_file"
-    ):
-        yield "proxy_tasks.robustness.ensembles_file = None: expected a file with robustness.mode=ensembles"
-
-
-def _proxy_targets(cfg: Any) -> Iterator[str]:
-    targets = get(cfg, "proxy_tasks.table_loo.targets", "all")
-    if targets != "all" and not list_of(text)(targets):
-        yield f"proxy_tasks.table_loo.targets = {_show(targets)}: expected all or a list of task names"
-
-
-PROXY_ANALYSIS_RELATIONS: list[Relation] = [
-    *(
-        keys_of(f"proxy_tasks.{p}", "proxy_tasks.matrices", each=True)
-        for p in ("figure_1.matrices", "table_3.matrices", "table_robustness.matrices", "table_loo.matrices")
-    ),
-    keys_of("proxy_tasks.figure_loo.panels.*.matrix", "proxy_tasks.matrices"),
-    _proxy_metrics,
-    _proxy_ensembles,
-    _proxy_targets,
-]
-
 ANALYSIS_CHECKS: list[Check] = [
     *TOTT_ANALYSIS_RULES,
     *TOTT_ANALYSIS_RELATIONS,
-    *TBT_ANALYSIS_RULES,
-    _two_regimes,
-    *DP_ANALYSIS_RULES,
-    *DP_ANALYSIS_RELATIONS,
-    *PROXY_ANALYSIS_RULES,
-    *PROXY_ANALYSIS_RELATIONS,
 ]
 
 

@@ -12,6 +12,7 @@ from testtask.downstream_predictability.family import discover_stages, load_fami
 from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.simulate import write_samples
 from testtask.pipeline import compose
+from testtask.schema import ConfigError, load
 
 N, D = 1.35e8, 2.0e12
 
@@ -24,18 +25,29 @@ def _tree(root, stages, tasks=("arc", "mmlu_x"), model="tiny"):
 
 
 def _spec(tmp_path, **finetuning):
-    return FamilySpec.from_config("f", _entry(tmp_path, **finetuning))
+    return load(FamilySpec, _entry(tmp_path, **finetuning), "downstream_predictability.families.f")
 
 
 def _entry(tmp_path, **finetuning):
+    """A family entry with every key of FamilySpec (no key has a default)."""
     return {
+        "label": "f",
         "paper": "tott",
         "samples_dir": "samples",
         "model": "tiny",
         "members": "discover",
         "compute": {
             "pretraining": {"parameters": N, "tokens": D, "source": "model card"},
-            "finetuning": {"parameters": N, "batch_size": 16, "max_length": 256, **finetuning},
+            "finetuning": {
+                "parameters": N,
+                "runner_config": None,
+                "batch_size": 16,
+                "max_length": 256,
+                "checkpoints_dir": None,
+                "tokens_field": "tokens_seen",
+                "recorded_steps": {},
+                **finetuning,
+            },
         },
     }
 
@@ -47,6 +59,7 @@ def test_discovers_every_stage_of_the_runner_layout(tmp_path):
     _tree(root, ["base"], tasks=("arc",), model="other")  # another model's samples are not this family's
     assert discover_stages(root, "tiny") == sorted(stages)
     family = load_family(
+        "f",
         _spec(tmp_path, recorded_steps={"e1/mcaux": 50}, checkpoints_dir=str(tmp_path / "ckpt")),
         lambda paper: tmp_path,
     )
@@ -80,39 +93,57 @@ def test_the_runner_record_wins_and_its_token_count_is_used(tmp_path):
 
 def test_a_stage_without_steps_is_left_out_with_a_note(tmp_path):
     _tree(tmp_path / "samples", ["base", "e1/mcaux", "e3/mcaux"])
-    family = load_family(_spec(tmp_path, recorded_steps={"e1/mcaux": 50}), lambda paper: tmp_path)
+    family = load_family("f", _spec(tmp_path, recorded_steps={"e1/mcaux": 50}), lambda paper: tmp_path)
     assert [m.name for m in family.members] == ["base", "e1/mcaux"]
     assert any("e3/mcaux" in note for note in family.notes)
     with pytest.raises(InputsUnavailable, match="a correlation needs 2"):
-        load_family(_spec(tmp_path), lambda paper: tmp_path)  # only base is left
+        load_family("f", _spec(tmp_path), lambda paper: tmp_path)  # only base is left
 
 
 def test_explicit_members_and_missing_inputs(tmp_path):
     _tree(tmp_path / "samples", ["small", "large"])
-    spec = FamilySpec.from_config(
-        "f",
+    spec = load(
+        FamilySpec,
         {
+            "label": "f",
             "paper": "p",
+            "samples_dir": "samples",
             "model": "tiny",
             "members": [
                 {"name": "large", "samples": "large", "compute": 1e21},
                 {"name": "small", "samples": "small", "compute": 1e19},
             ],
+            "compute": None,
         },
     )
-    family = load_family(spec, lambda paper: tmp_path)
+    family = load_family("f", spec, lambda paper: tmp_path)
     assert [m.name for m in family.members] == ["small", "large"]
     with pytest.raises(InputsUnavailable, match="does not exist"):
-        load_family(spec, lambda paper: tmp_path / "elsewhere")
+        load_family("f", spec, lambda paper: tmp_path / "elsewhere")
 
 
-def test_a_malformed_family_entry_names_the_family():
-    with pytest.raises(ValueError, match=r"downstream_predictability.families.f: KeyError: 'model'"):
-        FamilySpec.from_config("f", {"paper": "p"})
+def test_a_stage_past_base_without_a_finetuning_section_is_left_out(tmp_path):
+    _tree(tmp_path / "samples", ["base", "e1/mcaux", "intermediate/mcaux/evals/tiny/step_10"])
+    entry = _entry(tmp_path)
+    entry["compute"]["finetuning"] = None
+    with pytest.raises(InputsUnavailable, match="1 member"):
+        load_family("f", load(FamilySpec, entry), lambda paper: tmp_path)
+
+
+def test_a_malformed_family_entry_names_the_family_and_its_keys():
+    where = "downstream_predictability.families.f"
+    with pytest.raises(ConfigError) as err:
+        load(FamilySpec, {"paper": "p", "label": "f", "samples_dir": "s", "members": "all"}, where)
+    assert err.value.violations == [
+        f"{where}.model: missing, expected a non-empty string",
+        f"{where}.members = 'all': expected discover or a non-empty list of {{name, samples, compute}}",
+        f"{where}.compute: missing, expected a mapping with the keys pretraining, finetuning (or null)",
+    ]
 
 
 def test_mini_family_compute_from_config():
-    settings = Settings.from_config(compose(["paper=downstream-predictability"]).downstream_predictability)
+    key = "downstream_predictability"
+    settings = load(Settings, compose(["paper=downstream-predictability"])[key], key)
     compute = settings.families["smollm2-135m-cpu-mini"].compute
     base = stage_compute("base", "smollm2-135m", compute)
     assert base["flops"] == pytest.approx(6 * 1.35e8 * 2e12)

@@ -14,25 +14,38 @@ from testtask.downstream_predictability.family import load_family
 from testtask.downstream_predictability.settings import FamilySpec, Settings
 from testtask.downstream_predictability.simulate import build_simulated, simulate_family
 from testtask.pipeline import NothingBuilt, build, compose
+from testtask.schema import load
 
 PAPER = "downstream-predictability"
+KEY = "downstream_predictability"
 # The default settings (negate brier, drop undefined, log10 compute), Spearman only.
-SETTINGS = replace(Settings.from_config(compose()["downstream_predictability"]), methods=("spearman",))
+SETTINGS = replace(load(Settings, compose()[KEY], KEY), methods=["spearman"])
+
+
+def _build(overrides: list[str], numbers: list[int]) -> list[dict]:
+    """The pipeline's build of figures `numbers` under the config of `overrides` (simulate.build_simulated's)."""
+    return build(compose(overrides), "figure", numbers)
 
 
 SIMULATED = "results-simulated"  # build_simulated's source and run (paths.source_folder)
 
 
+def _folder(figures):
+    """The simulated family's outputs: a variant folder, as its family differs from the preset's settings."""
+    (folder,) = figures.glob(f"variants/*/{PAPER}/{SIMULATED}")
+    return folder
+
+
 def _numbers(figures, number):
-    return json.loads((figures / PAPER / SIMULATED / f"figure-{number}.json").read_text())
+    return json.loads((_folder(figures) / f"figure-{number}.json").read_text())
 
 
 def _mean_spearman(tmp_path, rho):
     """Mean per-sample Spearman correlation of each quantity for a simulated family with coupling rho."""
     root = tmp_path / f"rho{rho}"
     family = simulate_family(root, PAPER, n_members=6, n_docs=200, rho=rho, seed=11)
-    spec = FamilySpec.from_config(family.name, family.spec)
-    data = family_tasks(load_family(spec, lambda paper: root), SETTINGS)
+    spec = load(FamilySpec, family.spec, f"{KEY}.families.{family.name}")
+    data = family_tasks(load_family(family.name, spec, lambda paper: root), SETTINGS)
     results = correlation_results(data.tasks["sim_task"], SETTINGS)
     return {r.quantity: r.summary["mean"] for r in results}, family
 
@@ -59,12 +72,12 @@ def test_chain_degrades_when_incorrect_mass_covaries(tmp_path):
 
 def test_simulated_family_through_the_cli(tmp_path):
     family, built = build_simulated(
-        tmp_path / "work", tmp_path / "figures", n_members=5, n_docs=80, tasks=("sim_a",), seed=4
+        tmp_path / "work", tmp_path / "figures", _build, n_members=5, n_docs=80, tasks=("sim_a",), seed=4
     )
     assert [b["figure"] for b in built] == [2, 3, 4, 5, 6]
     figures = tmp_path / "figures"
     for number in (2, 3, 4, 5, 6):
-        assert (figures / PAPER / SIMULATED / f"figure-{number}.png").stat().st_size > 10_000
+        assert (_folder(figures) / f"figure-{number}.png").stat().st_size > 10_000
     fig2 = _numbers(figures, 2)
     assert fig2["families"]["simulated"]["n_members"] == 5 and fig2["warnings"] == []
     panel = fig2["panels"]["simulated"]
@@ -96,7 +109,9 @@ def test_simulated_family_through_the_cli(tmp_path):
 
 
 def test_two_members_give_signs_only_and_say_so(tmp_path):
-    build_simulated(tmp_path / "work", tmp_path / "figures", figures=(3,), n_members=2, n_docs=60, seed=2)
+    build_simulated(
+        tmp_path / "work", tmp_path / "figures", _build, figures=(3,), n_members=2, n_docs=60, seed=2
+    )
     fig3 = _numbers(tmp_path / "figures", 3)
     assert fig3["families"]["simulated"]["n_members"] == 2
     assert any("2 members" in w for w in fig3["warnings"])
@@ -140,7 +155,9 @@ def test_ordering_checks_count_ties_within_tolerance():
 
     table = [row("log_p_vocab", 1.0), row("p_vocab", 1.0 + 3e-15), row("p_choices", 0.2), row("brier", 0.2)]
     out = ordering_checks(
-        table, [["log_p_vocab", ">=", "p_vocab"], ["p_vocab", ">", "p_choices"], ["p_choices", ">", "brier"]]
+        table,
+        [["log_p_vocab", ">=", "p_vocab"], ["p_vocab", ">", "p_choices"], ["p_choices", ">", "brier"]],
+        1e-9,
     )
     assert out["log_p_vocab >= p_vocab"]["n_holds"] == 4  # equal up to rounding
     assert out["p_vocab > p_choices"]["n_holds"] == 4

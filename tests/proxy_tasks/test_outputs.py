@@ -4,6 +4,7 @@ releases (real_mirror)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,10 @@ import pytest
 from testtask.context import InputsUnavailable
 from testtask.pipeline import build, compose, make_context, run
 from testtask.proxy_tasks.matrices import train_before_test
+from testtask.proxy_tasks.settings import Perplexity, TrainBeforeTestReader
 
 PAPER = "proxy-tasks"
-READER = {"perplexity_tasks": ["wiki_2025"], "perplexity": "exclude"}
+READER = TrainBeforeTestReader("all_results.json", ["wiki_2025"], Perplexity.exclude)
 
 
 def _release(path: Path) -> Path:
@@ -32,13 +34,12 @@ def _release(path: Path) -> Path:
 
 def test_train_before_test_reader(tmp_path):
     path = _release(tmp_path / "all_results.json")
-    entry = {"regime": "direct_eval", "label": "tbt"}
-    m = train_before_test(path, "k", entry, READER)
+    m = train_before_test(path, "k", "tbt", "direct_eval", READER)
     assert list(m.scores.columns) == ["a", "b", "c"]
     assert m.dropped_models == {"org/m5": ["c"]}
     assert m.scores.shape == (5, 3) and not m.scores.isna().any().any()
     assert (m.stderr == 0.01).all().all()
-    flipped = train_before_test(path, "k", entry, {**READER, "perplexity": "flip"})
+    flipped = train_before_test(path, "k", "tbt", "direct_eval", replace(READER, perplexity=Perplexity.flip))
     raw = json.loads(path.read_text())["direct_eval"]["wiki_2025"]["org/m0"]
     assert flipped.scores.at["org/m0", "wiki_2025"] == -raw  # bits per byte: lower is better
     assert flipped.stderr["wiki_2025"].isna().all()  # "N/A" -> NaN
@@ -46,15 +47,15 @@ def test_train_before_test_reader(tmp_path):
 
 def test_train_before_test_reader_errors(tmp_path):
     with pytest.raises(InputsUnavailable):
-        train_before_test(tmp_path / "missing.json", "k", {"regime": "direct_eval", "label": "x"}, READER)
+        train_before_test(tmp_path / "missing.json", "k", "x", "direct_eval", READER)
     path = _release(tmp_path / "all_results.json")
     with pytest.raises(ValueError, match=r"all_results.json: field 'train_before_test' is missing"):
-        train_before_test(path, "k", {"regime": "train_before_test", "label": "x"}, READER)
+        train_before_test(path, "k", "x", "train_before_test", READER)
     data = json.loads(path.read_text())
     data["direct_eval"]["a"]["org/m1"] = "high"
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=r"field direct_eval.a.org/m1 is not a number"):
-        train_before_test(path, "k", {"regime": "direct_eval", "label": "x"}, READER)
+        train_before_test(path, "k", "x", "direct_eval", READER)
 
 
 def test_table_5_from_the_papers_ensembles(tmp_path):
@@ -124,61 +125,3 @@ def test_real_releases_lomo_figure(real_mirror, tmp_path, monkeypatch):
         assert "gsm8k" not in weights
         assert panel["proxy_set"]["mean_size"] >= 1
         assert sum(panel["proxy_set"]["metric_counts"].values()) == panel["n_models"]
-
-
-def test_the_settings_are_typed_and_read_once():
-    """`PAPER.settings`: the method, the matrices, the train-before-test reader and every output's settings, typed
-    and frozen; the builders read `ctx.settings`, never `ctx.cfg`."""
-    import dataclasses
-
-    from testtask.proxy_tasks.settings import Method, Settings, TrainBeforeTestReader
-
-    ctx = make_context(compose([f"paper={PAPER}"]), PAPER)
-    s = ctx.settings
-    assert isinstance(s, Settings) and isinstance(s.method, Method)
-    assert s.method.eps_c == 0.3 and s.method.top_t == 10
-    assert s.train_before_test == TrainBeforeTestReader(
-        "all_results.json", ("arxiv_2025", "wiki_2025", "stackexchange_2025"), "exclude"
-    )
-    assert list(s.matrices) == ["tbt_direct", "tbt_trained", "tott_base", "tott_adjusted"]
-    assert s.matrix("tott_base")["benchmarks"][:2] == ("mmlu", "mmlu_cloze")
-    assert s.method_for("tott_adjusted").top_t == 4 and s.method_for("tbt_direct").top_t == 10
-    assert dict(s.ensembles.labels) == {"data": "data_variability", "noise": "random_noise"}
-    assert s.ensembles.file is None and s.evaluation.bootstrap == 2000
-    assert s.outputs.table_3.configs[0] == (6, 25) and s.outputs.table_5.ensembles.endswith(
-        "paper_table4.yaml"
-    )
-    assert s.outputs.figure_loo[0].matrix == "tbt_direct" and s.outputs.table_loo.targets is None
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        s.outputs.table_3.repeats = 1  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        s.matrix("tbt_direct")["top_t"] = 3  # type: ignore[index]
-    with pytest.raises(KeyError, match="known: tbt_direct"):
-        s.matrix("nope")
-
-
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        (
-            "proxy_tasks.matrices.tott_base.stage=final",
-            r"proxy_tasks.matrices.tott_base.stage must be base or",
-        ),
-        ("proxy_tasks.matrices.tbt_direct.reader=other", r"proxy_tasks.matrices.tbt_direct.reader must be"),
-        ("+proxy_tasks.matrices.tbt_direct.top-t=3", r"proxy_tasks.matrices.tbt_direct has unknown field"),
-        (
-            "proxy_tasks.train_before_test.perplexity=keep",
-            r"proxy_tasks.train_before_test.perplexity must be",
-        ),
-        ("proxy_tasks.table_loo.targets=[gsm8k]", None),
-    ],
-)
-def test_a_bad_setting_fails_when_the_settings_are_read(override, message):
-    from testtask.proxy_tasks.settings import Settings
-
-    section = compose([f"paper={PAPER}", override])["proxy_tasks"]
-    if message is None:
-        assert Settings.from_config(section).outputs.table_loo.targets == ("gsm8k",)
-        return
-    with pytest.raises(ValueError, match=message):
-        Settings.from_config(section)

@@ -18,6 +18,7 @@ from testtask.train_before_test.agreement import (
     rounded,
 )
 from testtask.train_before_test.categories import category_means
+from testtask.train_before_test.settings import TieRule
 from testtask.train_before_test.ties import (
     leader_classes,
     pair_signs,
@@ -117,7 +118,7 @@ def test_zero_standard_errors_reproduce_scipy_tau_b():
     scores.iloc[0, 1] = np.nan  # pairwise-complete as well
     zero = pd.DataFrame(0.0, index=scores.index, columns=scores.columns)
     plain, _ = kendall_matrix(scores, list("abcd"))
-    tied = tie_aware_matrix(scores, zero, list("abcd"), z_value(0.95))
+    tied = tie_aware_matrix(scores, zero, list("abcd"), z_value(0.95), TieRule.pairwise)
     np.testing.assert_allclose(tied.to_numpy(), plain.to_numpy(), atol=1e-12)
 
 
@@ -125,11 +126,11 @@ def test_significance_ties_from_standard_errors_hand_computed():
     # Benchmark a: 0.50 ~ 0.52 tie, both below 0.60. Benchmark b: strictly increasing, all significant.
     scores = pd.DataFrame({"a": [0.50, 0.52, 0.60], "b": [0.1, 0.2, 0.3]})
     stderr = pd.DataFrame({"a": [0.01] * 3, "b": [0.001] * 3})
-    tau = tie_aware_matrix(scores, stderr, ["a", "b"], z_value(0.95))
+    tau = tie_aware_matrix(scores, stderr, ["a", "b"], z_value(0.95), TieRule.pairwise)
     # signs a = [0, -1, -1], b = [-1, -1, -1] -> 2 / sqrt(2 * 3)
     assert tau.loc["a", "b"] == pytest.approx(2 / math.sqrt(6))
     # Huge errors: every pair tied on a -> undefined.
-    wide = tie_aware_matrix(scores, stderr.assign(a=1.0), ["a", "b"], z_value(0.95))
+    wide = tie_aware_matrix(scores, stderr.assign(a=1.0), ["a", "b"], z_value(0.95), TieRule.pairwise)
     assert math.isnan(wide.loc["a", "b"])
 
 

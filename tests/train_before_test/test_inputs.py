@@ -8,13 +8,13 @@ import math
 import pytest
 
 from testtask.context import InputsUnavailable
-from testtask.train_before_test.inputs import Regime, ResultsFormatError, load_results
+from testtask.train_before_test.inputs import ResultsFormatError, load_results
 from testtask.train_before_test.layout import layout, present_corpora, present_downstream
-from testtask.train_before_test.settings import Category, Perplexity
+from testtask.train_before_test.settings import Category, Perplexity, Regime
 
 REGIMES = {
-    "direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct"),
-    "train_before_test": Regime("train_before_test", "train_before_test", "train_before_test_stderr", "TBT"),
+    "direct": Regime("direct_eval", "direct_eval_stderr", "Direct"),
+    "train_before_test": Regime("train_before_test", "train_before_test_stderr", "TBT"),
 }
 CATEGORIES = {"A": Category("Alpha", ("a1", "a2")), "B": Category("B", ("b1",))}
 PERPLEXITY = Perplexity(corpora=("wiki_2025",), higher_is_better=False, exclude_model_prefixes=())

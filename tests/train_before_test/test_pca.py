@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from testtask.schema import ConfigError, load
 from testtask.train_before_test.compute import compute_table, correlate
 from testtask.train_before_test.pca import explained_variance, max_with_baseline, pc1
 from testtask.train_before_test.perplexity import agreement, keep_models, oriented, split_by_tuning
-from testtask.train_before_test.settings import pretraining_compute
+from testtask.train_before_test.settings import PretrainingCompute
 
 
 def _rank_one(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -70,7 +71,7 @@ def test_compute_table_and_perfect_correlation_with_log_compute():
             for i in range(1, 5)
         },
     }
-    table = compute_table(pretraining_compute(section))
+    table = compute_table(load(PretrainingCompute, section))
     assert table.loc["m2", "log10_flops"] == pytest.approx(20.0)
     pc = pd.Series({"m1": -3.0, "m2": -1.0, "m3": 1.0, "m4": 3.0, "not_in_table": 9.0})
     stats = correlate(pc, table)
@@ -78,8 +79,8 @@ def test_compute_table_and_perfect_correlation_with_log_compute():
     assert stats["pearson_r_log10_flops"] == pytest.approx(1.0)
     assert stats["kendall_tau"] == pytest.approx(1.0)
     bad = {"source": "test", "models": {"m1": {"name": "M1", "params_b": 1.0, "tokens_b": 1.0}}}
-    with pytest.raises(ValueError, match=r"pretraining_compute.models.m1 lacks \['flops_1e18'\]"):
-        pretraining_compute(bad)
+    with pytest.raises(ConfigError, match=r"c\.models\.m1\.flops_1e18: missing, expected a number > 0"):
+        load(PretrainingCompute, bad, "c")
 
 
 def test_lower_bpb_means_better_after_orientation():

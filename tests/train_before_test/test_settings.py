@@ -1,49 +1,61 @@
-"""train-before-test's typed settings, read once from the composed config, and its `tiny-data` action."""
+"""train-before-test's typed settings: the schema of the composed `train_before_test` section (every bad, missing
+or unknown key one line naming it), own benchmark categories typed with them, and the `tiny-data` action."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
+import yaml
 
 from testtask import papers
 from testtask.pipeline import compose, make_context, run
-from testtask.train_before_test.inputs import Regime
+from testtask.schema import ConfigError, load
 from testtask.train_before_test.settings import (
     CaseStudy,
     Category,
     Heatmap,
     ModelCompute,
+    PretrainingCompute,
+    Regime,
     Settings,
+    TieRule,
     Ties,
-    pretraining_compute,
 )
 
 PAPER = "train-before-test"
+KEY = "train_before_test"
 
 
 def _settings(*overrides: str) -> Settings:
-    return Settings.from_config(compose(list(overrides))["train_before_test"])
+    return load(Settings, compose(list(overrides))[KEY], KEY)
+
+
+def _violations(*overrides: str) -> list[str]:
+    """The lines of the ConfigError the section of `overrides` raises."""
+    with pytest.raises(ConfigError) as err:
+        _settings(*overrides)
+    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
+    return err.value.violations
 
 
 def test_the_default_config_gives_typed_settings():
     s = _settings()
     assert s.results_file == "all_results.json"
     assert s.regimes == {
-        "direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct evaluation"),
-        "train_before_test": Regime(
-            "train_before_test", "train_before_test", "train_before_test_stderr", "Train-before-test"
-        ),
+        "direct": Regime("direct_eval", "direct_eval_stderr", "Direct evaluation"),
+        "train_before_test": Regime("train_before_test", "train_before_test_stderr", "Train-before-test"),
     }
+    assert list(s.regimes) == ["direct", "train_before_test"]  # the first is the baseline
     assert list(s.categories) == ["LU", "CR", "QA", "PBC", "Math", "Med"]
-    assert s.categories["Math"] == Category("Math", ("mathqa", "gsm8k"))
+    assert s.categories["Math"] == Category("Math", ["mathqa", "gsm8k"])
     assert sum(len(c.benchmarks) for c in s.categories.values()) == 24
-    assert s.perplexity.corpora == ("arxiv_2025", "wiki_2025", "stackexchange_2025")
+    assert s.perplexity.corpora == ["arxiv_2025", "wiki_2025", "stackexchange_2025"]
     assert s.perplexity.higher_is_better is False
-    assert s.perplexity.exclude_model_prefixes == ("google/gemma",)
-    assert s.instruction_tuned_suffixes == ("-Chat", "-Instruct", "-it")
+    assert s.perplexity.exclude_model_prefixes == ["google/gemma"]
+    assert s.instruction_tuned_suffixes == ["-Chat", "-Instruct", "-it"]
     assert s.labels["sst2"] == "SST-2" and all(isinstance(v, str) for v in s.labels.values())
-    assert s.ties == Ties(0.95, "pairwise")
+    assert s.ties == Ties(0.95, TieRule.pairwise) and s.ties.rule == "pairwise"
     assert s.pca.standardize is True and s.pca.n_components == 5
     assert s.pca.case_study == CaseStudy("Qwen", "Qwen/", max_with_baseline=True)
     assert s.kendall_decimals == 3
@@ -56,30 +68,114 @@ def test_the_default_config_gives_typed_settings():
     assert s.tiny_data.out == "data/mini/train-before-test/tiny"
 
 
-def test_settings_are_frozen_and_overrides_reach_them():
+def test_settings_are_frozen_and_overrides_and_the_text_preset_reach_them():
     s = _settings()
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.results_file = "other.json"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.ties.rule = "leader"  # type: ignore[misc]
-    changed = _settings("train_before_test.ties.rule=leader", "train_before_test.pca.standardize=false")
-    assert changed.ties.rule == "leader" and changed.pca.standardize is False
-    text = _settings("analysis_protocol=paper_text", "train_before_test.kendall_decimals=null")
+    changed = _settings(f"{KEY}.ties.rule=leader", f"{KEY}.pca.standardize=false")
+    assert changed.ties.rule == TieRule.leader and changed.pca.standardize is False
+    text = _settings("protocol=paper_text", f"{KEY}.kendall_decimals=null")
     assert text.pca.case_study.max_with_baseline is False and text.kendall_decimals is None
 
 
-def test_the_pipeline_builds_the_settings_once_per_context():
-    assert papers.get(PAPER).settings == Settings.from_config
-    ctx = make_context(compose([f"paper={PAPER}", "train_before_test.heatmap.vmax=0.5"]), PAPER)
+def test_the_pipeline_types_the_section_once_per_context():
+    assert papers.get(PAPER).settings is Settings
+    ctx = make_context(compose([f"paper={PAPER}", f"{KEY}.heatmap.vmax=0.5"]), PAPER)
     assert isinstance(ctx.settings, Settings) and ctx.settings.heatmap.vmax == 0.5
 
 
-def test_bad_entries_are_refused_when_read():
-    with pytest.raises(ValueError, match="ties.rule must be pairwise or leader"):
-        _settings("train_before_test.ties.rule=other")
-    bad = {"source": "s", "models": {"m": {"name": "M", "params_b": 1.0, "tokens_b": 1.0, "flops_1e18": 0.0}}}
-    with pytest.raises(ValueError, match=r"pretraining_compute.models.m.flops_1e18 must be > 0"):
-        pretraining_compute(bad)
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        ([f"{KEY}.ties.rule=strict"], f"{KEY}.ties.rule = 'strict': expected one of pairwise, leader"),
+        ([f"{KEY}.ties.confidence=1.0"], f"{KEY}.ties.confidence = 1.0: expected a number in (0, 1)"),
+        ([f"{KEY}.pca.n_components=0"], f"{KEY}.pca.n_components = 0: expected a positive integer"),
+        ([f"{KEY}.pca.standardize=yes"], f"{KEY}.pca.standardize = 'yes': expected true or false"),
+        ([f"{KEY}.heatmap.vmax=high"], f"{KEY}.heatmap.vmax = 'high': expected a number"),
+        ([f"{KEY}.heatmap.cmap=''"], f"{KEY}.heatmap.cmap = '': expected a non-empty string"),
+        ([f"{KEY}.results_file=''"], f"{KEY}.results_file = '': expected a non-empty string"),
+        ([f"{KEY}.kendall_decimals=-1"], f"{KEY}.kendall_decimals = -1: expected an integer >= 0 (or null)"),
+        (
+            [f"{KEY}.perplexity.higher_is_better=1"],
+            f"{KEY}.perplexity.higher_is_better = 1: expected true or false",
+        ),
+        (
+            [f"{KEY}.regimes.direct.field=''"],
+            f"{KEY}.regimes.direct.field = '': expected a non-empty string",
+        ),
+        (
+            [f"{KEY}.categories.Math.benchmarks=[]"],
+            f"{KEY}.categories.Math.benchmarks = []: expected a non-empty list, each item a non-empty string",
+        ),
+        ([f"~{KEY}.tiny_data.out"], f"{KEY}.tiny_data.out: missing, expected a non-empty string"),
+    ],
+)
+def test_a_bad_or_missing_value_is_one_line_naming_its_key(overrides, line):
+    assert _violations(*overrides) == [line]
+
+
+def test_an_unknown_key_names_the_keys_there_are():
+    (line,) = _violations(f"+{KEY}.ties.rules=leader")
+    assert line.startswith(f"{KEY}.ties.rules: unknown key (did you mean rule?)")
+
+
+def test_every_bad_key_is_listed_at_once():
+    assert _violations(f"{KEY}.ties.rule=strict", f"{KEY}.pca.n_components=0") == [
+        f"{KEY}.ties.rule = 'strict': expected one of pairwise, leader",
+        f"{KEY}.pca.n_components = 0: expected a positive integer",
+    ]
+
+
+def test_the_two_regimes_are_a_relation():
+    assert _violations(f"~{KEY}.regimes.train_before_test") == [
+        f"{KEY}.regimes = ['direct']: expected two regimes"
+    ]
+    extra = "{field: x, stderr_field: x_stderr, label: X}"
+    assert _violations(f"+{KEY}.regimes.third={extra}") == [
+        f"{KEY}.regimes = ['direct', 'train_before_test', 'third']: expected two regimes"
+    ]
+
+
+def test_a_bad_compute_entry_names_the_model_and_the_column():
+    """Table 4's models are keyed by HF id (no override reaches a key with `/`): changed in the composed config."""
+    section = compose([])[KEY]
+    models = section.pretraining_compute.models
+    models["EleutherAI/pythia-12b"].flops_1e18 = 0
+    del models["EleutherAI/pythia-6.9b-deduped"]["tokens_b"]
+    with pytest.raises(ConfigError) as err:
+        load(Settings, section, KEY)
+    where = f"{KEY}.pretraining_compute.models"
+    assert err.value.violations == [
+        f"{where}.EleutherAI/pythia-6.9b-deduped.tokens_b: missing, expected a number > 0",
+        f"{where}.EleutherAI/pythia-12b.flops_1e18 = 0: expected a number > 0",
+    ]
+
+
+def test_pretraining_compute_is_typed_on_its_own():
+    models = {"m": {"name": "M", "params_b": 1.0, "tokens_b": 1.0, "flops_1e18": 0.0}}
+    with pytest.raises(
+        ConfigError, match=r"^invalid config: c\.models\.m\.flops_1e18 = 0\.0: expected a number > 0$"
+    ):
+        load(PretrainingCompute, {"source": "s", "models": models}, "c")
+
+
+def test_own_benchmark_categories_are_typed_with_the_settings(tmp_path):
+    """conf/user/benchmarks.yaml's categories and labels are merged before the section is typed: they pass the
+    schema, and the schema still names a bad merged value."""
+    user = tmp_path / "user"
+    user.mkdir()
+    own = {
+        "categories": {"Code": {"name": "Code", "benchmarks": ["humaneval", "mbpp"]}},
+        "labels": {"mbpp": "MBPP"},
+    }
+    (user / "benchmarks.yaml").write_text(yaml.safe_dump(own))
+    s = _settings(f"user_dir={user}")
+    assert s.categories["Code"] == Category("Code", ["humaneval", "mbpp"])
+    assert list(s.categories)[:6] == ["LU", "CR", "QA", "PBC", "Math", "Med"] and s.labels["mbpp"] == "MBPP"
+    (user / "benchmarks.yaml").write_text(yaml.safe_dump({**own, "labels": {"mbpp": ""}}))
+    assert _violations(f"user_dir={user}") == [f"{KEY}.labels.mbpp = '': expected a non-empty string"]
 
 
 def test_tiny_data_action_writes_what_the_fixture_builder_writes(tmp_path):
@@ -88,7 +184,7 @@ def test_tiny_data_action_writes_what_the_fixture_builder_writes(tmp_path):
     from testtask.train_before_test.runner import tiny
 
     out = tmp_path / "action"
-    paths = run(compose(["action=tiny-data", f"paper={PAPER}", f"train_before_test.tiny_data.out={out}"]))
+    paths = run(compose(["action=tiny-data", f"paper={PAPER}", f"{KEY}.tiny_data.out={out}"]))
     assert paths == {
         "data": out / "data" / "tbt_tiny",
         "corpus": out / "data" / "tiny_corpus",

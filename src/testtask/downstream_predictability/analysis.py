@@ -15,11 +15,17 @@ from typing import Any
 import numpy as np
 
 from testtask.context import Context, InputsUnavailable
-from testtask.downstream_predictability.chain import QUANTITIES, chain, normalised_loglik
+from testtask.downstream_predictability.chain import chain, normalised_loglik
 from testtask.downstream_predictability.correlations import Correlations, per_sample
 from testtask.downstream_predictability.family import Family, load_family, task_files
 from testtask.downstream_predictability.inputs import SamplesError, TaskSamples, read_samples
-from testtask.downstream_predictability.settings import FamilySpec, Settings
+from testtask.downstream_predictability.settings import (
+    ComputeScale,
+    FamilySpec,
+    Normalisation,
+    Quantity,
+    Settings,
+)
 from testtask.downstream_predictability.statistics import summarise, usable
 
 log = logging.getLogger(__name__)
@@ -61,15 +67,17 @@ def _check_alignment(first: TaskSamples, other: TaskSamples, rows_a: np.ndarray,
         raise SamplesError(f"{other.path}: number of choices differs from {first.path} for the same doc_id")
 
 
-def _lm_eval_check(samples: TaskSamples, rows: np.ndarray, values: dict[str, np.ndarray], norm: str) -> dict:
+def _lm_eval_check(
+    samples: TaskSamples, rows: np.ndarray, values: dict[str, np.ndarray], norm: Normalisation
+) -> dict:
     """How our accuracy and Brier score agree with the per-document metrics lm-eval logged."""
     out: dict[str, Any] = {}
-    acc_key = {"none": "acc", "chars": "acc_norm"}.get(norm)
+    acc_key = {Normalisation.none: "acc", Normalisation.chars: "acc_norm"}.get(norm)
     if acc_key and acc_key in samples.logged:
         logged = samples.logged[acc_key][rows]
         ok = ~np.isnan(logged)
         out[acc_key] = {"n": int(ok.sum()), "n_agree": int(np.sum(logged[ok] == values["accuracy"][ok]))}
-    if norm == "none" and "brier_score" in samples.logged:
+    if norm == Normalisation.none and "brier_score" in samples.logged:
         logged = samples.logged["brier_score"][rows]
         ok = ~np.isnan(logged)
         diff = np.abs(logged[ok] - values["brier"][ok])
@@ -109,7 +117,7 @@ def task_data(family: Family, task: str, files: list, settings: Settings) -> Tas
         task=task,
         compute=np.array([m.compute for m in family.members]),
         doc_ids=common,
-        quantities={q: values[q] for q in QUANTITIES},
+        quantities={q.value: values[q] for q in Quantity},
         log_incorrect_sum=values["log_p_vocab_incorrect_sum"],
         log_incorrect_each=values["log_p_vocab_incorrect_each"],
         n_docs_dropped=int(dropped),
@@ -139,11 +147,11 @@ class CorrelationResult:
     summary: dict[str, Any]
 
 
-def scale_compute(compute: np.ndarray, scale: str) -> np.ndarray:
-    """Compute as correlated: log10 FLOPs (default) or FLOPs; only Pearson depends on it."""
-    if scale == "log10":
+def scale_compute(compute: np.ndarray, scale: ComputeScale) -> np.ndarray:
+    """Compute as correlated: log10 FLOPs or FLOPs; only Pearson depends on it."""
+    if scale == ComputeScale.log10:
         return np.log10(compute)
-    if scale == "linear":
+    if scale == ComputeScale.linear:
         return np.asarray(compute, dtype=float)
     raise ValueError(f"compute_scale must be log10 or linear, got {scale!r}")
 
@@ -157,10 +165,10 @@ def correlation_results(data: TaskData, settings: Settings) -> list[CorrelationR
     negate = set(settings.negate)
     policy = settings.undefined
     out = []
-    for quantity in QUANTITIES:
+    for quantity in Quantity:
         y = -data.quantities[quantity] if quantity in negate else data.quantities[quantity]
         for method in settings.methods:
-            corr = per_sample(x, y, str(method))
+            corr = per_sample(x, y, method)
             values = usable(corr, policy)
             summary = summarise(values) | {
                 "n_samples": int(corr.values.size),
@@ -170,7 +178,7 @@ def correlation_results(data: TaskData, settings: Settings) -> list[CorrelationR
                 "n_undefined_non_finite": int(corr.non_finite.sum()),
             }
             out.append(
-                CorrelationResult(data.family, data.task, quantity, str(method), corr, values, summary)
+                CorrelationResult(data.family, data.task, quantity.value, method.value, corr, values, summary)
             )
     return out
 
@@ -234,11 +242,11 @@ def analyse(ctx: Context) -> Analysis:
 
 def _analyse(ctx: Context, settings: Settings) -> Analysis:
     specs: dict[str, FamilySpec] = settings.families
-    used = list(settings.families_used or specs)  # Settings checked that every name is a family
+    used = list(settings.families_used or specs)  # the schema checked that every name is a family
     families, skipped, warnings = [], {}, []
     for name in used:
         try:
-            family = load_family(specs[name], ctx.paper_root)
+            family = load_family(name, specs[name], ctx.paper_root)
         except InputsUnavailable as err:
             skipped[name] = str(err)
             log.warning("family %s skipped: %s", name, err)

@@ -20,8 +20,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from testtask.downstream_predictability.inputs import TaskSamples
+from testtask.downstream_predictability.settings import Normalisation
 
-QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")
 LABELS = {
     "log_p_vocab": "log p_vocab(correct)",
     "p_vocab": "p_vocab(correct)",
@@ -29,18 +29,17 @@ LABELS = {
     "brier": "Brier score",
     "accuracy": "accuracy",
 }
-NORMALISATIONS = ("none", "chars", "bytes")
 
 
-def normalised_loglik(samples: TaskSamples, normalisation: str) -> np.ndarray:
+def normalised_loglik(samples: TaskSamples, normalisation: Normalisation) -> np.ndarray:
     """The loglikelihoods the chain starts from: as logged (`none`), or per character / per UTF-8 byte."""
-    if normalisation == "none":
+    if normalisation == Normalisation.none:
         return samples.loglik
-    if normalisation == "chars":
+    if normalisation == Normalisation.chars:
         return samples.loglik / samples.chars
-    if normalisation == "bytes":
+    if normalisation == Normalisation.bytes:
         return samples.loglik / samples.bytes
-    raise ValueError(f"normalisation must be one of {NORMALISATIONS}, got {normalisation!r}")
+    raise ValueError(f"normalisation must be one of {', '.join(Normalisation)}, got {normalisation!r}")
 
 
 def chain(loglik: np.ndarray, target: np.ndarray) -> dict[str, np.ndarray]:

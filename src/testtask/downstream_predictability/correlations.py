@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-METHODS = ("pearson", "spearman", "kendall")
+from testtask.downstream_predictability.settings import CorrelationMethod
 
 
 @dataclass(frozen=True)
@@ -57,25 +57,25 @@ def _flat(values: np.ndarray) -> np.ndarray:
     return np.all(np.isclose(values, values[:1], rtol=FLAT_RTOL, atol=0.0), axis=0)
 
 
-def _columns(x: np.ndarray, y: np.ndarray, method: str) -> Correlations:
+def _columns(x: np.ndarray, y: np.ndarray, method: CorrelationMethod) -> Correlations:
     """Column-wise correlation of x and y (K, n); a column where either is constant or not finite is undefined."""
     non_finite = ~(np.all(np.isfinite(y), axis=0) & np.all(np.isfinite(x), axis=0))
     constant = ~non_finite & (_flat(y) | _flat(x))
     y = np.where(np.isfinite(y), y, 0.0)
     x = np.where(np.isfinite(x), x, 0.0)
-    if method == "pearson":
+    if method == CorrelationMethod.pearson:
         r = _pearson_columns(x, y)
-    elif method == "spearman":
+    elif method == CorrelationMethod.spearman:
         r = _pearson_columns(rankdata(x, axis=0), rankdata(y, axis=0))
-    elif method == "kendall":
+    elif method == CorrelationMethod.kendall:
         r = _kendall_columns(x, y)
     else:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ValueError(f"method must be one of {', '.join(CorrelationMethod)}, got {method!r}")
     r = np.where(constant | non_finite, np.nan, r)
     return Correlations(values=r, constant=constant, non_finite=non_finite)
 
 
-def per_sample(compute: np.ndarray, scores: np.ndarray, method: str) -> Correlations:
+def per_sample(compute: np.ndarray, scores: np.ndarray, method: CorrelationMethod) -> Correlations:
     """Correlation of `compute` (K members) with `scores` (K, n documents) for each document."""
     x = np.asarray(compute, dtype=float)
     y = np.asarray(scores, dtype=float)
@@ -88,7 +88,7 @@ def per_sample(compute: np.ndarray, scores: np.ndarray, method: str) -> Correlat
     return _columns(np.repeat(x[:, None], y.shape[1], axis=1), y, method)
 
 
-def paired(x: np.ndarray, y: np.ndarray, method: str) -> Correlations:
+def paired(x: np.ndarray, y: np.ndarray, method: CorrelationMethod) -> Correlations:
     """Per-document correlation over members of two scores, both (K, n): e.g. how the mass on the correct
     choice and the mass on the incorrect ones move together as compute grows."""
     x = np.asarray(x, dtype=float)

@@ -28,7 +28,7 @@ from testtask.downstream_predictability.figure_common import (
     missing_notes,
     step_ccdf,
 )
-from testtask.downstream_predictability.settings import Settings
+from testtask.downstream_predictability.settings import Comparison, Settings
 from testtask.downstream_predictability.statistics import STATISTIC_LABELS, STATISTICS, ccdf
 from testtask.outputs import save_figure
 
@@ -136,17 +136,17 @@ def figure_3(ctx: Context) -> dict[str, Any]:
     return numbers
 
 
-def _compare(x: float, op: str, y: float, tolerance: float) -> bool:
+def _compare(x: float, op: Comparison, y: float, tolerance: float) -> bool:
     """`x op y` where values within `tolerance` count as equal (a correlation of 1 computed two ways may differ
     in the last digits): `>=` holds for them, `>` does not."""
-    if op == ">=":
+    if op == Comparison.at_least:
         return x >= y - tolerance
-    if op == ">":
+    if op == Comparison.above:
         return x > y + tolerance
     raise ValueError(f"ordering operator must be > or >=, got {op!r}")
 
 
-def ordering_checks(table: list[dict[str, Any]], ordering: list, tolerance: float = 1e-9) -> dict[str, Any]:
+def ordering_checks(table: list[dict[str, Any]], ordering: list, tolerance: float) -> dict[str, Any]:
     """For each consecutive pair of the paper's ordering, in how many (family, task, method, statistic) it holds."""
     index = {(r["family"], r["task"], r["method"], r["quantity"]): r for r in table}
     keys = sorted({(r["family"], r["task"], r["method"]) for r in table})

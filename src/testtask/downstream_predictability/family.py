@@ -1,6 +1,6 @@
 """A model family: its members (one folder of lm-eval samples each) and each member's training compute.
 
-A family comes from config (`downstream_predictability.families.<name>`, read as a `settings.FamilySpec`): the
+A family comes from config (`downstream_predictability.families.<name>`, typed as a `settings.FamilySpec`): the
 paper root its samples live under (`ctx.paper_root(paper)`), and either an explicit list of members (`name`,
 `samples` folder relative to that root, `compute` in FLOPs) or `members: discover`, which takes every stage folder below `samples_dir` that holds
 `<model>-<benchmark>/<task>.jsonl` files, the layout of the training-on-the-test-task runner:
@@ -26,7 +26,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from testtask.context import InputsUnavailable
-from testtask.downstream_predictability.settings import Compute, FamilySpec, Finetuning
+from testtask.downstream_predictability.settings import Compute, FamilySpec, Finetuning, Members
 from testtask.paths import resolve
 
 log = logging.getLogger(__name__)
@@ -136,6 +136,8 @@ def stage_compute(stage: str, model: str, compute: Compute) -> dict[str, Any]:
     detail: dict[str, Any] = {"pretraining_flops": pre_flops, "pretraining_source": pre.source}
     if stage == "base":
         return {**detail, "flops": pre_flops, "finetuning_flops": 0.0, "finetuning_steps": 0}
+    if finetuning is None:
+        raise ValueError(f"stage {stage}: the family's compute has no finetuning section")
     settings = _runner_settings(finetuning)
     steps, steps_source, record = _finetune_steps(stage, model, finetuning, settings)
     field_name = finetuning.tokens_field
@@ -161,18 +163,15 @@ def stage_compute(stage: str, model: str, compute: Compute) -> dict[str, Any]:
     }
 
 
-def load_family(spec: FamilySpec, paper_root: Callable[[str], Path]) -> Family:
-    """Members of the family `spec`, or InputsUnavailable when its samples are not present."""
-    name = spec.name
+def load_family(name: str, spec: FamilySpec, paper_root: Callable[[str], Path]) -> Family:
+    """Members of the family `name` (its entry `spec`), or InputsUnavailable when its samples are not present."""
     root = paper_root(spec.paper) / spec.samples_dir
     if not root.is_dir():
         raise InputsUnavailable(f"family {name}: {root} does not exist")
     model = spec.model
     notes: list[str] = []
     members: list[Member] = []
-    if spec.members is None:  # discover
-        if spec.compute is None:
-            raise ValueError(f"family {name}: members: discover needs `compute`")
+    if spec.members == Members.discover:  # the schema checked that such a family has `compute`
         for stage in discover_stages(root, model):
             try:
                 detail = stage_compute(stage, model, spec.compute)

@@ -27,6 +27,7 @@ from testtask.downstream_predictability.figure_common import (
     member_styles,
     missing_notes,
 )
+from testtask.downstream_predictability.settings import Incorrect
 from testtask.downstream_predictability.statistics import summarise
 from testtask.outputs import save_figure
 
@@ -123,7 +124,7 @@ def figure_6(ctx: Context) -> dict[str, Any]:
     fig6 = ctx.settings.figure_6
     analysis = analyse(ctx)
     tasks = chosen_tasks(analysis, list(fig6.tasks))
-    mode = fig6.incorrect  # sum | each (checked by Settings)
+    mode = fig6.incorrect
     method = ctx.settings.focus.method
     styles = member_styles(analysis)
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.3 * len(tasks), 4.8), squeeze=False)
@@ -133,7 +134,7 @@ def figure_6(ctx: Context) -> dict[str, Any]:
         xs, ys, co_moves, incorrect_trend = [], [], [], []
         for fi, data in _pooled(analysis, task):
             correct = data.quantities["log_p_vocab"] / ln10  # (K, n) log10 p_vocab(correct)
-            if mode == "sum":
+            if mode == Incorrect.sum:
                 incorrect = data.log_incorrect_sum / ln10
                 x = correct
             else:
@@ -185,7 +186,9 @@ def figure_6(ctx: Context) -> dict[str, Any]:
             }
         )
         ax.set_xlabel("log10 p_vocab(correct)")
-        ax.set_ylabel("log10 p_vocab(incorrect" + (" choices, summed)" if mode == "sum" else " choice)"))
+        ax.set_ylabel(
+            "log10 p_vocab(incorrect" + (" choices, summed)" if mode == Incorrect.sum else " choice)")
+        )
         ax.set_title(task, fontsize=10)
         ax.grid(alpha=0.3, lw=0.5)
     fig.legend(loc="lower center", ncol=4, frameon=False, fontsize=8, markerscale=2)

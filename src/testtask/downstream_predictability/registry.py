@@ -14,7 +14,6 @@ from testtask.downstream_predictability import mechanism_figures as mech
 from testtask.downstream_predictability import report
 from testtask.downstream_predictability.settings import Settings
 from testtask.papers import Paper
-from testtask.schema import legacy
 
 Builder = Callable[[Context], dict]
 
@@ -33,6 +32,6 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=legacy(Settings.from_config),  # until its settings are a schema
+    settings=Settings,
     report=report.FUNCTIONS,
 )

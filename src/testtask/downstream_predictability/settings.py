@@ -1,169 +1,213 @@
-"""The analysis settings of downstream-predictability, read once from the `downstream_predictability` config
-section (conf/downstream_predictability/analysis.yaml and its `families` group, where every default is;
-`PAPER.settings` builds them for the pipeline).
+"""The analysis settings of downstream-predictability: the schema of the `downstream_predictability` config section.
 
-A family entry (conf/downstream_predictability/families/*.yaml, or one added on the command line as the simulated
-families are) is typed too: `FamilySpec.from_config` names the entry and the key it cannot read. Its optional keys
-(`label`, `samples_dir`, `members`, and below `compute.finetuning`) have their defaults there, since a new entry
-has no YAML of its own to hold them.
+Each key is declared here once, with its type and allowed values; its value is in
+conf/downstream_predictability/analysis.yaml and its `families` group (conf/downstream_predictability/families/).
+A family added on the command line (as the simulated ones are, `simulate.family_overrides`) gives every key of
+`FamilySpec` too: the schema names any it lacks. The pipeline reads the section once (`testtask.schema.load`) and
+builders read `ctx.settings.<field>`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
-from testtask.downstream_predictability.correlations import METHODS
+from testtask.schema import (
+    AnyText,
+    Choice,
+    Name,
+    NonNegativeInt,
+    NonNegativeNumber,
+    PositiveInt,
+    PositiveNumber,
+    Problem,
+    Text,
+    all_of,
+    non_empty,
+    one_of,
+    require,
+    section,
+)
 
-DISCOVER = "discover"
+
+class Quantity(Choice):
+    """The scores of the chain (chain.chain), in its order: each one a step further from the loglikelihoods."""
+
+    log_p_vocab = "log_p_vocab"
+    p_vocab = "p_vocab"
+    p_choices = "p_choices"
+    brier = "brier"
+    accuracy = "accuracy"
 
 
-@dataclass(frozen=True)
+class Normalisation(Choice):
+    """The loglikelihoods the chain starts from: as logged, per character (lm-eval's acc_norm) or per UTF-8 byte."""
+
+    none = "none"
+    chars = "chars"
+    bytes = "bytes"
+
+
+class CorrelationMethod(Choice):
+    pearson = "pearson"
+    spearman = "spearman"
+    kendall = "kendall"
+
+
+class ComputeScale(Choice):
+    """Compute as Pearson correlates it: log10 FLOPs or FLOPs (ranks ignore it)."""
+
+    log10 = "log10"
+    linear = "linear"
+
+
+class Undefined(Choice):
+    """A sample whose score is the same for every member: dropped from the distribution or counted as 0."""
+
+    drop = "drop"
+    zero = "zero"
+
+
+class Incorrect(Choice):
+    """Figure 6: the vocabulary mass on the incorrect choices summed, or one point per incorrect choice."""
+
+    sum = "sum"
+    each = "each"
+
+
+class Comparison(Choice):
+    """An ordering step of Figure 4: the left quantity's statistic above (`>`) or at least (`>=`) the right's."""
+
+    above = ">"
+    at_least = ">="
+
+
+class Members(Choice):
+    """`discover`: every stage folder below the family's samples_dir is a member (compute from `compute`)."""
+
+    discover = "discover"
+
+
+@section
 class Pretraining:
-    parameters: float  # N
-    tokens: float  # D: compute 6·N·D
-    source: str | None  # where N and D come from
+    parameters: PositiveNumber  # N
+    tokens: PositiveNumber  # D: compute 6·N·D
+    source: AnyText | None  # where N and D come from
 
 
-@dataclass(frozen=True)
+@section
 class Finetuning:
-    parameters: float  # N of fine-tuning (LoRA still runs forward and backward through all weights)
-    runner_config: str | None  # the runner's experiment config: batch_size, max_length, checkpoints_dir
-    batch_size: int | None  # explicit values win over the runner config's
-    max_length: int | None
-    checkpoints_dir: str | None
-    tokens_field: str  # field of the runner's finished.json with the tokens seen, if it has one
-    recorded_steps: dict[str, int]  # stage -> optimizer steps, when the runner's record is absent
+    parameters: PositiveNumber  # N of fine-tuning (LoRA still runs forward and backward through all weights)
+    runner_config: Name | None  # the runner's experiment config: batch_size, max_length, checkpoints_dir
+    batch_size: PositiveInt | None  # explicit values win over the runner config's
+    max_length: PositiveInt | None
+    checkpoints_dir: Name | None
+    tokens_field: Name  # field of the runner's finished.json with the tokens seen, if it has one
+    recorded_steps: dict[str, NonNegativeInt]  # stage -> optimizer steps, when the runner's record is absent
 
 
-@dataclass(frozen=True)
+@section
 class Compute:
     pretraining: Pretraining
-    finetuning: Finetuning  # all unset (but `parameters`) when the config has none: only `base` can be costed
+    finetuning: Finetuning | None  # None: only the `base` stage can be costed
 
 
-@dataclass(frozen=True)
+@section
 class MemberSpec:
-    name: str
-    samples: str  # folder below the family's samples_dir
-    compute: float  # FLOPs
+    name: Name
+    samples: Name  # folder below the family's samples_dir
+    compute: PositiveNumber  # FLOPs
 
 
-@dataclass(frozen=True)
+MemberList = Annotated[
+    Members | non_empty(MemberSpec), Text("discover or a non-empty list of {name, samples, compute}")
+]
+
+
+@section
 class FamilySpec:
-    name: str
-    label: str
-    paper: str  # whose results root holds the samples (Context.paper_root)
-    samples_dir: str  # folder below that root
-    model: str  # model name prefix of the <model>-<benchmark> folders
-    members: tuple[MemberSpec, ...] | None  # None: discover every stage folder (compute from `compute`)
+    """One family of `families`: where its samples are and what each member cost."""
+
+    label: Name  # shown in figures
+    paper: Name  # whose results root holds the samples (Context.paper_root)
+    samples_dir: Name  # folder below that root
+    model: Name  # model name prefix of the <model>-<benchmark> folders
+    members: MemberList
     compute: Compute | None  # needed to discover members
 
-    @classmethod
-    def from_config(cls, name: str, spec: Mapping[str, Any]) -> FamilySpec:
-        where = f"downstream_predictability.families.{name}"
-        try:
-            members = spec.get("members", DISCOVER)
-            compute = spec.get("compute")
-            return cls(
-                name=str(name),
-                label=str(spec.get("label", name)),
-                paper=str(spec["paper"]),
-                samples_dir=str(spec.get("samples_dir", "samples")),
-                model=str(spec["model"]),
-                members=None
-                if members == DISCOVER
-                else tuple(
-                    MemberSpec(str(m["name"]), str(m["samples"]), float(m["compute"])) for m in members
-                ),
-                compute=None if compute is None else _compute(compute),
-            )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {type(err).__name__}: {err}") from err
+    def __post_init__(self) -> None:
+        discovered = self.members == Members.discover
+        require(
+            Problem("compute", None, "a compute section with members: discover")
+            if discovered and self.compute is None
+            else None
+        )
 
 
-def _optional(value: Any, kind: type) -> Any:
-    return None if value is None else kind(value)
-
-
-def _compute(spec: Mapping[str, Any]) -> Compute:
-    pre = spec["pretraining"]
-    pretraining = Pretraining(
-        float(pre["parameters"]), float(pre["tokens"]), _optional(pre.get("source"), str)
-    )
-    ft = spec.get("finetuning") or {}
-    finetuning = Finetuning(
-        parameters=float(ft.get("parameters", pretraining.parameters)),
-        runner_config=_optional(ft.get("runner_config"), str),
-        batch_size=_optional(ft.get("batch_size"), int),
-        max_length=_optional(ft.get("max_length"), int),
-        checkpoints_dir=_optional(ft.get("checkpoints_dir"), str),
-        tokens_field=str(ft.get("tokens_field", "tokens_seen")),
-        recorded_steps={str(k): int(v) for k, v in (ft.get("recorded_steps") or {}).items()},
-    )
-    return Compute(pretraining, finetuning)
-
-
-@dataclass(frozen=True)
+@section
 class Focus:
-    task: str | None  # Figures 2 and 3 (a family without it: its first task, alphabetically)
-    method: str  # correlation method shown in Figures 2, 3 and 6
+    task: Name | None  # Figures 2 and 3 (null or a family without it: its first task, alphabetically)
+    method: CorrelationMethod  # correlation method shown in Figures 2, 3 and 6
 
 
-@dataclass(frozen=True)
+@section
 class Schematic:
-    label: str
-    a: float  # Beta(a, b) stretched onto [-1, 1]
-    b: float
+    label: Name
+    a: PositiveNumber  # Beta(a, b) stretched onto [-1, 1]
+    b: PositiveNumber
 
 
-@dataclass(frozen=True)
+@section
 class Figure2:
-    quantity: str
-    bins: int
-    schematic: tuple[Schematic, ...]
+    quantity: Quantity
+    bins: PositiveInt
+    schematic: list[Schematic]
 
 
-@dataclass(frozen=True)
+@section
 class Figure3:
-    quantities: tuple[str, ...]  # panels A-D
+    quantities: non_empty(Quantity)  # panels A-D
 
 
-@dataclass(frozen=True)
+# (left, > or >=, right): one step of the paper's ordering of the quantities
+OrderingStep = Annotated[
+    tuple[Quantity, Comparison, Quantity], Text("a [quantity, > or >=, quantity] triple")
+]
+
+
+@section
 class Figure4:
-    quantities: tuple[str, ...]
-    ordering: tuple[
-        tuple[str, str, str], ...
-    ]  # (left, > or >=, right): the paper's ordering of the quantities
-    tolerance: float  # statistics this close count as equal
+    quantities: non_empty(Quantity)
+    ordering: list[OrderingStep]
+    tolerance: NonNegativeNumber  # statistics this close count as equal
 
 
-@dataclass(frozen=True)
+@section
 class Figure5:
-    tasks: tuple[str, ...]
-    bins: int
+    tasks: list[Name]
+    bins: PositiveInt
 
 
-@dataclass(frozen=True)
+@section
 class Figure6:
-    tasks: tuple[str, ...]
-    incorrect: str  # sum | each
-    bins: int
+    tasks: list[Name]
+    incorrect: Incorrect
+    bins: PositiveInt
 
 
-@dataclass(frozen=True)
+@section
 class Settings:
+    """The `downstream_predictability` section of the analysis config."""
+
     families: dict[str, FamilySpec]  # every configured family, by name
-    families_used: tuple[str, ...] | None  # None: every family whose samples exist
-    tasks: tuple[str, ...]  # restrict to these tasks; empty: every task all members logged
-    target_delimiter: str  # stripped from a continuation to get the choice's text
-    normalisation: str  # none | chars | bytes
-    compute_scale: str  # log10 | linear (Pearson only)
-    negate: tuple[str, ...]  # quantities where lower is better, negated before correlating
-    undefined: str  # drop | zero
-    methods: tuple[str, ...]  # correlation methods computed (an empty list in the config: all)
-    grid_points: int  # points of the complementary CDFs in the JSON
+    families_used: list[Name] | None  # null or empty: every family whose samples exist
+    tasks: list[Name]  # restrict to these tasks; empty: every task all members logged
+    target_delimiter: AnyText  # stripped from a continuation to get the choice's text
+    normalisation: Normalisation
+    compute_scale: ComputeScale  # Pearson only
+    negate: list[Quantity]  # quantities where lower is better, negated before correlating
+    undefined: Undefined
+    methods: non_empty(CorrelationMethod)  # correlation methods computed
+    grid_points: PositiveInt  # points of the complementary CDFs in the JSON
     focus: Focus
     figure_2: Figure2
     figure_3: Figure3
@@ -172,54 +216,7 @@ class Settings:
     figure_6: Figure6
 
     def __post_init__(self) -> None:
-        if self.figure_6.incorrect not in ("sum", "each"):
-            raise ValueError(
-                f"downstream_predictability.figure_6.incorrect must be sum or each, got {self.figure_6.incorrect!r}"
-            )
-        unknown = sorted(set(self.families_used or ()) - set(self.families))
-        if unknown:
-            raise ValueError(
-                f"families_used names unknown families {unknown}; known: {sorted(self.families)}"
-            )
-
-    @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> Settings:
-        """Settings of the `downstream_predictability` section; ValueError naming a bad entry."""
-        used = section["families_used"]
-        focus, fig2, fig3, fig4 = (
-            section["focus"],
-            section["figure_2"],
-            section["figure_3"],
-            section["figure_4"],
-        )
-        fig5, fig6 = section["figure_5"], section["figure_6"]
-        return cls(
-            families={
-                str(k): FamilySpec.from_config(str(k), v) for k, v in (section["families"] or {}).items()
-            },
-            families_used=None if not used else tuple(str(f) for f in used),
-            tasks=tuple(str(t) for t in section["tasks"] or ()),
-            target_delimiter=str(section["target_delimiter"]),
-            normalisation=str(section["normalisation"]),
-            compute_scale=str(section["compute_scale"]),
-            negate=tuple(str(q) for q in section["negate"] or ()),
-            undefined=str(section["undefined"]),
-            methods=tuple(str(m) for m in section["methods"] or ()) or METHODS,
-            grid_points=int(section["grid_points"]),
-            focus=Focus(_optional(focus["task"], str), str(focus["method"])),
-            figure_2=Figure2(
-                quantity=str(fig2["quantity"]),
-                bins=int(fig2["bins"]),
-                schematic=tuple(
-                    Schematic(str(s["label"]), float(s["a"]), float(s["b"])) for s in fig2["schematic"]
-                ),
-            ),
-            figure_3=Figure3(tuple(str(q) for q in fig3["quantities"])),
-            figure_4=Figure4(
-                quantities=tuple(str(q) for q in fig4["quantities"]),
-                ordering=tuple((str(a), str(op), str(b)) for a, op, b in fig4["ordering"]),
-                tolerance=float(fig4["tolerance"]),
-            ),
-            figure_5=Figure5(tuple(str(t) for t in fig5["tasks"]), int(fig5["bins"])),
-            figure_6=Figure6(tuple(str(t) for t in fig6["tasks"]), str(fig6["incorrect"]), int(fig6["bins"])),
+        require(
+            all_of("families_used", self.families_used or [], self.families, "keys of {families}"),
+            one_of("focus.method", self.focus.method, self.methods, "one of the computed {methods}"),
         )

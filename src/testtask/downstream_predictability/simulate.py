@@ -16,7 +16,7 @@ accuracy, a threshold of it, weaker still — the paper's central claim, by cons
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from testtask.io import atomic_write_text
 @dataclass(frozen=True)
 class SimulatedFamily:
     name: str
-    spec: dict[str, Any]  # a `downstream_predictability.families` entry
+    spec: dict[str, Any]  # a `downstream_predictability.families` entry (every key of settings.FamilySpec)
     compute: np.ndarray  # (K,) FLOPs
     slopes: dict[str, np.ndarray]  # task -> (n,) b_d
     loglik: dict[str, np.ndarray]  # task -> (K, n, C)
@@ -112,6 +112,7 @@ def simulate_family(
         "samples_dir": samples_dir,
         "model": model,
         "members": members,
+        "compute": None,  # the members are listed with their compute
     }
     return SimulatedFamily(name, spec, compute, slopes, logliks, targets)
 
@@ -143,24 +144,28 @@ def family_overrides(family: SimulatedFamily, task: str | None = None) -> list[s
     ]
 
 
-def build_simulated(
-    workdir: Path, figures_dir: Path, figures: Sequence[int] = (2, 3, 4, 5, 6), **simulation: Any
-) -> tuple[SimulatedFamily, list[dict[str, Any]]]:
-    """Write a simulated family into a results tree under `workdir` and build `figures` from it through the
-    CLI (source=results), into `figures_dir`. Returns the family and the CLI's list of what it built."""
-    from testtask.pipeline import build, compose
+# (the overrides of a `testtask` config, figure numbers) -> what was built: the pipeline's build of those figures
+BuildFigures = Callable[[list[str], list[int]], list[dict[str, Any]]]
 
+
+def build_simulated(
+    workdir: Path,
+    figures_dir: Path,
+    build: BuildFigures,
+    figures: Sequence[int] = (2, 3, 4, 5, 6),
+    **simulation: Any,
+) -> tuple[SimulatedFamily, list[dict[str, Any]]]:
+    """Write a simulated family into a results tree under `workdir` and build `figures` from it (source=results)
+    into `figures_dir` with `build`, e.g. `lambda overrides, numbers: pipeline.build(pipeline.compose(overrides),
+    "figure", numbers)` (this package does not import the pipeline). Returns the family and what was built."""
     paper, run = "downstream-predictability", "simulated"
     family = simulate_family(Path(workdir) / "results" / paper / run, paper, **simulation)
-    cfg = compose(
-        [
-            f"paper={paper}",
-            "source=results",
-            f"results_dir={Path(workdir) / 'results'}",
-            f"results_run={run}",
-            f"figures_dir={figures_dir}",
-            *family_overrides(family),
-        ]
-    )
-    built = [item for number in figures for item in build(cfg, "figure", [number])]
-    return family, built
+    overrides = [
+        f"paper={paper}",
+        "source=results",
+        f"results_dir={Path(workdir) / 'results'}",
+        f"results_run={run}",
+        f"figures_dir={figures_dir}",
+        *family_overrides(family),
+    ]
+    return family, build(overrides, list(figures))

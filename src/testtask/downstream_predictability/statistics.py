@@ -18,8 +18,8 @@ import numpy as np
 from scipy.stats import wasserstein_distance
 
 from testtask.downstream_predictability.correlations import Correlations
+from testtask.downstream_predictability.settings import Undefined
 
-UNDEFINED_POLICIES = ("drop", "zero")
 STATISTICS = ("mean", "median", "auc_ccdf", "neg_wasserstein")
 STATISTIC_LABELS = {
     "mean": "mean",
@@ -29,13 +29,13 @@ STATISTIC_LABELS = {
 }
 
 
-def usable(correlations: Correlations, policy: str) -> np.ndarray:
+def usable(correlations: Correlations, policy: Undefined) -> np.ndarray:
     """The correlations a distribution is made of: undefined ones dropped, or counted as 0 (uncorrelated)."""
-    if policy == "drop":
+    if policy == Undefined.drop:
         return correlations.values[correlations.defined]
-    if policy == "zero":
+    if policy == Undefined.zero:
         return np.where(correlations.defined, correlations.values, 0.0)
-    raise ValueError(f"undefined policy must be one of {UNDEFINED_POLICIES}, got {policy!r}")
+    raise ValueError(f"undefined policy must be one of {', '.join(Undefined)}, got {policy!r}")
 
 
 def ccdf(values: np.ndarray, grid: np.ndarray) -> np.ndarray:

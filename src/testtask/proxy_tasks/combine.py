@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from testtask.proxy_tasks.settings import IfNone
+
 
 def sigmoid(x: np.ndarray | pd.Series | float, k: float) -> np.ndarray | pd.Series | float:
     """f(x) = 1 / (1 + exp(-k x))."""
@@ -31,7 +33,7 @@ def weights_arrays(
     eps_r: float,
     k: float,
     max_proxies: int | None,
-    if_none: str = "best_single",
+    if_none: IfNone,
 ) -> tuple[np.ndarray, np.ndarray, bool, list[str]]:
     """Indices of the kept candidates (highest S first), their weights W, whether the fallback was used, and
     why each candidate was dropped ('' when kept)."""
@@ -54,7 +56,7 @@ def weights_arrays(
             reasons[i] = f"outside the {max_proxies} highest scores"
         ranked = ranked[:max_proxies]
     if len(ranked) == 0 or score[ranked].sum() <= 0:
-        if if_none != "best_single":
+        if if_none != IfNone.best_single:
             raise ValueError("no candidate task passed the relevance and robustness thresholds")
         best = int(np.argmax(np.where(np.isnan(rel), -np.inf, rel)))
         return np.array([best]), np.array([1.0]), True, reasons
@@ -85,8 +87,8 @@ def select_proxies(
     eps_r: float,
     k: float,
     max_proxies: int | None,
+    if_none: IfNone,
     consistent: pd.Series | None = None,
-    if_none: str = "best_single",
 ) -> Selection:
     """Filter by thresholds (and by sampling consistency when given), weight by S_i = C_i f(R_i).
 

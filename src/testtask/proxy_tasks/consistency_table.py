@@ -18,7 +18,7 @@ from testtask.proxy_tasks.normalise import Normaliser
 
 
 def table_3(ctx: Context) -> dict:
-    out = analysis(ctx).outputs.table_3
+    out = analysis(ctx).table_3
     target = out.target
     repeats = out.repeats
     rows, details = [], []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-METRICS = ("pearson", "spearman", "kendall")
+from testtask.proxy_tasks.settings import Metric
 
 
 def _pearson(y: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -51,13 +51,13 @@ def correlate_batch(target: np.ndarray, candidates: np.ndarray, metric: str) -> 
         )
     if np.isnan(y).any() or np.isnan(x).any():
         raise ValueError("correlate: scores contain NaN (drop incomplete models first)")
-    if metric == "pearson":
+    if metric == Metric.pearson:
         return _pearson(y, x)
-    if metric == "spearman":
+    if metric == Metric.spearman:
         return _pearson(average_ranks(y, axis=1), average_ranks(x, axis=1))
-    if metric == "kendall":
+    if metric == Metric.kendall:
         return _kendall_b(y, x)
-    raise ValueError(f"unknown correlation metric {metric!r}; choose one of {', '.join(METRICS)}")
+    raise ValueError(f"unknown correlation metric {metric!r}; choose one of {', '.join(Metric)}")
 
 
 def correlate(target: np.ndarray, candidates: np.ndarray, metric: str) -> np.ndarray:

@@ -14,7 +14,7 @@ from testtask.context import Context
 from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
-from testtask.proxy_tasks.settings import Method, Settings
+from testtask.proxy_tasks.settings import Method, RobustnessMode, Settings
 
 
 def plain(cfg: Any) -> Any:
@@ -34,7 +34,7 @@ def settings_of(ctx: Context) -> Method:
 
 def labels(ctx: Context) -> dict[str, str]:
     """robustness.ensemble_labels as a plain dict (it goes to worker processes)."""
-    return dict(analysis(ctx).ensembles.labels)
+    return dict(analysis(ctx).robustness.ensemble_labels)
 
 
 def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
@@ -45,10 +45,10 @@ def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
 
 def ensembles_for(ctx: Context, settings: Method) -> pd.DataFrame | None:
     """The ensemble score table when robustness.mode=ensembles (robustness.ensembles_file), else None."""
-    if settings.robustness != "ensembles":
+    if settings.robustness != RobustnessMode.ensembles:
         return None
-    path = analysis(ctx).ensembles.file
-    if not path:
+    path = analysis(ctx).robustness.ensembles_file
+    if not path:  # a matrix's own robustness: ensembles, with no file (the schema checks robustness.mode's)
         raise ValueError("proxy_tasks.robustness.mode=ensembles needs proxy_tasks.robustness.ensembles_file")
     return read_ensembles(resolve(path), labels(ctx))
 

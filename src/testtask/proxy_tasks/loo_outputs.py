@@ -21,7 +21,7 @@ from testtask.proxy_tasks.matrices import ScoreMatrix, dropped_notes
 from testtask.proxy_tasks.predict import leave_one_model_out
 from testtask.proxy_tasks.robustness import variance_ratio
 from testtask.proxy_tasks.selection import fit_proxies
-from testtask.proxy_tasks.settings import Method
+from testtask.proxy_tasks.settings import AllTargets, Method
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _common(ctx: Context, settings: Method) -> dict[str, Any]:
 def figure_loo(ctx: Context) -> dict:
     panels = []
     settings = None
-    for entry in analysis(ctx).outputs.figure_loo:
+    for entry in analysis(ctx).figure_loo.panels:
         matrix, settings = matrix_and_settings(ctx, entry.matrix)
         target = entry.target
         numbers = run_lomo(ctx, matrix, settings, target)
@@ -165,15 +165,15 @@ def figure_loo(ctx: Context) -> dict:
     return numbers
 
 
-def _targets(targets: tuple[str, ...] | None, matrix: ScoreMatrix) -> list[str]:
-    """The targets of table `loo` in `matrix`: every task (None: `targets: all`) or those listed that it has."""
-    if targets is None:
+def _targets(targets: AllTargets | list[str], matrix: ScoreMatrix) -> list[str]:
+    """The targets of table `loo` in `matrix`: every task (`targets: all`) or those listed that it has."""
+    if targets == AllTargets.all:
         return list(matrix.scores.columns)
     return [t for t in targets if t in matrix.scores.columns]
 
 
 def table_loo(ctx: Context) -> dict:
-    out = analysis(ctx).outputs.table_loo
+    out = analysis(ctx).table_loo
     jobs, settings = [], None
     for key in out.matrices:
         matrix, settings = matrix_and_settings(ctx, key)

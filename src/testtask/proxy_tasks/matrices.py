@@ -27,7 +27,7 @@ import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
 from testtask.metric_ranges import problem
-from testtask.proxy_tasks.settings import TrainBeforeTestReader
+from testtask.proxy_tasks.settings import Matrix, Perplexity, Reader, Stage, TrainBeforeTestReader
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +117,10 @@ def _stderr_value(value: Any, path: Path, field_name: str) -> float:
 
 
 def train_before_test(
-    path: Path, key: str, entry: Mapping[str, Any], reader: TrainBeforeTestReader | Mapping[str, Any]
+    path: Path, key: str, label: str, regime: str, reader: TrainBeforeTestReader
 ) -> ScoreMatrix:
-    """The matrix of one regime (`direct_eval` or `train_before_test`) of all_results.json.
-
-    `entry`: the matrix's entry (its `regime` and `label`); `reader`: `Settings.train_before_test`, or a mapping
-    of its `perplexity_tasks` and `perplexity`."""
+    """Matrix `key` (`label`): regime `regime` (`direct_eval` or `train_before_test`) of all_results.json at
+    `path`, its perplexity corpora treated as `reader` (`Settings.train_before_test`) says."""
     if not path.is_file():
         raise InputsUnavailable(f"{path} does not exist")
     from testtask.lm.benchmarks import preset_metrics
@@ -135,20 +133,14 @@ def train_before_test(
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the top level must be an object, got {type(data).__name__}")
     metrics = preset_metrics(conf_dir() / "train_before_test" / "benchmarks")
-    regime = str(entry["regime"])
     for field_name in (regime, f"{regime}_stderr"):
         if not isinstance(data.get(field_name), dict):
             raise ValueError(f"{path}: field {field_name!r} is missing or not a mapping; has {sorted(data)}")
-    if isinstance(reader, TrainBeforeTestReader):
-        ppl, how = set(reader.perplexity_tasks), reader.perplexity
-    else:
-        ppl, how = {str(t) for t in reader["perplexity_tasks"]}, str(reader["perplexity"])
-    if how not in ("exclude", "flip"):
-        raise ValueError(f"proxy_tasks.train_before_test.perplexity must be exclude or flip, got {how!r}")
+    ppl, how = set(reader.perplexity_tasks), reader.perplexity
     notes = []
     cols, ses = {}, {}
     for bench, by_model in data[regime].items():
-        if bench in ppl and how == "exclude":
+        if bench in ppl and how == Perplexity.exclude:
             continue
         if not isinstance(by_model, dict):
             raise ValueError(f"{path}: field {regime}.{bench} is not a mapping of model -> score")
@@ -163,11 +155,11 @@ def train_before_test(
         ses[bench] = {m: _stderr_value(v, path, f"{regime}_stderr.{bench}.{m}") for m, v in se.items()}
     notes.append(
         f"perplexity corpora {sorted(ppl)}: "
-        + ("excluded" if how == "exclude" else "negated bits per byte (no standard errors)")
+        + ("excluded" if how == Perplexity.exclude else "negated bits per byte (no standard errors)")
     )
     scores = pd.DataFrame(cols)
     stderr = pd.DataFrame(ses).reindex(index=scores.index, columns=scores.columns)
-    return complete(key, str(entry["label"]), scores, stderr, f"{path} [{regime}]", notes)
+    return complete(key, label, scores, stderr, f"{path} [{regime}]", notes)
 
 
 def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
@@ -186,7 +178,7 @@ def _stderr(results: pd.DataFrame, spec: Any, adjustment: str) -> pd.Series:
 TOTT = "training-on-the-test-task"
 
 
-def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any]) -> ScoreMatrix:
+def training_on_the_test_task(ctx: Context, key: str, entry: Matrix) -> ScoreMatrix:
     """Benchmarks `entry.benchmarks` of the training-on-the-test-task models at stage base or adjusted, read with
     that paper's settings (its context, from the pipeline: its config with any overrides)."""
     from testtask.lm import release
@@ -197,27 +189,25 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any]) 
     results = release.results(tctx.data_root, tott.release, tctx.source)  # InputsUnavailable when absent
     reg = tott.release.registry
     kinds = tott.model_kinds
-    stage = str(entry["stage"])
-    if stage not in ("base", "adjusted"):
-        raise ValueError(f"proxy_tasks.matrices.{key}.stage must be base or adjusted, got {stage!r}")
+    stage = entry.stage
     adj = tott.adjustment
     absent = tott.release.absent
     # the registry's models of these kinds, in order of pretraining compute (as that paper's model tables)
     models = sorted((n for n in reg.names() if reg.get(n).kind in kinds), key=lambda n: reg.get(n).compute)
     cols, ses, gaps = {}, {}, []
-    for bench in entry["benchmarks"]:
+    for bench in entry.benchmarks:
         spec = tott.benchmark(str(bench))
         table = before_after(results, spec, models, stage=adj.stage, use_max=adj.use_max, absent=absent)
         if table.empty or table["before"].isna().all():
             raise ValueError(f"{spec.key}: no results for models of kind {kinds}")
         # a model without the score is dropped below (complete); here each gap is named, or refused unlisted
         gaps += usable(
-            table, "before" if stage == "base" else "adjusted", f"proxy-tasks matrix {key} ({bench})"
+            table, "before" if stage == Stage.base else "adjusted", f"proxy-tasks matrix {key} ({bench})"
         )[1]
         table = table.set_index("model")
         sign = 1.0 if spec.higher_is_better else -1.0
         before_se = _stderr(results, spec, "base").reindex(table.index)
-        if stage == "base":
+        if stage == Stage.base:
             cols[spec.key] = sign * table["before"]
             ses[spec.key] = before_se
         else:
@@ -232,25 +222,20 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Mapping[str, Any]) 
         f"model kinds {list(kinds)}; metric per benchmark from training_on_the_test_task.benchmarks",
         "standard errors of MMLU-style entries_mean metrics are those of the benchmark's own aggregate entry",
     ]
-    if stage == "adjusted":
+    if stage == Stage.adjusted:
         notes.append(f"adjusted = max(before, after {adj.stage}) with use_max={adj.use_max}")
     root = tctx.data_root / tott.release.evaluations_dir
-    return complete(
-        key, str(entry["label"]), scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps)
-    )
+    return complete(key, entry.label, scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps))
 
 
 def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
     """Matrix `key` of `proxy_tasks.matrices`, read by its configured reader."""
     settings = ctx.settings  # proxy_tasks.settings.Settings (PAPER.settings)
     entry = settings.matrix(key)  # KeyError naming the known ones
-    reader = str(entry["reader"])
-    if reader == "train_before_test":
+    if entry.reader == Reader.train_before_test:
         tbt = settings.train_before_test
         path = ctx.paper_root("train-before-test") / tbt.file
-        return train_before_test(path, key, entry, tbt)
-    if reader == "training_on_the_test_task":
+        return train_before_test(path, key, entry.label, entry.regime, tbt)
+    if entry.reader == Reader.training_on_the_test_task:
         return training_on_the_test_task(ctx, key, entry)
-    raise ValueError(
-        f"proxy_tasks.matrices.{key}.reader must be train_before_test or training_on_the_test_task"
-    )
+    raise ValueError(f"proxy_tasks.matrices.{key}.reader must be one of {', '.join(Reader)}")

@@ -18,24 +18,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-MODES = ("two_step", "feature", "none")
+from testtask.proxy_tasks.settings import Normalisation
 
 
-def task_stats(x: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+def task_stats(x: np.ndarray, mode: Normalisation) -> tuple[np.ndarray, np.ndarray]:
     """mu_j and sigma_j of each column of `x` (models x tasks) for `mode` (0 and 1 when `none`)."""
-    if mode not in MODES:
-        raise ValueError(f"normalisation must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode == "none":
+    if mode not in tuple(Normalisation):
+        raise ValueError(f"normalisation must be one of {', '.join(Normalisation)}, got {mode!r}")
+    if mode == Normalisation.none:
         return np.zeros(x.shape[1]), np.ones(x.shape[1])
     return np.nanmean(x, axis=0), np.nanstd(x, axis=0)
 
 
 def apply(
-    x: np.ndarray, mean: np.ndarray, sd: np.ndarray, candidates: np.ndarray, mode: str
+    x: np.ndarray, mean: np.ndarray, sd: np.ndarray, candidates: np.ndarray, mode: Normalisation
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Normalised scores, and each model's mu_i and sigma_i over the `candidates` columns (0 and 1 unless two_step)."""
     feat = (x - mean) / sd
-    if mode != "two_step":
+    if mode != Normalisation.two_step:
         return feat, np.zeros(len(x)), np.ones(len(x))
     cand = feat[:, candidates]
     mu = cand.mean(axis=1)
@@ -59,13 +59,15 @@ class Normalised:
 
 @dataclass(frozen=True)
 class Normaliser:
-    mode: str
+    mode: Normalisation
     task_mean: pd.Series  # mu_j over the fitted models
     task_sd: pd.Series  # sigma_j over the fitted models
     candidates: tuple[str, ...]  # tasks that define each model's mu_i and sigma_i
 
     @classmethod
-    def fit(cls, scores: pd.DataFrame, candidates: list[str] | tuple[str, ...], mode: str) -> Normaliser:
+    def fit(
+        cls, scores: pd.DataFrame, candidates: list[str] | tuple[str, ...], mode: Normalisation
+    ) -> Normaliser:
         """Fit the task statistics on the rows of `scores` (models x tasks)."""
         missing = [t for t in candidates if t not in scores.columns]
         if missing:

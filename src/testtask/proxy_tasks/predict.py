@@ -24,7 +24,7 @@ import pandas as pd
 from testtask.proxy_tasks import normalise
 from testtask.proxy_tasks.robustness import variance_ratio
 from testtask.proxy_tasks.selection import robustness_values, select
-from testtask.proxy_tasks.settings import Method
+from testtask.proxy_tasks.settings import Method, Normalisation
 
 PREDICTORS = ("proxy", "mean_of_tasks", "best_single")
 
@@ -76,7 +76,7 @@ def _fold(
         return float(normalise.invert(a + b * combined[held], mu[held], sigma[held], mean[t], sd[t]))
 
     best = int(np.argmax(np.where(np.isnan(sel.relevance), -np.inf, sel.relevance)))
-    fmean, fsd = normalise.task_stats(xt, "feature")
+    fmean, fsd = normalise.task_stats(xt, Normalisation.feature)
     feat = (x - fmean) / fsd
     level = feat[:, cand].mean(axis=1)
     a, b = linear_fit(level[train], feat[train, t])

@@ -8,7 +8,6 @@ from testtask.context import Context
 from testtask.papers import Paper
 from testtask.proxy_tasks import consistency_table, loo_outputs, relevance_figure, report, robustness_tables
 from testtask.proxy_tasks.settings import Settings
-from testtask.schema import legacy
 
 Builder = Callable[[Context], dict]
 
@@ -29,7 +28,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=legacy(Settings.from_config),  # until its settings are a schema
+    settings=Settings,
     uses=("train-before-test", "training-on-the-test-task"),
     report=report.FUNCTIONS,
 )

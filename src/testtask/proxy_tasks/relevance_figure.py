@@ -18,12 +18,13 @@ from testtask.proxy_tasks.correlation import correlate
 from testtask.proxy_tasks.inputs import analysis, matrix_and_settings, settings_dict, settings_of
 from testtask.proxy_tasks.matrices import dropped_notes
 from testtask.proxy_tasks.normalise import Normaliser
+from testtask.proxy_tasks.settings import Metric, Normalisation
 
 COLOURS = {"pearson": "#0072B2", "spearman": "#E69F00", "kendall": "#009E73"}
 
 
 def relevance_table(
-    scores: pd.DataFrame, target: str, normalisation: str, metrics: tuple[str, ...]
+    scores: pd.DataFrame, target: str, normalisation: Normalisation, metrics: tuple[Metric, ...]
 ) -> pd.DataFrame:
     """Candidates x metrics: correlation with the target after `normalisation`, over all models."""
     candidates = [c for c in scores.columns if c != target]
@@ -33,7 +34,7 @@ def relevance_table(
 
 
 def figure_1(ctx: Context) -> dict:
-    out = analysis(ctx).outputs.figure_1
+    out = analysis(ctx).figure_1
     target = out.target
     keys = list(out.matrices)
     panels = []
@@ -41,7 +42,7 @@ def figure_1(ctx: Context) -> dict:
     for key in keys:
         matrix, settings = matrix_and_settings(ctx, key)
         rel = relevance_table(matrix.scores, target, settings.normalisation, settings.metrics)
-        rel_feature = relevance_table(matrix.scores, target, "feature", settings.metrics)
+        rel_feature = relevance_table(matrix.scores, target, Normalisation.feature, settings.metrics)
         tables.append(rel)
         panels.append(
             {

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from testtask.proxy_tasks.settings import Metric
+
 NLI_TASKS = ("CMNLI", "OCNLI", "RTE")  # §4.2: "the language inference tasks"
-METRICS = ("pearson", "spearman", "kendall")
 
 
 def _ratios(sidecars: Mapping[str, Any]) -> dict[str, float]:
@@ -53,8 +54,8 @@ def kendall_dominates(sidecars: Mapping[str, Any]) -> dict[str, Any]:
     failing = []
     for row in rows:
         metrics = row["metrics"]
-        kendall = metrics["kendall"]
-        others = [metrics[m] for m in METRICS if m != "kendall"]
+        kendall = metrics[Metric.kendall]
+        others = [metrics[m] for m in Metric if m != Metric.kendall]
         if not all(kendall["s_mean"] >= o["s_mean"] and kendall["r_mean"] > o["r_mean"] for o in others):
             failing.append(f"{row['matrix']} n={row['n']} k={row['k']}")
     return {

@@ -13,7 +13,7 @@ from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, va
 
 def table_5(ctx: Context) -> dict:
     """sigma_r^2, sigma_d^2 and R = sigma_d^2 / sigma_r^2 from the paper's Table 4 scores, beside its Table 5."""
-    relpath = analysis(ctx).outputs.table_5.ensembles
+    relpath = analysis(ctx).table_5.ensembles
     long, spec = paper_ensembles(ctx, relpath)
     long = validate_ensembles(long, labels(ctx), relpath)
     ratio = variance_ratio(long, labels(ctx))
@@ -44,7 +44,7 @@ def table_robustness(ctx: Context) -> dict:
     """The stderr proxy of R per task of each published matrix, over all its models."""
     rows, details = [], {}
     k = settings_of(ctx).sigmoid_k
-    for key in analysis(ctx).outputs.table_robustness:
+    for key in analysis(ctx).table_robustness.matrices:
         matrix, _ = matrix_and_settings(ctx, key)
         if matrix.stderr is None:
             details[key] = {"matrix": matrix.describe(), "rows": None, "note": "no standard errors"}

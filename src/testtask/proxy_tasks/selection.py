@@ -23,7 +23,7 @@ from testtask.proxy_tasks.consistency import Consistency, consistency_arrays
 from testtask.proxy_tasks.correlation import correlate
 from testtask.proxy_tasks.normalise import Normalised, Normaliser
 from testtask.proxy_tasks.robustness import stderr_ratio
-from testtask.proxy_tasks.settings import Method
+from testtask.proxy_tasks.settings import Auto, Method, RobustnessMode
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,9 @@ def robustness_values(
     settings: Method, x: np.ndarray, se: np.ndarray | None, ensemble_ratio: np.ndarray | None
 ) -> np.ndarray | None:
     """R per candidate column of `x` for the configured mode (None: mode none)."""
-    if settings.robustness == "none":
+    if settings.robustness == RobustnessMode.none:
         return None
-    if settings.robustness == "stderr_proxy":
+    if settings.robustness == RobustnessMode.stderr_proxy:
         if se is None:
             raise ValueError("robustness.mode=stderr_proxy needs standard errors; this matrix has none")
         return stderr_ratio(x, se)[2]
@@ -63,7 +63,7 @@ def select(
 ) -> ArraySelection:
     """Steps 2, 3 and 5 on normalised candidate scores (models x candidates) and target scores (models,)."""
     consistency = None
-    if settings.metric == "auto" or settings.min_top_frequency > 0:
+    if settings.metric == Auto.auto or settings.min_top_frequency > 0:
         consistency = consistency_arrays(
             p_cand,
             p_target,
@@ -74,7 +74,7 @@ def select(
             settings.top_t,
             rng,
         )
-    if settings.metric == "auto":
+    if settings.metric == Auto.auto:
         metric, rule = consistency.choose(settings.fallback_metric)
     else:
         metric, rule = settings.metric, "configured"

@@ -25,20 +25,13 @@ from testtask.errors import InputError
 from testtask.io import unique_keys_hook
 from testtask.metric_ranges import problem
 from testtask.sources import OverlayConflict
+from testtask.train_before_test.settings import Regime
 
 MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
 
 
 class ResultsFormatError(InputError, ValueError):
     """`all_results.json` does not have the expected structure; the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class Regime:
-    key: str  # our name, e.g. "direct"
-    field: str  # score field of all_results.json, e.g. "direct_eval"
-    stderr_field: str
-    label: str
 
 
 @dataclass

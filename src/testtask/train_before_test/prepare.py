@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 
 from testtask.context import Context
-from testtask.train_before_test.inputs import Regime, Results, results
+from testtask.train_before_test.inputs import Results, results
 from testtask.train_before_test.layout import Layout, layout, present_downstream
+from testtask.train_before_test.settings import Regime
 
 
 @dataclass
@@ -35,8 +36,6 @@ def prepare(ctx: Context) -> Prepared:
     res = results(ctx)
     settings = ctx.settings
     lay = layout(settings.categories, settings.perplexity, settings.labels)
-    if len(res.regimes) != 2:
-        raise ValueError(f"train_before_test.regimes must name two regimes, got {list(res.regimes)}")
     benchmarks, missing = present_downstream(res, lay)
     return Prepared(res, lay, benchmarks, missing)
 

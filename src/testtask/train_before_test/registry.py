@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from testtask.context import Context
 from testtask.papers import Paper, Runner
-from testtask.schema import legacy
 from testtask.train_before_test import agreement_figures as ag
 from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
@@ -42,7 +41,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=legacy(Settings.from_config),  # until its settings are a schema
+    settings=Settings,
     paper_text=("analysis", "runner"),
     actions=ACTIONS,
     report=report.FUNCTIONS,

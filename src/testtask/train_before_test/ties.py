@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-RULES = ("pairwise", "leader")
+from testtask.train_before_test.settings import TieRule
 
 
 def z_value(confidence: float) -> float:
@@ -59,14 +59,14 @@ def leader_classes(x: np.ndarray, se: np.ndarray, z: float) -> np.ndarray:
     return classes
 
 
-def signs(x: np.ndarray, se: np.ndarray, z: float, rule: str = "pairwise") -> np.ndarray:
+def signs(x: np.ndarray, se: np.ndarray, z: float, rule: TieRule) -> np.ndarray:
     """Pair signs of one benchmark's ranking under the tie `rule`."""
-    if rule == "pairwise":
+    if rule == TieRule.pairwise:
         return pair_signs(x, se, z)
-    if rule == "leader":
+    if rule == TieRule.leader:
         classes = leader_classes(x, se, z)
         return _upper(np.sign(classes[:, None] - classes[None, :]))
-    raise ValueError(f"ties.rule must be one of {RULES}, got {rule!r}")
+    raise ValueError(f"ties.rule must be one of {', '.join(TieRule)}, got {rule!r}")
 
 
 def tau_b_from_signs(a: np.ndarray, b: np.ndarray) -> float:
@@ -75,14 +75,14 @@ def tau_b_from_signs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(a * b) / denominator) if denominator > 0 else float("nan")
 
 
-def tie_fraction(x: np.ndarray, se: np.ndarray, z: float, rule: str = "pairwise") -> float:
+def tie_fraction(x: np.ndarray, se: np.ndarray, z: float, rule: TieRule) -> float:
     """Share of model pairs tied on one benchmark."""
     s = signs(x, se, z, rule)
     return float(np.mean(s == 0)) if len(s) else float("nan")
 
 
 def tie_aware_matrix(
-    scores: pd.DataFrame, stderr: pd.DataFrame, benchmarks: list[str], z: float, rule: str = "pairwise"
+    scores: pd.DataFrame, stderr: pd.DataFrame, benchmarks: list[str], z: float, rule: TieRule
 ) -> pd.DataFrame:
     """Tau-b with significance ties for every pair of `benchmarks` (models pairwise-complete)."""
     x = scores[benchmarks].to_numpy(dtype=float)
