@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import tmp_config, write_accuracies
+from tests.conftest import built, tmp_config, write_accuracies
 from testtask.pipeline import run
 
 SMALL = [
@@ -45,20 +45,23 @@ def test_bench_times_figures_3_and_7_and_says_what_came_from_the_cache(config, t
     assert [r["seconds"] for r in second["fits"]] == [r["seconds"] for r in first["fits"]]
     printed = capsys.readouterr().out
     assert "2 from the cache" in printed and "2 of 2 panels from the cache" in printed
-    cold = run(config("action=bench", "bench.cold=true", "bench.figure_7=false"))
+    cold = run(
+        config("action=bench", "pretrain_on_test.bench.cold=true", "pretrain_on_test.bench.figure_7=false")
+    )
     assert not any(row["from_cache"] for row in cold["fits"]) and "figure_7" not in cold
     # m = 100 timed on a relabelled copy of m = 50; Figure 7 still finds the zero-shot collection beside it.
-    proxied = run(config("action=bench", "bench.proxy_missing_m=true", "pretrain_on_test.figure_7.m=100"))
+    proxy = ("pretrain_on_test.bench.proxy_missing_m=true", "pretrain_on_test.figure_7.m=100")
+    proxied = run(config("action=bench", *proxy))
     assert [(row["m"], row["proxy"]) for row in proxied["fits"]] == [(50, False)] * 2 + [(100, True)] * 2
     assert [p["m"] for p in proxied["figure_7"]["panels"]] == [100, 100] and not proxied["figure_7"]["notes"]
-    saved = json.loads((tmp_path / "figures" / "pretrain-on-test" / "results" / "bench.json").read_text())
+    saved = json.loads((built(config(*proxy)) / "bench.json").read_text())
     assert saved["cold"] is False and saved["proxy_m"] == [100] and saved["machine"]
 
 
 @pytest.mark.slow
 def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, capsys):
     """The authors' bambi + PyMC fit and ours agree on β and eq. 11 (same data and priors); the ratio is printed."""
-    result = run(config("action=bench-vs-authors", "bench.vs_authors.n=100"))
+    result = run(config("action=bench-vs-authors", "pretrain_on_test.bench.vs_authors.n=100"))
     authors, ours, *one_core = result["rows"]
     assert authors["method"].startswith("authors") and ours["method"].startswith("ours")
     assert ours["beta_mean"] == pytest.approx(authors["beta_mean"], abs=0.5 * authors["beta_sd"] + 0.01)
@@ -72,4 +75,4 @@ def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, ca
     assert "x faster per fit" in capsys.readouterr().out
     # With more than one core, ours also runs on the authors' one core: the same chains, so the same draws.
     assert [row["beta_mean"] for row in one_core] in ([], [ours["beta_mean"]])
-    assert (tmp_path / "figures" / "pretrain-on-test" / "results" / "bench-vs-authors.json").is_file()
+    assert (built(config("pretrain_on_test.bench.vs_authors.n=100")) / "bench-vs-authors.json").is_file()

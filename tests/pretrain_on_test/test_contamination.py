@@ -432,15 +432,20 @@ def test_table_reads_our_runs_beside_the_papers_numbers(finished, tmp_path):
     import shutil
 
     from testtask.context import Context
-    from testtask.pipeline import compose
+    from testtask.pipeline import configured
     from testtask.pretrain_on_test.contamination_table import table_contamination
-    from testtask.pretrain_on_test.settings import Settings
 
-    section = compose([])["pretrain_on_test"]
     root = tmp_path / "run"
     shutil.copytree(finished.parents[4], root / "accuracies_contamination")
-    ctx = Context("pretrain-on-test", "results", root, tmp_path / "out", section, None, 0)
-    ctx.settings = Settings.from_config(section)
+    ctx = Context(
+        "pretrain-on-test",
+        "results",
+        root,
+        tmp_path / "out",
+        None,
+        0,
+        settings=configured("pretrain-on-test"),
+    )
     numbers = table_contamination(ctx)
     rows = {(r["source"], r["arm"]): r for r in numbers["rows"]}
     result = json.loads(finished.read_text())
@@ -459,13 +464,18 @@ def test_table_inputs_are_checked(finished, tmp_path):
     import shutil
 
     from testtask.context import Context, InputsUnavailable
-    from testtask.pipeline import compose
+    from testtask.pipeline import configured
     from testtask.pretrain_on_test.contamination_table import ContaminationInputError, table_contamination
-    from testtask.pretrain_on_test.settings import Settings
 
-    section = compose([])["pretrain_on_test"]
-    ctx = Context("pretrain-on-test", "results", tmp_path / "run", tmp_path / "out", section, None, 0)
-    ctx.settings = Settings.from_config(section)
+    ctx = Context(
+        "pretrain-on-test",
+        "results",
+        tmp_path / "run",
+        tmp_path / "out",
+        None,
+        0,
+        settings=configured("pretrain-on-test"),
+    )
     with pytest.raises(InputsUnavailable):
         table_contamination(ctx)
     shutil.copytree(finished.parents[4], tmp_path / "run" / "accuracies_contamination")

@@ -11,15 +11,12 @@ import pandas as pd
 import pytest
 
 from testtask.context import Context, InputsUnavailable
-from testtask.pipeline import compose
+from testtask.pipeline import configured
 from testtask.pretrain_on_test import correlation_figure, difference_figures, tables
-from testtask.pretrain_on_test.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The paper's analysis config (conf/pretrain_on_test/analysis.yaml) with fewer permutations, for speed.
-CFG = compose(
-    ["pretrain_on_test.permutation_test.permutations=200", "pretrain_on_test.figure_8.permutations=3"]
-)["pretrain_on_test"]
+SMALL = ("pretrain_on_test.permutation_test.permutations=200", "pretrain_on_test.figure_8.permutations=3")
 
 
 def mirror_root() -> Path | None:
@@ -55,7 +52,13 @@ def write_collection(
 
 def make_ctx(data_root: Path, out_dir: Path) -> Context:
     return Context(
-        "pretrain-on-test", "published", data_root, out_dir, CFG, None, 0, settings=Settings.from_config(CFG)
+        "pretrain-on-test",
+        "published",
+        data_root,
+        out_dir,
+        None,
+        0,
+        settings=configured("pretrain-on-test", SMALL),
     )
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from testtask.pipeline import compose
+from testtask.pipeline import configured
 from testtask.pretrain_on_test import accuracies
 from testtask.pretrain_on_test.boost_bias_figures import reached_threshold
-from testtask.pretrain_on_test.settings import Settings
 
 from .test_descriptive import mirror_root
 
@@ -59,9 +58,8 @@ def test_a_mean_exactly_at_the_threshold_passes_only_the_inclusive_comparison():
 
 
 def test_the_default_is_the_notebooks_strict_filter_and_the_preset_the_texts():
-    assert Settings.from_config(compose([])["pretrain_on_test"]).figure_4.strict is True
-    preset = compose(["protocol=paper_text"])["pretrain_on_test"]
-    assert Settings.from_config(preset).figure_4.strict is False
+    assert configured("pretrain-on-test").figure_4.strict is True
+    assert configured("pretrain-on-test", ("protocol=paper_text",)).figure_4.strict is False
 
 
 @pytest.mark.skipif(mirror_root() is None, reason="no data mirror on this machine")

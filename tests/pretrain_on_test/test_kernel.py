@@ -92,7 +92,9 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
     subsample per task, c_j ~ N(μ + β/2, τ_s); σ_V keeps only its prior."""
     long = simulate_long(TruePars(beta=0.2), datasets=5, subsamples=1, n=200, lm_types=lm_types, seed=5)
     data = ModelData.from_long(long)
-    spec = resolve_spec(data, model_spec(interaction=interaction, noncentered_t=False, subsample_effect=False))
+    spec = resolve_spec(
+        data, model_spec(interaction=interaction, noncentered_t=False, subsample_effect=False)
+    )
     assert spec.collapse_s is True
     layout = kernel.Layout(data.shape, spec, False, True)
     model = build_marginal(data.shape, spec)

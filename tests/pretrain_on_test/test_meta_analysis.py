@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import model_spec, tmp_config, write_accuracies
+from tests.conftest import built, model_spec, tmp_config, write_accuracies
 from testtask.pipeline import run
 from testtask.pretrain_on_test import kernel_sampler, meta_analysis_figures
 from testtask.pretrain_on_test.hierarchical import ModelData
@@ -38,8 +38,9 @@ def results(tmp_path):
 
 
 def test_figure_7_records_every_slice_fit_and_reuses_them(tmp_path, results, monkeypatch):
-    run(_config(tmp_path, "action=figure", "figure=7", "source=results"))
-    out = tmp_path / "figures" / "pretrain-on-test" / "results"
+    cfg = _config(tmp_path, "action=figure", "figure=7", "source=results")
+    run(cfg)
+    out = built(cfg)
     numbers = json.loads((out / "figure-7.json").read_text())
     few, zero = numbers["panels"]
     assert (few["m"], few["n"], few["slices"]) == (50, 100, 12) and zero["lm_types"] == [
@@ -169,10 +170,9 @@ def test_one_chain_gets_a_split_r_hat():
 def test_the_default_slice_model_is_the_authors():
     """meta.py fits `method + lm_type + (1|pair)`: no W, and one random intercept per task (no V beside U); the
     paper_text preset fits §6.1's (W, U and V)."""
-    from testtask.pipeline import compose
-    from testtask.pretrain_on_test.settings import Settings
+    from testtask.pipeline import configured
 
-    default = Settings.from_config(compose([])["pretrain_on_test"]).figure_7
-    preset = Settings.from_config(compose(["protocol=paper_text"])["pretrain_on_test"]).figure_7
+    default = configured("pretrain-on-test").figure_7
+    preset = configured("pretrain-on-test", ("protocol=paper_text",)).figure_7
     assert (default.interaction, default.subsample_effect, default.chains) == (False, False, 1)
     assert (preset.interaction, preset.subsample_effect, preset.chains) == (True, True, 4)
