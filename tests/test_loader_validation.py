@@ -68,21 +68,21 @@ def tott_release(root: Path) -> Path:
 
 def tott_context(root: Path, out: Path, absent: tuple[dict, ...] = ()) -> Context:
     """training-on-the-test-task's context as the pipeline builds it; `absent`: more entries of absent_results."""
-    from testtask.training_on_the_test_task.settings import Settings
+    from testtask.pipeline import typed
 
     cfg = compose([f"paper={PAPER}"])
     listed = cfg.training_on_the_test_task.absent_results
     cfg.training_on_the_test_task.absent_results = [*listed, *absent]
+    config = typed(cfg)
     return Context(
         paper=PAPER,
         source="published",
         data_root=root / PAPER,
         out_dir=out,
-        cfg=cfg.training_on_the_test_task,
-        sampler=cfg.sampler,
+        sampler=config.sampler,
         seed=0,
         cache_dir=None,
-        settings=Settings.from_config(cfg.training_on_the_test_task),
+        settings=config.training_on_the_test_task,
     )
 
 
@@ -161,7 +161,14 @@ def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path
     ctx = tott_context(tmp_path / "published", tmp_path / "out")
     with pytest.raises(ResultsError, match=r"e3/mmluaux/olmo-7b-mmlu\.json"):
         _figure_17(ctx)
-    listed = {"model": "olmo-7b", "benchmark": "mmlu", "stage": "e3", "reason": "not fine-tuned in this test"}
+    listed = {
+        "model": "olmo-7b",
+        "benchmark": "mmlu",
+        "stage": "e3",
+        "finetune": "*",
+        "steps": None,
+        "reason": "not fine-tuned in this test",
+    }
     ctx = tott_context(tmp_path / "published", tmp_path / "out", (listed,))
     with caplog.at_level(logging.WARNING):
         numbers = _figure_17(ctx)
@@ -194,7 +201,16 @@ def test_finding_4_a_nan_in_the_file_is_read_only_where_config_lists_the_result(
     from testtask.lm.results import AbsentResults
 
     listed = AbsentResults.from_config(
-        [{"model": "pythia-70m", "benchmark": "mmlu", "stage": "e3", "reason": "NaN upstream"}]
+        [
+            {
+                "model": "pythia-70m",
+                "benchmark": "mmlu",
+                "stage": "e3",
+                "finetune": "*",
+                "steps": None,
+                "reason": "NaN upstream",
+            }
+        ]
     )
     table = load_results(evaluations, absent=listed)
     row = table[
