@@ -44,13 +44,6 @@ SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")  # numpyro MCMC(chain_method=...)
 BACKENDS = ("marginal", "bambi")  # pretrain_on_test.sampling.fit
 EFFECTS = ("boost", "bias")  # pretrain_on_test.accuracies.EFFECTS
-MODEL_VALUES = ("paper", "authors")  # lm.release._registry
-MODEL_KINDS = ("base", "instruct", "extra")  # lm.models.KINDS
-AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
-# training_on_the_test_task.regression.CovType
-COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
-C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
-EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
 TIE_RULES = ("pairwise", "leader")  # train_before_test.ties.RULES
 DP_NORMALISATIONS = ("none", "chars", "bytes")  # downstream_predictability.chain.NORMALISATIONS
 DP_QUANTITIES = ("log_p_vocab", "p_vocab", "p_choices", "brier", "accuracy")  # ...chain.QUANTITIES
@@ -458,59 +451,6 @@ POT_ANALYSIS_RULES = prefixed(
     ],
 )
 
-_TOTT_BENCHMARK_LISTS = (
-    *(f"figure_{n}.benchmarks" for n in (1, 2, 3, 5, 6, 7, 13, 14, 15, 16, 18, 20)),
-    "figure_4.unadjusted",
-    "figure_4.reformulated",
-    "relative_difference.benchmarks",
-    *(f"table_{n}.benchmarks" for n in (3, 4, 5)),
-)
-_TOTT_BENCHMARK_KEYS = tuple(f"figure_{n}.benchmark" for n in (8, 9, 17, 19))
-
-TOTT_ANALYSIS_RULES = prefixed(
-    "training_on_the_test_task",
-    [
-        Rule("evaluations_dir", text),
-        Rule("model_values", one_of(*MODEL_VALUES)),
-        Rule("model_kinds", list_of(one_of(*MODEL_KINDS), non_empty=True)),
-        Rule("cutoff", text),
-        Rule("robustness_cutoffs", list_of(text)),
-        Rule("adjustment.stage", text),
-        Rule("adjustment.use_max", boolean),
-        Rule("mmlu_aggregate", one_of(*AGGREGATES), optional=True),
-        Rule("benchmarks.*.file", text),
-        Rule("benchmarks.*.metric", text),
-        Rule("benchmarks.*.aggregate", one_of(*AGGREGATES)),
-        Rule("benchmarks.*.chance", between(0, 1, low_open=False, high_open=False)),
-        Rule("benchmarks.*.higher_is_better", boolean, optional=True),
-        Rule("regression.cov_type", one_of(*COV_TYPES)),
-        Rule("regression.alpha_level", between(0, 1)),
-        Rule("regression.c_e_search", one_of(*C_E_SEARCHES), optional=True),
-        Rule("figure_3.min_compute", positive_number),
-        Rule("figure_3.seed", integer),
-        Rule("emergence.batch_size", positive_int),
-        Rule("emergence.min_compute", non_negative_number),
-        Rule("emergence.max_compute", positive_number),
-        Rule("emergence.c_e_search", one_of(*EMERGENCE_C_E_SEARCHES)),
-        Rule("figure_8.steps", list_of(non_negative_int)),
-        Rule("figure_19.steps", list_of(non_negative_int)),
-        Rule("figure_14.step", positive_int),
-        Rule("table_5.step", positive_int),
-        Rule("figure_20.kinds", list_of(one_of(*MODEL_KINDS), non_empty=True)),
-    ],
-)
-
-TOTT_ANALYSIS_RELATIONS: list[Relation] = [
-    *(
-        keys_of(f"training_on_the_test_task.{p}", "training_on_the_test_task.benchmarks", each=True)
-        for p in _TOTT_BENCHMARK_LISTS
-    ),
-    *(
-        keys_of(f"training_on_the_test_task.{p}", "training_on_the_test_task.benchmarks")
-        for p in _TOTT_BENCHMARK_KEYS
-    ),
-]
-
 TBT_ANALYSIS_RULES = prefixed(
     "train_before_test",
     [
@@ -658,8 +598,6 @@ PROXY_ANALYSIS_RELATIONS: list[Relation] = [
 ]
 
 ANALYSIS_CHECKS: list[Check] = [
-    *TOTT_ANALYSIS_RULES,
-    *TOTT_ANALYSIS_RELATIONS,
     *TBT_ANALYSIS_RULES,
     _two_regimes,
     *DP_ANALYSIS_RULES,
