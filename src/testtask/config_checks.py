@@ -34,7 +34,6 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
-
 from testtask.sources import SOURCES  # pipeline.make_context
 
 PRESETS = ("authors", "paper_text")
