@@ -175,42 +175,6 @@ def test_train_before_test_runner_rejects_bad_sweep_before_loading_anything(monk
     assert written(tmp_path) == []
 
 
-@pytest.mark.parametrize(
-    ("overrides", "line"),
-    [
-        (
-            ["training_on_the_test_task.regression.cov_type=HC9"],
-            "training_on_the_test_task.regression.cov_type = 'HC9': expected one of cluster, nonrobust, HC0, HC1, HC2, HC3",
-        ),
-        (
-            ["training_on_the_test_task.model_values=mine"],
-            "training_on_the_test_task.model_values = 'mine': expected one of paper, authors",
-        ),
-        (
-            ["training_on_the_test_task.benchmarks.gsm8k.aggregate=mean"],
-            "training_on_the_test_task.benchmarks.gsm8k.aggregate = 'mean': expected one of own, entries_mean",
-        ),
-        (
-            ["training_on_the_test_task.emergence.batch_size=-64"],
-            "training_on_the_test_task.emergence.batch_size = -64: expected a positive integer",
-        ),
-    ],
-)
-def test_analysis_overrides_are_checked(overrides, line):
-    assert violations("check_analysis_config", analysis(*overrides)) == [line]
-
-
-def test_analysis_references_between_keys():
-    assert violations(
-        "check_analysis_config", analysis("training_on_the_test_task.figure_1.benchmarks=[mmlu,gsm8kk]")
-    ) == [
-        "training_on_the_test_task.figure_1.benchmarks = ['mmlu', 'gsm8kk']: expected keys of "
-        "training_on_the_test_task.benchmarks ("
-        + ", ".join(analysis().training_on_the_test_task.benchmarks)
-        + ")"
-    ]
-
-
 # --- the runners' settings -----------------------------------------------------------------------------------
 
 
@@ -520,20 +484,14 @@ def test_runner_defaults_and_options_pass(runner, override):
 
 
 def test_known_sets_equal_the_constants_of_the_code_that_reads_them():
-    import typing
-
-    from testtask.lm import finetune, models, results
+    from testtask.lm import finetune
     from testtask.pretrain_on_test.runner import training as pot_training
     from testtask.pretrain_on_test.runner import zeroshot
     from testtask.train_before_test.runner import cell as tbt_cell
     from testtask.train_before_test.runner import splits, texts
-    from testtask.training_on_the_test_task import regression
 
     cc = checks()
     pairs = {
-        "MODEL_KINDS": models.KINDS,
-        "AGGREGATES": ("own", results.ENTRIES_MEAN),
-        "COV_TYPES": typing.get_args(regression.CovType),
         "POT_PRECISIONS": pot_training.PRECISIONS,
         "POT_PREDICTIONS": zeroshot.PREDICTIONS,
         "POT_SCORING": zeroshot.SCORING_TOKENIZATIONS,

@@ -172,11 +172,29 @@ GSM8K = {
     "n-shot": {"gsm8k": 5},
 }
 FILES = {"base/llama-2-7b-mmlu.json": MMLU, "e3/gsm8kaux/llama-2-7b-gsm8k.json": GSM8K}
+
+
 # What an analysis reads from these files: benchmark specs as the analysis config defines them, and the stage.
+def _spec(
+    key: str, label: str, file: str, metric: str, aggregate: str, chance: float, finetune: str, higher: bool
+):
+    return BenchmarkSpec(
+        key=key,
+        label=label,
+        file=file,
+        metric=metric,
+        aggregate=aggregate,
+        chance=chance,
+        finetune=finetune,
+        suite="v1",
+        higher_is_better=higher,
+    )
+
+
 SPECS = [
-    (BenchmarkSpec("mmlu", "MMLU", "mmlu", "acc,none", "entries_mean", 0.25, "mmluaux"), "base"),
-    (BenchmarkSpec("mmlu_brier", "Brier", "mmlu", "brier_score,none", "own", 0.75, "mmluaux"), "base"),
-    (BenchmarkSpec("gsm8k", "GSM8K", "gsm8k", "exact_match,flexible-extract", "own", 0.0, "gsm8kaux"), "e3"),
+    (_spec("mmlu", "MMLU", "mmlu", "acc,none", "entries_mean", 0.25, "mmluaux", True), "base"),
+    (_spec("mmlu_brier", "Brier", "mmlu", "brier_score,none", "own", 0.75, "mmluaux", False), "base"),
+    (_spec("gsm8k", "GSM8K", "gsm8k", "exact_match,flexible-extract", "own", 0.0, "gsm8kaux", True), "e3"),
 ]
 READ = {spec.metric_key for spec, _ in SPECS}
 

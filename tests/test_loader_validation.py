@@ -73,15 +73,16 @@ def tott_context(root: Path, out: Path, absent: tuple[dict, ...] = ()) -> Contex
     cfg = compose([f"paper={PAPER}"])
     listed = cfg.training_on_the_test_task.absent_results
     cfg.training_on_the_test_task.absent_results = [*listed, *absent]
+    config = typed(cfg)
     return Context(
         paper=PAPER,
         source="published",
         data_root=root / PAPER,
         out_dir=out,
-        sampler=cfg.sampler,
+        sampler=config.sampler,
         seed=0,
         cache_dir=None,
-        settings=typed(cfg).training_on_the_test_task,
+        settings=config.training_on_the_test_task,
     )
 
 
@@ -160,7 +161,14 @@ def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path
     ctx = tott_context(tmp_path / "published", tmp_path / "out")
     with pytest.raises(ResultsError, match=r"e3/mmluaux/olmo-7b-mmlu\.json"):
         _figure_17(ctx)
-    listed = {"model": "olmo-7b", "benchmark": "mmlu", "stage": "e3", "reason": "not fine-tuned in this test"}
+    listed = {
+        "model": "olmo-7b",
+        "benchmark": "mmlu",
+        "stage": "e3",
+        "finetune": "*",
+        "steps": None,
+        "reason": "not fine-tuned in this test",
+    }
     ctx = tott_context(tmp_path / "published", tmp_path / "out", (listed,))
     with caplog.at_level(logging.WARNING):
         numbers = _figure_17(ctx)
@@ -193,7 +201,16 @@ def test_finding_4_a_nan_in_the_file_is_read_only_where_config_lists_the_result(
     from testtask.lm.results import AbsentResults
 
     listed = AbsentResults.from_config(
-        [{"model": "pythia-70m", "benchmark": "mmlu", "stage": "e3", "reason": "NaN upstream"}]
+        [
+            {
+                "model": "pythia-70m",
+                "benchmark": "mmlu",
+                "stage": "e3",
+                "finetune": "*",
+                "steps": None,
+                "reason": "NaN upstream",
+            }
+        ]
     )
     table = load_results(evaluations, absent=listed)
     row = table[
@@ -289,11 +306,10 @@ def _all_results(path: Path, score: float, bench: str = "hellaswag") -> Path:
     [("hellaswag", 1.7, "outside [0, 1], the range of acc_norm"), ("cola", -1.5, "outside [-1, 1]")],
 )
 def test_train_before_test_scores_outside_their_metric_range_are_errors(tmp_path, bench, score, expected):
-    from testtask.train_before_test.inputs import ResultsFormatError
+    from testtask.train_before_test.inputs import Regime, ResultsFormatError
     from testtask.train_before_test.inputs import load_results as tbt_load
-    from testtask.train_before_test.settings import Regime
 
-    regimes = {"direct": Regime("direct_eval", "direct_eval_stderr", "Direct")}
+    regimes = {"direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct")}
     path = _all_results(tmp_path / "all_results.json", score, bench)
     with pytest.raises(ResultsFormatError) as err:
         tbt_load(path, regimes)

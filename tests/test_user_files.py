@@ -68,9 +68,12 @@ def test_own_model_joins_the_registry_of_the_analysis_and_the_runner(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"train_date": "June"}, "base.student-model-7b: train_date must be a 'YYYY-MM' string, got 'June'"),
-        ({"tokens": 4}, "base.student-model-7b: unknown field(s) ['tokens']"),
-        ({"params_b": None}, "base.student-model-7b: params_b must be a number, got None"),
+        (
+            {"train_date": "June"},
+            "base.student-model-7b.train_date = 'June': expected a 'YYYY-MM' month (quoted)",
+        ),
+        ({"tokens": 4}, "base.student-model-7b.tokens: unknown key (did you mean tokens_t?)"),
+        ({"params_b": None}, "base.student-model-7b.params_b = None: expected a number > 0"),
     ],
 )
 def test_a_bad_model_field_names_the_file_and_the_field(tmp_path, change, message):
@@ -90,7 +93,9 @@ def test_a_missing_model_field_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv("TESTTASK_USER_DIR", str(user))  # the folder from the environment
     from tests.conftest import tmp_config
 
-    with pytest.raises(UserFileError, match=r"env-user/models\.yaml: base\.student-model-7b: missing field"):
+    with pytest.raises(
+        UserFileError, match=r"env-user/models\.yaml: base\.student-model-7b\.family: missing, expected"
+    ):
         tmp_config(tmp_path)
 
 

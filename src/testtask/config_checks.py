@@ -24,7 +24,6 @@ module imports nothing heavy.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,22 +33,8 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.errors import InputError
-from testtask.sources import SOURCES  # pipeline.make_context
-
-PRESETS = ("authors", "paper_text")
 
 # --- known sets, from the code that reads each value ---------------------------------------------------------
-SAMPLERS = ("nutpie", "pymc", "numpyro")  # pretrain_on_test.sampling.fit
-CHAIN_METHODS = ("parallel", "sequential", "vectorized")  # numpyro MCMC(chain_method=...)
-BACKENDS = ("marginal", "bambi")  # pretrain_on_test.sampling.fit
-EFFECTS = ("boost", "bias")  # pretrain_on_test.accuracies.EFFECTS
-MODEL_VALUES = ("paper", "authors")  # lm.release._registry
-MODEL_KINDS = ("base", "instruct", "extra")  # lm.models.KINDS
-AGGREGATES = ("own", "entries_mean")  # lm.scores (lm.results.ENTRIES_MEAN)
-# training_on_the_test_task.regression.CovType
-COV_TYPES = ("cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3")
-C_E_SEARCHES = ("profile", "local")  # training_on_the_test_task.regression.fit_emergence
-EMERGENCE_C_E_SEARCHES = ("pwlf", "profile", "local")  # training_on_the_test_task.regression.EmergenceSearch
 POT_TASKS = ("cell", "packing_speed", "contamination")  # pretrain_on_test.runner.main.run
 POT_PROTOCOLS = ("few_shot", "zero_shot")  # pretrain_on_test.runner.cell.make_protocol
 POT_OBJECTIVES = ("mlm", "clm")  # pretrain_on_test.runner.fewshot.FewShot
@@ -353,157 +338,6 @@ def _multiple_of(batch: str, per_device: str) -> Relation:
             )
 
     return relation
-
-
-# --- the analysis CLI (conf/config.yaml) ---------------------------------------------------------------------
-
-SAMPLER_RULES = prefixed(
-    "sampler",
-    [
-        Rule("name", one_of(*SAMPLERS)),
-        Rule("draws", positive_int),
-        Rule("tune", non_negative_int),
-        Rule("chains", positive_int),
-        Rule("cores", positive_int, optional=True),
-        Rule("target_accept", between(0, 1), optional=True),
-        Rule("progressbar", boolean, optional=True),
-        Rule("chain_method", one_of(*CHAIN_METHODS), optional=True),
-    ],
-)
-
-# `action` and `paper` are not here: cli.run answers an unknown one with its own UsageError before building.
-TOP_RULES = [
-    Rule("source", one_of(*SOURCES)),
-    Rule("analysis_preset", one_of(*PRESETS), optional=True),
-    Rule("seed", non_negative_int),
-    Rule("log_level", one_of(*logging.getLevelNamesMapping())),
-    Rule("results_dir", text),
-    Rule("figures_dir", text),
-    Rule("results_run", text, optional=True, nullable=True),
-    Rule("cache_dir", text, optional=True, nullable=True),
-    Rule("user_dir", text, optional=True),
-    Rule("diagnostics.max_r_hat", positive_number),
-    Rule("diagnostics.min_ess_bulk", positive_number),
-    Rule("diagnostics.max_divergences", non_negative_int),
-    Rule("bench.proxy_missing_m", boolean, optional=True),
-    Rule("bench.cold", boolean, optional=True),
-    Rule("bench.figure_7", boolean, optional=True),
-    Rule("bench.vs_authors.m", positive_int, optional=True),
-    Rule("bench.vs_authors.n", positive_int, optional=True),
-    Rule("bench.vs_authors.effect", one_of("boost", "bias"), optional=True),
-    Rule("assess.model_file", text, optional=True, nullable=True),
-    Rule("assess.level", between(0, 1), optional=True),
-]
-
-POT_ANALYSIS_RULES = prefixed(
-    "pretrain_on_test",
-    [
-        Rule("model.backend", one_of(*BACKENDS)),
-        Rule("model.interaction", boolean),
-        Rule("model.noncentered_t", one_of(True, False, "auto"), optional=True),
-        Rule("model.collapse_s", one_of(True, False, "auto"), optional=True),
-        Rule("model.formula", text),
-        *(
-            Rule(f"model.priors.{k}", positive_number, optional=True)
-            for k in ("intercept_sigma", "lm_type_sigma", "treatment_sigma", "sigma_U", "sigma_V", "sigma_W")
-        ),
-        Rule("model.priors.treatment_mu", number, optional=True),
-        Rule("collections.*", text),
-        Rule("predictive.hdi_prob", between(0, 1), optional=True),
-        Rule("predictive.max_draws", positive_int, optional=True, nullable=True),
-        Rule("effects", list_of(one_of(*EFFECTS)), optional=True),
-        Rule("figure_4.threshold", number),
-        Rule("figure_4.strict", boolean, optional=True),
-        Rule("figure_7.slices", positive_int),
-        Rule("figure_7.m", positive_int),
-        Rule("figure_7.n", positive_int),
-        Rule("figure_7.band", non_negative_number),
-        Rule("figure_7.band_zero_shot", non_negative_number),
-        Rule("figure_7.draws", positive_int),
-        Rule("figure_7.tune", non_negative_int),
-        Rule("figure_7.subsample_effect", boolean, optional=True),
-        Rule("figure_8.permutations", positive_int, optional=True),
-        *(Rule(f"figure_{f}.{k}", positive_int, optional=True) for f in (9, 10, 11) for k in ("m", "n")),
-        Rule("figure_11.draws", positive_int),
-        *(Rule(f"figure_12.{k}", positive_int) for k in ("datasets", "subsamples", "n", "lm_types")),
-        Rule("figure_12.null_beta", number),
-        Rule("figure_12.effect_beta", number),
-        Rule("permutation_test.permutations", positive_int, optional=True),
-        Rule("permutation_test.alpha", between(0, 1), optional=True),
-        Rule("contamination.collection", text, optional=True),
-        Rule("contamination.alpha", between(0, 1), optional=True),
-        Rule("contamination.paper.dataset", text, optional=True),
-        Rule("contamination.paper.n", positive_int, optional=True),
-        Rule("contamination.paper.lm_type", text, optional=True),
-        *(
-            Rule(f"contamination.paper.{k}", between(0, 1), optional=True)
-            for k in ("p_extra", "p_test", "acc_extra", "acc_test")
-        ),
-    ],
-)
-
-_TOTT_BENCHMARK_LISTS = (
-    *(f"figure_{n}.benchmarks" for n in (1, 2, 3, 5, 6, 7, 13, 14, 15, 16, 18, 20)),
-    "figure_4.unadjusted",
-    "figure_4.reformulated",
-    "relative_difference.benchmarks",
-    *(f"table_{n}.benchmarks" for n in (3, 4, 5)),
-)
-_TOTT_BENCHMARK_KEYS = tuple(f"figure_{n}.benchmark" for n in (8, 9, 17, 19))
-
-TOTT_ANALYSIS_RULES = prefixed(
-    "training_on_the_test_task",
-    [
-        Rule("evaluations_dir", text),
-        Rule("model_values", one_of(*MODEL_VALUES)),
-        Rule("model_kinds", list_of(one_of(*MODEL_KINDS), non_empty=True)),
-        Rule("cutoff", text),
-        Rule("robustness_cutoffs", list_of(text)),
-        Rule("adjustment.stage", text),
-        Rule("adjustment.use_max", boolean),
-        Rule("mmlu_aggregate", one_of(*AGGREGATES), optional=True),
-        Rule("benchmarks.*.file", text),
-        Rule("benchmarks.*.metric", text),
-        Rule("benchmarks.*.aggregate", one_of(*AGGREGATES)),
-        Rule("benchmarks.*.chance", between(0, 1, low_open=False, high_open=False)),
-        Rule("benchmarks.*.higher_is_better", boolean, optional=True),
-        Rule("regression.cov_type", one_of(*COV_TYPES)),
-        Rule("regression.alpha_level", between(0, 1)),
-        Rule("regression.c_e_search", one_of(*C_E_SEARCHES), optional=True),
-        Rule("figure_3.min_compute", positive_number),
-        Rule("figure_3.seed", integer),
-        Rule("emergence.batch_size", positive_int),
-        Rule("emergence.min_compute", non_negative_number),
-        Rule("emergence.max_compute", positive_number),
-        Rule("emergence.c_e_search", one_of(*EMERGENCE_C_E_SEARCHES)),
-        Rule("figure_8.steps", list_of(non_negative_int)),
-        Rule("figure_19.steps", list_of(non_negative_int)),
-        Rule("figure_14.step", positive_int),
-        Rule("table_5.step", positive_int),
-        Rule("figure_20.kinds", list_of(one_of(*MODEL_KINDS), non_empty=True)),
-    ],
-)
-
-TOTT_ANALYSIS_RELATIONS: list[Relation] = [
-    *(
-        keys_of(f"training_on_the_test_task.{p}", "training_on_the_test_task.benchmarks", each=True)
-        for p in _TOTT_BENCHMARK_LISTS
-    ),
-    *(
-        keys_of(f"training_on_the_test_task.{p}", "training_on_the_test_task.benchmarks")
-        for p in _TOTT_BENCHMARK_KEYS
-    ),
-]
-
-ANALYSIS_CHECKS: list[Check] = [
-    *TOTT_ANALYSIS_RULES,
-    *TOTT_ANALYSIS_RELATIONS,
-]
-
-
-def check_analysis_config(cfg: Any) -> None:
-    """The `testtask` CLI's composed config (conf/config.yaml); raises ConfigError naming every bad key."""
-    check(cfg, ANALYSIS_CHECKS)
 
 
 # --- shared runner pieces ------------------------------------------------------------------------------------

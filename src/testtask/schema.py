@@ -278,7 +278,14 @@ def _step(annotation: Any, key: Any) -> Any | None:
         return field_types(base).get(key)
     if get_origin(base) is dict and key != "[key]":
         return get_args(base)[1]
+    if get_origin(base) is list and isinstance(key, int) and _sections_in(get_args(base)[0]):
+        return get_args(base)[0]  # an item of a list of sections is reported by its own keys
     return None
+
+
+def _sections_in(annotation: Any) -> bool:
+    """Whether `annotation` is (or holds, as a mapping's value or a union's option) a section."""
+    return bool(_nested(annotation))
 
 
 def _fields_of(annotation: Any) -> list[str]:
@@ -313,7 +320,9 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
             if inner is None:
                 break
             annotation, path = inner, [*path, key]
-        key = ".".join([prefix, *map(str, path)]) if prefix else ".".join(map(str, path))
+        key = prefix
+        for part in path:
+            key = _join(key, part)
         consumed = len(path)
         rest = loc[consumed:]
         if kind in ("unexpected_keyword_argument", "extra_forbidden"):

@@ -133,9 +133,12 @@ def test_train_before_test_ranks(assessed):
 def test_overlay_figure_1_reads_both_roots(release, tmp_path):
     results = tmp_path / "results"
     make_run(release, results, RUN, SOURCE, RAISED, DELTA)
-    fields = _entry(SOURCE) | {"paper_name": RAISED, "family": RAISED, "language": "EN"}
-    entry = "{" + ",".join(f'{k}:"{v}"' if isinstance(v, str) else f"{k}:{v}" for k, v in fields.items())
-    entry += ",hf_repo:null}"
+    # the run's own model joins the registry as the user's own (conf/user/models.yaml): the preset's settings, so
+    # the outputs go to the source's folder (an override of the registry would make a variant folder)
+    user = tmp_path / "user"
+    user.mkdir()
+    fields = _entry(SOURCE) | {"paper_name": RAISED, "family": RAISED, "language": "EN", "hf_repo": None}
+    (user / "models.yaml").write_text(json.dumps({"base": {RAISED: fields}}))
     cfg = compose(
         [
             "paper=training-on-the-test-task",
@@ -144,7 +147,7 @@ def test_overlay_figure_1_reads_both_roots(release, tmp_path):
             f"results_dir={results}",
             f"results_run={RUN}",
             f"figures_dir={tmp_path / 'figures'}",
-            f"+training_on_the_test_task.models.base.{RAISED}={entry}",
+            f"user_dir={user}",
         ]
     )
     build(cfg, "figure", [1])

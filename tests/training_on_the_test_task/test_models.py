@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -210,11 +211,16 @@ def test_loading_fields_are_validated(config: dict) -> None:
     )
     assert reg.get("tiny").load_kwargs() == {"revision": "abc1234", "dtype": "bfloat16"}
     for field, value, message in [
-        ("revision", "main", "branch, not a pin"),
-        ("trust_remote_code", "yes", "trust_remote_code must be true or false"),
-        ("model_args", ["dtype"], "model_args must be a mapping"),
-        ("model_args", {"trust_remote_code": True}, "its own field"),
+        ("revision", "main", "revision = 'main': expected a commit hash or null (a branch is not a pin"),
+        ("trust_remote_code", "yes", "trust_remote_code = 'yes': expected true or false"),
+        ("model_args", ["dtype"], "model_args = ['dtype']: expected a mapping of keyword arguments"),
+        (
+            "model_args",
+            {"trust_remote_code": True},
+            "without trust_remote_code (set it as the entry's own field)",
+        ),
     ]:
         broken = config | {"base": {"tiny": tiny | {field: value}}}
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=re.escape(f"invalid config: models.base.tiny.{field}")) as err:
             ModelRegistry.from_config(broken)
+        assert message in str(err.value)

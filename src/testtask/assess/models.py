@@ -71,8 +71,8 @@ def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
     entries = {str(name): _defaults(str(name), entry or {}) for name, entry in data[SECTION].items()}
     if not entries:
         raise ModelFileError(f"{path}: section '{SECTION}' lists no model")
-    try:
-        ModelRegistry.from_config({SECTION: entries})
+    try:  # checked as a registry of these base models alone
+        ModelRegistry.from_config({kind: entries if kind == SECTION else {} for kind in KINDS})
     except ValueError as err:
         raise ModelFileError(f"{path}: {err}") from None
     return entries

@@ -15,36 +15,186 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import annotated_types as at
 import pandas as pd
+from pydantic import Strict, StringConstraints
 
 from testtask.errors import InputError
 from testtask.paths import conf_dir
-
-KINDS = ("base", "instruct", "extra")
-LANGUAGES = ("EN", "EN+CN")
-_DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
-
-# Required fields per section; instruct models take N and D from their base model.
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "base": ("paper_name", "train_date", "params_b", "tokens_t", "hf_repo", "family", "language"),
-    "instruct": ("train_date", "base_model", "hf_repo", "family", "language"),
-    "extra": ("train_date", "params_b", "tokens_t", "hf_repo", "family", "language", "source"),
-}
-# Optional annotations: kept for frame() and with_authors_values(), never needed by analyses.
-_OPTIONAL = (
-    "paper_name",
-    "paper_hf_repo",
-    "source",
-    "authors_tokens_t",
-    "authors_train_date",
-    "revision_note",
+from testtask.schema import (
+    AnyText,
+    Choice,
+    Flag,
+    Name,
+    PositiveNumber,
+    Problem,
+    Text,
+    load,
+    require,
+    section,
+    violations,
 )
-# Optional loading fields (any section): what the runner needs to load the model; see ModelInfo.
-_LOADING = ("trust_remote_code", "revision", "model_args", "eval_model_args")
+
+
+class Kind(Choice):
+    """A section of the registry: the models of Appendix B.1 (`base`), their instruction-tuned versions (Appendix
+    B.1.1, `instruct`) and models with published results outside the appendix (`extra`)."""
+
+    base = "base"
+    instruct = "instruct"
+    extra = "extra"
+
+    def __repr__(self) -> str:
+        # The plain word, as a list of kinds prints in a sidecar's notes (proxy-tasks: "model kinds ['base']").
+        return repr(self.value)
+
+
+KINDS = tuple(Kind)
+
+
+class Language(Choice):
+    """Appendix D.2's split of the pretraining data (and the authors' cn_families)."""
+
+    EN = "EN"
+    EN_CN = "EN+CN"
+
+
+_DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+Month = Annotated[str, Strict(), StringConstraints(pattern=_DATE.pattern), Text("a 'YYYY-MM' month (quoted)")]
+HfRepo = Annotated[
+    Annotated[str, Strict(), StringConstraints(pattern=r"^[^/\s]+/[^/\s]+$")] | None,
+    Text("'owner/name' on the Hub, or null"),
+]
+KeywordArgs = Annotated[dict[str, Any], Text("a mapping of keyword arguments")]
 # Git branch names are not pins: the weights behind them change.
 _BRANCHES = frozenset({"main", "master", "HEAD"})
+# The optional annotations of an entry, kept for frame(), note() and with_authors_values(); never needed by analyses.
+NOTES = ("paper_name", "paper_hf_repo", "source", "authors_tokens_t", "authors_train_date", "revision_note")
+
+
+def _optional(default: Any = None) -> Any:
+    """An optional field of a registry entry (most entries leave it out; docs/extending.md lists them)."""
+    if isinstance(default, dict):
+        return field(default_factory=dict, kw_only=True)
+    return field(default=default, kw_only=True)
+
+
+def _required() -> Any:
+    """An optional field of ModelEntry that a section's entries must state (a redefined field would otherwise keep
+    the default of ModelEntry's class attribute)."""
+    return field(kw_only=False)
+
+
+@section
+class ModelEntry:
+    """The fields of every registry entry (conf/training_on_the_test_task/models/paper.yaml and the user's own
+    conf/user/models.yaml). An entry is a record, not a setting: its optional fields below are absent from most
+    entries, and absence means what their default says."""
+
+    train_date: Month
+    hf_repo: HfRepo  # the repository the evaluated weights came from
+    family: Name  # the cluster of the clustered standard errors (the authors' model2family)
+    language: Language
+    # Annotations (never read by an analysis, except authors_* with model_values=authors)
+    paper_name: Name | None = _optional()  # the name figures and tables show
+    paper_hf_repo: AnyText | None = _optional()  # the paper's string where it is a typo
+    source: AnyText | None = _optional()  # where the results of a model outside Appendix B.1 come from
+    authors_tokens_t: PositiveNumber | None = _optional()  # D of the authors' analysis code, where it differs
+    authors_train_date: Month | None = _optional()  # the train date of the authors' analysis code
+    revision_note: AnyText | None = _optional()  # why `revision` is null
+    # Loading (the runner): off unless the entry says so (the authors loaded every model but falcon with it on)
+    trust_remote_code: Flag = _optional(False)
+    revision: Annotated[str, Strict(), at.MinLen(1)] | None = _optional()  # a Hub commit; null: not pinned
+    model_args: KeywordArgs = _optional({})  # from_pretrained keyword arguments (training and lm-eval's `hf`)
+    eval_model_args: KeywordArgs = _optional({})  # lm-eval `hf` model arguments only (e.g. parallelize)
+
+    def __post_init__(self) -> None:
+        require(
+            Problem(
+                "revision",
+                self.revision,
+                "a commit hash or null (a branch is not a pin; null with a revision_note saying why none is pinned)",
+            )
+            if self.revision in _BRANCHES
+            else None,
+            Problem(
+                "model_args",
+                self.model_args,
+                "keyword arguments without trust_remote_code (set it as the entry's own field)",
+            )
+            if "trust_remote_code" in self.model_args
+            else None,
+        )
+
+
+@section
+class BaseModelEntry(ModelEntry):
+    """A model of Appendix B.1: N = params_b (billions of parameters), D = tokens_t (trillions of tokens)."""
+
+    paper_name: Name = _required()
+    params_b: PositiveNumber
+    tokens_t: PositiveNumber
+
+
+@section
+class InstructModelEntry(ModelEntry):
+    """An instruction-tuned model (Appendix B.1.1): N and D are its base model's (instruction tuning adds
+    negligible compute)."""
+
+    base_model: Name  # a key of `base`
+
+
+@section
+class ExtraModelEntry(ModelEntry):
+    """A model with published results that is not in Appendix B.1."""
+
+    params_b: PositiveNumber
+    tokens_t: PositiveNumber
+    source: AnyText = _required()
+
+
+ENTRIES: dict[Kind, type[ModelEntry]] = {
+    Kind.base: BaseModelEntry,
+    Kind.instruct: InstructModelEntry,
+    Kind.extra: ExtraModelEntry,
+}
+
+
+@section
+class Models:
+    """The model registry (`models` of training-on-the-test-task's analysis section and of its runner's config):
+    model name (as in the result files) -> entry, per section."""
+
+    base: dict[str, BaseModelEntry]
+    instruct: dict[str, InstructModelEntry]
+    extra: dict[str, ExtraModelEntry]
+
+    def __post_init__(self) -> None:
+        require(self.relations())
+
+    def relations(self) -> list[Problem]:
+        """A name in two sections; an instruct model whose base model is not in `base`."""
+        problems: list[Problem] = []
+        seen: dict[str, Kind] = {}
+        for kind in Kind:
+            for name in self.section(kind):
+                if name in seen:
+                    problems.append(
+                        Problem(
+                            f"{kind}.{name}", name, f"a name in one section only (also in {{{seen[name]}}})"
+                        )
+                    )
+                seen.setdefault(name, kind)
+        for name, entry in self.instruct.items():
+            if entry.base_model not in self.base:
+                problems.append(Problem(f"instruct.{name}.base_model", entry.base_model, "a model of {base}"))
+        return problems
+
+    def section(self, kind: Kind | str) -> dict[str, ModelEntry]:
+        """The entries of section `kind`."""
+        return getattr(self, str(Kind(kind)))
 
 
 def default_path() -> Path:
@@ -117,59 +267,29 @@ def _check_date(value: Any, what: str) -> str:
     return value
 
 
-def _positive(value: Any, what: str) -> float:
-    # bool is an int subclass; `true` in YAML is never a size.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{what} must be a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{what} must be positive, got {value!r}")
-    return number
+def _info(
+    name: str, kind: Kind, entry: ModelEntry, params_b: float, tokens_t: float, base_model: str | None = None
+) -> ModelInfo:
+    return ModelInfo(
+        name=name,
+        kind=str(kind),
+        train_date=entry.train_date,
+        params_b=float(params_b),
+        tokens_t=float(tokens_t),
+        family=entry.family,
+        language=str(entry.language),
+        hf_repo=entry.hf_repo,
+        base_model=base_model,
+        trust_remote_code=entry.trust_remote_code,
+        revision=entry.revision,
+        model_args=dict(entry.model_args),
+        eval_model_args=dict(entry.eval_model_args),
+    )
 
 
-def _loading(entry: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """The validated loading fields of one entry (absent ones keep ModelInfo's defaults)."""
-    out: dict[str, Any] = {}
-    if "trust_remote_code" in entry:
-        if not isinstance(entry["trust_remote_code"], bool):
-            raise ValueError(
-                f"{label}: trust_remote_code must be true or false, got {entry['trust_remote_code']!r}"
-            )
-        out["trust_remote_code"] = entry["trust_remote_code"]
-    revision = entry.get("revision")
-    if revision is not None:
-        if not isinstance(revision, str) or not revision.strip():
-            raise ValueError(f"{label}: revision must be a commit hash or null, got {revision!r}")
-        if revision in _BRANCHES:
-            raise ValueError(
-                f"{label}: revision {revision!r} is a branch, not a pin; write a commit hash, or null with a "
-                "revision_note saying why none is pinned"
-            )
-        out["revision"] = revision
-    for key in ("model_args", "eval_model_args"):
-        value = entry.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{label}: {key} must be a mapping of keyword arguments, got {value!r}")
-        out[key] = dict(value)
-    if "trust_remote_code" in out.get("model_args", {}):
-        raise ValueError(f"{label}: set trust_remote_code as its own field, not inside model_args")
-    return out
-
-
-def _as_dict(cfg: Any) -> dict[str, Any]:
-    """A plain dict from a DictConfig or mapping (resolving interpolations)."""
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
-    if not isinstance(cfg, Mapping):
-        raise ValueError(f"model registry must be a mapping with {'/'.join(KINDS)}, got {type(cfg).__name__}")
-    return dict(cfg)
+def _notes(entry: ModelEntry) -> dict[str, Any]:
+    """The annotations an entry states (absent ones left out, as note() then gives its default)."""
+    return {key: getattr(entry, key) for key in NOTES if getattr(entry, key) is not None}
 
 
 class ModelRegistry:
@@ -187,112 +307,29 @@ class ModelRegistry:
 
     # --- construction -------------------------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, cfg: Any) -> ModelRegistry:
-        """Build and validate from a DictConfig or dict with sections base / instruct / extra."""
-        data = _as_dict(cfg)
-        unknown_sections = sorted(set(data) - set(KINDS))
-        if unknown_sections:
-            raise ValueError(
-                f"model registry has unknown section(s) {unknown_sections}; expected {list(KINDS)}"
-            )
-        sections = {kind: dict(data.get(kind) or {}) for kind in KINDS}
+    def from_config(cls, cfg: Any, prefix: str = "models") -> ModelRegistry:
+        """Build from a registry config (a DictConfig or mapping with sections base / instruct / extra), checked
+        against the `Models` schema; ConfigError naming every bad key below `prefix` otherwise."""
+        return cls.from_models(load(Models, cfg, prefix))
 
-        seen: dict[str, str] = {}
-        for kind, entries in sections.items():
-            for name in entries:
-                if name in seen:
-                    raise ValueError(f"model {name!r} appears in both {seen[name]!r} and {kind!r}")
-                seen[name] = kind
-
+    @classmethod
+    def from_models(cls, models: Models) -> ModelRegistry:
+        """Build from the typed registry (instruct models take N and D from their base model)."""
         infos: list[ModelInfo] = []
         notes: dict[str, dict[str, Any]] = {}
-        for kind in ("base", "extra"):
-            for name, entry in sections[kind].items():
-                fields = cls._fields(kind, name, entry)
-                infos.append(
-                    ModelInfo(
-                        name=name,
-                        kind=kind,
-                        train_date=fields["train_date"],
-                        params_b=fields["params_b"],
-                        tokens_t=fields["tokens_t"],
-                        family=fields["family"],
-                        language=fields["language"],
-                        hf_repo=fields["hf_repo"],
-                        **fields["loading"],
-                    )
-                )
-                notes[name] = fields["notes"]
-        bases = {info.name: info for info in infos if info.kind == "base"}
-        for name, entry in sections["instruct"].items():
-            fields = cls._fields("instruct", name, entry)
-            base = bases.get(fields["base_model"])
-            if base is None:
-                raise ValueError(
-                    f"instruct model {name!r}: base_model {fields['base_model']!r} is not a key of 'base'"
-                )
+        for kind in (Kind.base, Kind.extra):
+            for name, entry in models.section(kind).items():
+                infos.append(_info(name, kind, entry, entry.params_b, entry.tokens_t))
+                notes[name] = _notes(entry)
+        bases = {info.name: info for info in infos if info.kind == Kind.base}
+        for name, entry in models.instruct.items():
+            base = bases[entry.base_model]
             # Instruction tuning adds negligible compute, so N and D are the base model's.
             infos.append(
-                ModelInfo(
-                    name=name,
-                    kind="instruct",
-                    train_date=fields["train_date"],
-                    params_b=base.params_b,
-                    tokens_t=base.tokens_t,
-                    family=fields["family"],
-                    language=fields["language"],
-                    hf_repo=fields["hf_repo"],
-                    base_model=base.name,
-                    **fields["loading"],
-                )
+                _info(name, Kind.instruct, entry, base.params_b, base.tokens_t, base_model=base.name)
             )
-            notes[name] = fields["notes"]
+            notes[name] = _notes(entry)
         return cls(infos, notes)
-
-    @staticmethod
-    def _fields(kind: str, name: str, entry: Any) -> dict[str, Any]:
-        """Validated fields of one entry; every error names the model and the field."""
-        label = f"{kind} model {name!r}"
-        if not isinstance(entry, Mapping):
-            raise ValueError(f"{label}: expected a mapping of fields, got {entry!r}")
-        missing = [key for key in _REQUIRED[kind] if key not in entry]
-        if missing:
-            raise ValueError(f"{label}: missing field(s) {missing}")
-        allowed = set(_REQUIRED[kind]) | set(_OPTIONAL) | set(_LOADING)
-        if kind != "instruct":
-            allowed |= {"params_b", "tokens_t"}
-        extra_fields = sorted(set(entry) - allowed)
-        if extra_fields:
-            raise ValueError(f"{label}: unknown field(s) {extra_fields}")
-
-        out: dict[str, Any] = {"train_date": _check_date(entry["train_date"], f"{label}: train_date")}
-        if kind == "instruct":
-            out["base_model"] = entry["base_model"]
-            if not isinstance(out["base_model"], str):
-                raise ValueError(f"{label}: base_model must be a model name, got {out['base_model']!r}")
-        else:
-            out["params_b"] = _positive(entry["params_b"], f"{label}: params_b")
-            out["tokens_t"] = _positive(entry["tokens_t"], f"{label}: tokens_t")
-        for key in ("family",):
-            if not isinstance(entry[key], str) or not entry[key]:
-                raise ValueError(f"{label}: {key} must be a non-empty string, got {entry[key]!r}")
-            out[key] = entry[key]
-        if entry["language"] not in LANGUAGES:
-            raise ValueError(f"{label}: language must be one of {list(LANGUAGES)}, got {entry['language']!r}")
-        out["language"] = entry["language"]
-        repo = entry["hf_repo"]
-        if repo is not None and (not isinstance(repo, str) or "/" not in repo):
-            raise ValueError(f"{label}: hf_repo must be 'owner/name' or null, got {repo!r}")
-        out["hf_repo"] = repo
-
-        out["loading"] = _loading(entry, label)
-        notes = {key: entry[key] for key in _OPTIONAL if key in entry}
-        if "authors_tokens_t" in notes:
-            notes["authors_tokens_t"] = _positive(notes["authors_tokens_t"], f"{label}: authors_tokens_t")
-        if "authors_train_date" in notes:
-            _check_date(notes["authors_train_date"], f"{label}: authors_train_date")
-        out["notes"] = notes
-        return out
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> ModelRegistry:
@@ -370,7 +407,7 @@ class ModelRegistry:
                 "revision": info.revision,
             }
             note = self._notes.get(info.name, {})
-            row.update({key: note.get(key) for key in _OPTIONAL})
+            row.update({key: note.get(key) for key in NOTES})
             row["compute"] = info.compute
             row["log10_compute"] = math.log10(info.compute)
             rows.append(row)
@@ -384,45 +421,52 @@ class ModelRegistry:
 # --- own models (conf/user/models.yaml, see testtask.user_files) -----------------------------------------------
 
 
+def _user_error(file: Any, lines: Iterable[str]) -> Exception:
+    from testtask.user_files import UserFileError
+
+    return UserFileError("\n".join(f"{file.shown}: {line}" for line in lines))
+
+
 def user_entries(file: Any) -> dict[str, dict[str, Any]]:
-    """The sections of an own models file (a `testtask.user_files.UserFile`), each entry checked with the
-    registry's own field rules; errors name the file and `<section>.<model>`."""
-    unknown = sorted(set(file.data) - set(KINDS))
-    if unknown:
-        raise file.error(unknown[0], f"unknown section (sections: {', '.join(KINDS)})")
+    """The sections of an own models file (a `testtask.user_files.UserFile`; each section optional), every entry
+    checked against its section's entry schema; an error names the file and `<section>.<model>.<field>`, one line
+    per problem."""
+    lines = [
+        f"{key}: unknown section; the sections are {', '.join(KINDS)}"
+        for key in file.data
+        if key not in KINDS
+    ]
     sections: dict[str, dict[str, Any]] = {}
-    for kind in KINDS:
+    for kind in Kind:
         entries = file.data.get(kind) or {}
         if not isinstance(entries, Mapping):
-            raise file.error(kind, f"expected a mapping of model name -> fields, got {entries!r}")
+            lines.append(f"{kind} = {entries!r}: expected a mapping of model name -> fields")
+            continue
         for name, entry in entries.items():
-            try:
-                ModelRegistry._fields(kind, str(name), entry)
-            except ValueError as err:
-                label = f"{kind} model {str(name)!r}: "
-                raise file.error(f"{kind}.{name}", str(err).removeprefix(label)) from None
-        sections[kind] = {str(name): dict(entry) for name, entry in entries.items()}
+            lines += violations(ENTRIES[kind], entry, f"{kind}.{name}")[1]
+        sections[str(kind)] = {str(name): dict(entry) for name, entry in entries.items()}
+    if lines:
+        raise _user_error(file, lines)
     return sections
 
 
 def merge_user_models(models: Any, file: Any) -> None:
     """Merge an own models file over the registry config `models` (base / instruct / extra), in place: an own
     entry adds a model, or replaces the paper's entry of the same name and section whole (never field by
-    field, so an own entry always states every required field). The merged registry is built once here, so an
+    field, so an own entry always states every required field). The merged registry is checked here, so an
     instruct model whose base_model is unknown fails naming the file."""
     sections = user_entries(file)
     for kind, entries in sections.items():
         for name, entry in entries.items():
             other = next((k for k in KINDS if k != kind and name in (models.get(k) or {})), None)
             if other is not None:
-                raise file.error(f"{kind}.{name}", f"the paper's registry has this model in {other!r}")
+                raise _user_error(file, [f"{kind}.{name}: the paper's registry has this model in {other!r}"])
             if models.get(kind) is None:
                 models[kind] = {}
             models[kind][name] = entry
-    try:
-        ModelRegistry.from_config(models)
-    except ValueError as err:
-        raise file.error("registry", str(err)) from None
+    lines = violations(Models, models)[1]
+    if lines:
+        raise _user_error(file, lines)
 
 
 def merge_user_models_into_analysis(cfg: Any, file: Any) -> None:

@@ -1,73 +1,112 @@
 """A release of lm-eval results, read through an analysis config: the model registry, the results the source
 lacks, and the tidy table of results (read once per process).
 
-`Release.from_config` reads training-on-the-test-task's analysis config (`models`, `model_values`,
-`absent_results`, `evaluations_dir`) once, into typed settings (that paper's `Settings.release`); `results` reads
+`ReleaseSettings` is the schema of the keys of training-on-the-test-task's analysis section that say how its release
+is read (`evaluations_dir`, `model_values`, `models`, `absent_results`; that paper's `Settings` extends it), and
+`ReleaseSettings.release` the `Release` they give, built once (that paper's `Settings.release`); `results` reads
 the tables of a source of that paper (its data root): its analyses read their inputs here, and proxy-tasks reads
 that paper's release the same way (with that paper's context, from the pipeline).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from testtask.context import InputsUnavailable
-from testtask.lm.models import ModelRegistry
-from testtask.lm.results import AbsentResults, load_results
+from testtask.lm.models import Kind, ModelRegistry, Models
+from testtask.lm.results import ANY, Absence, AbsentResults, load_results
 from testtask.lm.results_layout import ResultFile, discover
+from testtask.schema import Choice, Name, Problem, require, section, to_plain
 from testtask.sources import OverlayConflict
 
 log = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=8)
-def _registry(models_json: str, values: str) -> ModelRegistry:
-    reg = ModelRegistry.from_config(json.loads(models_json))
-    if values == "authors":
-        return reg.with_authors_values()
-    if values != "paper":
-        raise ValueError(
-            f"training_on_the_test_task.model_values must be 'paper' or 'authors', got {values!r}"
-        )
-    return reg
+class ModelValues(Choice):
+    """Which N, D and train dates the registry gives: those of the authors' analysis code (notebooks/utils.py,
+    which produced the published numbers) or of the paper's Appendix B.1."""
+
+    paper = "paper"
+    authors = "authors"
 
 
-def _plain(node: Any) -> Any:
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig | ListConfig) else node
+_REGISTRIES: dict[tuple[str, str], ModelRegistry] = {}
+
+
+def _registry(models: Models, models_json: str, values: ModelValues) -> ModelRegistry:
+    """The registry of `models` with `values`, built once per registry config and choice."""
+    key = (models_json, str(values))
+    if key not in _REGISTRIES:
+        registry = ModelRegistry.from_models(models)
+        _REGISTRIES[key] = registry.with_authors_values() if values == ModelValues.authors else registry
+    return _REGISTRIES[key]
+
+
+@section
+class ReleaseSettings:
+    """The keys of an analysis section that say how a release of lm-eval results is read (training-on-the-test-task's
+    Settings extends this): where the results are, the model registry and the results the release lacks."""
+
+    evaluations_dir: Name  # below the source's data root
+    model_values: ModelValues
+    models: (
+        Models  # the model registry (conf/training_on_the_test_task/models/paper.yaml, and the user's own)
+    )
+    absent_results: list[Absence]  # the only licence to leave a model out (analysis.yaml says how)
+
+    def __post_init__(self) -> None:
+        require(self.relations())
+
+    def relations(self) -> list[Problem]:
+        """An `absent_results` entry that names a model the registry does not have."""
+        known = {name for kind in Kind for name in self.models.section(kind)}
+        problems = []
+        for i, absence in enumerate(self.absent_results):
+            unknown = [m for m in absence.models if m != ANY and m not in known]
+            if unknown:
+                problems.append(
+                    Problem(
+                        f"absent_results[{i}].model",
+                        absence.model,
+                        f"models of the registry {{models}} ({', '.join(unknown)} not in it)",
+                    )
+                )
+        return problems
+
+    @functools.cached_property
+    def release(self) -> Release:
+        """How the release is read, built once per settings object."""
+        return Release.of(self)
 
 
 @dataclass(frozen=True)
 class Release:
-    """How a release of lm-eval results is read, from an analysis config section, checked once."""
+    """How a release of lm-eval results is read: its typed settings' registry and absent results, checked once."""
 
     evaluations_dir: str  # below the source's data root
     # `model_values=paper`: D and train dates of Appendix B.1; `authors`: those of the authors' analysis code
     registry: ModelRegistry
-    absent: AbsentResults  # the results the config lists as genuinely missing from the source, checked
-    key: str  # the registry and absent_results configs as JSON: the results table is cached by it
+    absent: AbsentResults  # the results the config lists as genuinely missing from the source
+    key: str  # the registry and absent_results settings as JSON: the results table is cached by it
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> Release:
-        models = _plain(section["models"])
-        models = dict(models) if isinstance(models, Mapping) else models
-        models_json = json.dumps(models, sort_keys=True)
-        reg = _registry(models_json, str(section["model_values"]))
-        listed = _plain(section["absent_results"])
-        absent = AbsentResults.from_config(
-            listed, known_model=lambda name: name in reg, where="training_on_the_test_task.absent_results"
+    def of(cls, settings: ReleaseSettings) -> Release:
+        models_json = json.dumps(to_plain(settings.models), sort_keys=True)
+        registry = _registry(settings.models, models_json, settings.model_values)
+        listed = json.dumps(to_plain(settings.absent_results), sort_keys=True)
+        return cls(
+            settings.evaluations_dir,
+            registry,
+            AbsentResults(settings.absent_results),
+            json.dumps([models_json, listed]),
         )
-        key = json.dumps([models_json, json.dumps(listed, sort_keys=True)])
-        return cls(str(section["evaluations_dir"]), reg, absent, key)
 
 
 _CACHE: dict[tuple[str, float, str], pd.DataFrame] = {}

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 
 from testtask.io import unique_keys_hook
 from testtask.lm.results_layout import ADJUSTMENTS, FINETUNES, ResultFile, ResultsError, discover
 from testtask.metric_ranges import problem
+from testtask.schema import Choice, Name, NonNegativeInt, Text, load, non_empty, section
 
 COLUMNS = [
     "model",
@@ -47,65 +47,43 @@ BOOKKEEPING = frozenset({"alias", "name", "sample_len", "sample_count", "samples
 NO_STDERR = "N/A"
 # Where the repository lists the results its sources lack (training-on-the-test-task's analysis config).
 CONFIG = "conf/training_on_the_test_task/analysis.yaml"
+ANY = "*"  # an `absent_results` pattern that matches anything
 
 
-@dataclass(frozen=True)
+# The stages and fine-tuning data an `absent_results` entry may name (`*`: any), from the layout's own sets.
+Stage = Choice("Stage", {**{s: s for s in ADJUSTMENTS}, "any": ANY})
+Finetune = Choice("Finetune", {**{f: f for f in FINETUNES}, "any": ANY})
+
+
+@section
 class Absence:
-    """Results the source genuinely lacks (or holds as NaN), and why. `*` matches anything."""
+    """Results the source genuinely lacks (or holds as NaN), and why (an entry of `absent_results`). `*` matches
+    anything."""
 
-    models: tuple[str, ...]  # ("*",): every model
-    benchmark: str  # benchmark name as in result files (e.g. mmlu, leaderboard_gpqa)
-    stage: str  # base | e1 | e2 | e1+2 | e3 | intermediate | lr_sweep
-    finetune: str  # mmluaux | gsm8kaux | mcaux (ignored for stage base)
-    steps: tuple[int, ...] | None  # intermediate checkpoints; None: every one
-    reason: str
+    model: Annotated[
+        Name | non_empty(Name), Text("a model name or a non-empty list of them")
+    ]  # "*": every one
+    benchmark: Name  # benchmark name as in result files (e.g. mmlu, leaderboard_gpqa), or "*"
+    stage: Stage  # base | e1 | e2 | e1+2 | e3 | intermediate | lr_sweep | *
+    finetune: Finetune  # mmluaux | gsm8kaux | mcaux | * (ignored for stage base)
+    steps: list[NonNegativeInt] | None  # intermediate checkpoints; null: every one
+    reason: Name
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return (self.model,) if isinstance(self.model, str) else tuple(self.model)
 
     def covers(self, model: str, benchmark: str, stage: str, finetune: str | None, step: int | None) -> bool:
         def match(pattern: str, value: str | None) -> bool:
-            return pattern == "*" or pattern == value
+            return pattern == ANY or pattern == value
 
         return (
-            ("*" in self.models or model in self.models)
+            (ANY in self.models or model in self.models)
             and match(self.benchmark, benchmark)
             and match(self.stage, stage)
             and (stage == "base" or match(self.finetune, finetune))
             and (self.steps is None or step in self.steps)
         )
-
-
-_ABSENCE_KEYS = {"model", "benchmark", "stage", "finetune", "steps", "reason"}
-
-
-def _absence(entry: Any, where: str) -> Absence:
-    """One `absent_results` entry, checked: model (a name or a list), benchmark, stage and a reason."""
-    if not isinstance(entry, Mapping):
-        raise ResultsError(f"{where}: must be a mapping with model, benchmark, stage, reason; got {entry!r}")
-    unknown = sorted(set(entry) - _ABSENCE_KEYS)
-    if unknown:
-        raise ResultsError(f"{where}: unknown key(s) {unknown}; expected {sorted(_ABSENCE_KEYS)}")
-    models = entry.get("model")
-    models = [models] if isinstance(models, str) else models
-    if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m for m in models):
-        raise ResultsError(
-            f"{where}.model: a model name or a list of them is required, got {entry.get('model')!r}"
-        )
-    for key in ("benchmark", "stage", "reason"):
-        if not isinstance(entry.get(key), str) or not entry[key].strip():
-            raise ResultsError(f"{where}.{key}: a non-empty string is required, got {entry.get(key)!r}")
-    stage = entry["stage"]
-    if stage not in (*ADJUSTMENTS, "*"):
-        raise ResultsError(f"{where}.stage: {stage!r} is not one of {', '.join(ADJUSTMENTS)} or '*'")
-    finetune = entry.get("finetune", "*")
-    if finetune not in (*FINETUNES, "*"):
-        raise ResultsError(f"{where}.finetune: {finetune!r} is not one of {', '.join(FINETUNES)} or '*'")
-    steps = entry.get("steps")
-    if steps is not None:
-        if not isinstance(steps, Sequence) or not all(isinstance(s, int) and s >= 0 for s in steps):
-            raise ResultsError(f"{where}.steps: a list of checkpoint steps is required, got {steps!r}")
-        steps = tuple(int(s) for s in steps)
-    return Absence(
-        tuple(models), entry["benchmark"], stage, finetune, steps, " ".join(entry["reason"].split())
-    )
 
 
 class AbsentResults:
@@ -115,20 +93,10 @@ class AbsentResults:
         self.entries = tuple(entries)
 
     @classmethod
-    def from_config(
-        cls, entries: Any, known_model: Callable[[str], bool] | None = None, where: str = "absent_results"
-    ) -> AbsentResults:
-        if entries is None:
-            return cls()
-        if isinstance(entries, Mapping) or not isinstance(entries, Sequence):
-            raise ResultsError(f"{where}: must be a list of entries, got {type(entries).__name__}")
-        parsed = [_absence(entry, f"{where}[{i}]") for i, entry in enumerate(entries)]
-        if known_model is not None:
-            for i, absence in enumerate(parsed):
-                unknown = [m for m in absence.models if m != "*" and not known_model(m)]
-                if unknown:
-                    raise ResultsError(f"{where}[{i}].model: {unknown} not in the model registry")
-        return cls(parsed)
+    def from_config(cls, entries: Any, where: str = "absent_results") -> AbsentResults:
+        """The entries of an `absent_results` list (a config node or plain list), checked against `Absence`;
+        ConfigError naming every bad key below `where` otherwise."""
+        return cls(load(list[Absence], entries, where))
 
     @classmethod
     def default(cls) -> AbsentResults:
@@ -140,9 +108,7 @@ class AbsentResults:
         path = conf_dir() / "training_on_the_test_task" / "analysis.yaml"
         if not path.is_file():
             return cls()
-        node = OmegaConf.load(path).get("absent_results")
-        entries = OmegaConf.to_container(node, resolve=True) if node is not None else None
-        return cls.from_config(entries, where=f"{path}: absent_results")
+        return cls.from_config(OmegaConf.load(path).absent_results, where=f"{path}: absent_results")
 
     def reason(
         self,
@@ -155,7 +121,7 @@ class AbsentResults:
         """Why the source lacks this result, or None when config does not list it."""
         for absence in self.entries:
             if absence.covers(model, benchmark, stage, finetune, step):
-                return absence.reason
+                return " ".join(absence.reason.split())
         return None
 
     def __len__(self) -> int:

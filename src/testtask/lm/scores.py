@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,54 +25,56 @@ from testtask.lm.results import (
     ResultsError,
     entries_lacking,
 )
+from testtask.schema import Choice, Flag, Name, UnitInterval, section
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class BenchmarkSpec:
+class Aggregate(Choice):
+    """Which value of a result file a benchmark's score is: the entry named like the benchmark (`own`, lm-eval's
+    standard group aggregate) or the mean over every `results` entry (`entries_mean`, as the authors averaged
+    MMLU)."""
+
+    own = "own"
+    entries_mean = ENTRIES_MEAN
+
+
+class Suite(Choice):
+    """Which evaluations a result belongs to: Open LLM Leaderboard v1-era tasks (`v1`) or v2 (`v2`, the release's
+    new_evals/ folder; testtask.lm.results_layout)."""
+
+    v1 = "v1"
+    v2 = "v2"
+
+
+@section
+class Benchmark:
     """How one benchmark is scored (config: `training_on_the_test_task.benchmarks.<key>`)."""
 
-    key: str
-    label: str
-    file: str  # benchmark name in result file names
-    metric: str  # lm-eval metric key, e.g. "acc,none"
-    aggregate: str  # "own" (the benchmark's entry) or "entries_mean" (mean over every results entry)
-    chance: float  # r of Eq. 1
-    finetune: str  # fine-tuning data that adjusts it: mmluaux | gsm8kaux
-    suite: str = "v1"
-    higher_is_better: bool = True
+    label: Name
+    file: Name  # benchmark name in result file names
+    metric: Name  # lm-eval metric key, e.g. "acc,none"
+    aggregate: Aggregate
+    chance: UnitInterval  # r of Eq. 1
+    finetune: Name  # fine-tuning data that adjusts it: mmluaux | gsm8kaux
+    suite: Suite
+    higher_is_better: Flag
 
     @property
     def metric_key(self) -> str:
-        return self.metric if self.aggregate == "own" else f"{self.metric}|{ENTRIES_MEAN}"
+        """The metric's name in the tidy results table (testtask.lm.results)."""
+        return self.metric if self.aggregate == Aggregate.own else f"{self.metric}|{ENTRIES_MEAN}"
 
 
-def benchmark_specs(benchmarks: Mapping[str, Mapping[str, Any]]) -> dict[str, BenchmarkSpec]:
-    """Every benchmark of a `benchmarks` config (key -> label, file, metric, aggregate, chance, finetune and the
-    optional suite, higher_is_better), checked, in config order."""
-    optional = {"suite": str, "higher_is_better": bool}
-    specs = {}
-    for key, node in benchmarks.items():
-        entry = dict(node)
-        if entry.get("aggregate") not in ("own", ENTRIES_MEAN):
-            raise ValueError(f"benchmarks.{key}.aggregate must be 'own' or {ENTRIES_MEAN!r}")
-        unknown = sorted(
-            set(entry) - {"label", "file", "metric", "aggregate", "chance", "finetune", *optional}
-        )
-        if unknown:
-            raise ValueError(f"benchmarks.{key}: unknown field(s) {unknown}")
-        specs[str(key)] = BenchmarkSpec(
-            key=str(key),
-            label=str(entry["label"]),
-            file=str(entry["file"]),
-            metric=str(entry["metric"]),
-            aggregate=str(entry["aggregate"]),
-            chance=float(entry["chance"]),
-            finetune=str(entry["finetune"]),
-            **{name: cast(entry[name]) for name, cast in optional.items() if name in entry},
-        )
-    return specs
+@section
+class BenchmarkSpec(Benchmark):
+    """A configured benchmark with its key (`Settings.benchmark(key)`)."""
+
+    key: Name
+
+    @classmethod
+    def of(cls, key: str, benchmark: Benchmark) -> BenchmarkSpec:
+        return cls(key=key, **{f.name: getattr(benchmark, f.name) for f in fields(Benchmark)})
 
 
 def select(

@@ -29,12 +29,12 @@ from typing import Any, Literal
 import numpy as np
 
 from testtask.training_on_the_test_task.regression import (
-    CovType,
     _json_float,
     as_indicator,
     as_vector,
     fit_ols,
 )
+from testtask.training_on_the_test_task.settings import CovType
 
 DEFAULT_KNOTS: tuple[float | None, ...] = (None, 22.0, 23.0)
 Basis = Literal["segments", "indicator"]

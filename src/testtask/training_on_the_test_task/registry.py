@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from testtask.context import Context
 from testtask.papers import Paper, Runner
-from testtask.schema import legacy
 from testtask.training_on_the_test_task import cohort_figures as cf
 from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
@@ -46,7 +45,7 @@ PAPER = Paper(
     config_key=CONFIG_KEY,
     figures=FIGURES,
     tables=TABLES,
-    settings=legacy(Settings.from_config),  # until its settings are a schema
+    settings=Settings,
     paper_text=("analysis", "runner"),
     actions=ACTIONS,
     report=report.FUNCTIONS,

@@ -37,9 +37,8 @@ import numpy as np
 import statsmodels.api as sm
 from scipy import optimize
 
-CovType = Literal["cluster", "nonrobust", "HC0", "HC1", "HC2", "HC3"]
-CeSearch = Literal["profile", "local"]
-EmergenceSearch = Literal["profile", "local", "pwlf"]  # fit_emergence's c_e_search ("pwlf": without θ only)
+from testtask.training_on_the_test_task.settings import CovType, EmergenceSearch
+
 MIN_MODELS = 4
 LN10 = math.log(10.0)
 
@@ -107,9 +106,11 @@ def fit_ols(
             raise ValueError("cluster-robust standard errors need at least two clusters; got one")
         results = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=use_t)
         return results, "cluster", n_clusters
-    se_type = "nonrobust" if cov_type == "cluster" else cov_type
-    if se_type not in ("nonrobust", "HC0", "HC1", "HC2", "HC3"):
+    if cov_type not in tuple(CovType):
         raise ValueError(f"unknown cov_type {cov_type!r}")
+    se_type = (
+        "nonrobust" if cov_type == CovType.cluster else str(cov_type)
+    )  # the plain word, for the sidecars
     n_clusters = int(group_codes(groups, n).max()) + 1 if groups is not None else 0
     return sm.OLS(y, X).fit(cov_type=se_type, use_t=use_t), se_type, n_clusters
 

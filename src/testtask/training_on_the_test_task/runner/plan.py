@@ -122,10 +122,13 @@ def _precision(recipe: dict[str, Any], parameters: float) -> str:
 
 
 def default_settings() -> Plan:
-    """The plan settings of conf/training_on_the_test_task/analysis.yaml (`training_on_the_test_task.plan`)."""
+    """The plan settings of conf/training_on_the_test_task/analysis.yaml (`training_on_the_test_task.plan`), checked
+    against their schema."""
     from testtask.paths import conf_dir
+    from testtask.schema import load
 
-    return Plan.from_config(OmegaConf.load(conf_dir() / "training_on_the_test_task" / "analysis.yaml").plan)
+    path = conf_dir() / "training_on_the_test_task" / "analysis.yaml"
+    return load(Plan, OmegaConf.load(path).plan, "training_on_the_test_task.plan")
 
 
 def _tokens_per_example(settings: Plan, recipe: dict[str, Any], finetune: str) -> float:
