@@ -36,11 +36,11 @@ import json
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types as at
-from pydantic import AfterValidator, AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
+from pydantic import AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 
 from testtask.errors import InputError
@@ -110,10 +110,27 @@ def non_empty(item: Any) -> Any:
 
 class Choice(enum.StrEnum):
     """Base of every choice set: members compare equal to their value (`Counts.round == "round"`) and print as
-    it, so sidecars and messages carry the plain word."""
+    it, also inside a list or a mapping, so sidecars, notes and messages carry the plain word."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 # --- sections ------------------------------------------------------------------------------------------------
+
+_RECORD_FIELD = "testtask.record_field"
+
+
+def record_field(absent: Any = None) -> Any:
+    """A field of a data record that most records leave out (a model registry entry's annotations), and what its
+    absence means. Records are data a YAML file lists, many to a file; settings never use this: a setting's value
+    is always written in YAML (`defaults_in_code` reports any other default)."""
+    factory = (lambda: dict(absent)) if isinstance(absent, dict) else None
+    metadata = {_RECORD_FIELD: True}
+    if factory is not None:
+        return field(default_factory=factory, kw_only=True, metadata=metadata)
+    return field(default=absent, kw_only=True, metadata=metadata)
+
 
 _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=False, revalidate_instances="never")
 
@@ -505,12 +522,16 @@ def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
                 )
             )
         return out
-    out[prefix] = None if schema is None else schema
+    typed = schema is not None and not (
+        base is Any and not any(isinstance(m, Text) for m in _split(schema)[1])
+    )
+    out[prefix] = schema if typed else None
     return out
 
 
 def defaults_in_code(schema: Any, seen: set[Any] | None = None) -> list[str]:
-    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code."""
+    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code (a data
+    record's `record_field` is not a setting and not listed)."""
     seen = set() if seen is None else seen
     out: list[str] = []
     for annotation in _nested(schema):
@@ -518,6 +539,8 @@ def defaults_in_code(schema: Any, seen: set[Any] | None = None) -> list[str]:
             continue
         seen.add(annotation)
         for f in dataclasses.fields(annotation):
+            if f.metadata.get(_RECORD_FIELD):
+                continue
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
                 out.append(f"{annotation.__qualname__}.{f.name}")
         for inner in field_types(annotation).values():
@@ -533,6 +556,19 @@ def _nested(annotation: Any) -> list[type]:
     return [t for arg in get_args(base) for t in _nested(arg)]
 
 
-def legacy(read: Any) -> Any:
-    """A section still read by a `from_config` function (being replaced by a schema): its value as that reads it."""
-    return Annotated[Any, AfterValidator(read), Text("the section's settings")]
+def record_fields(schema: Any, seen: set[Any] | None = None) -> list[str]:
+    """`Class.field` for every `record_field` of `schema` and the sections it holds."""
+    seen = set() if seen is None else seen
+    out: list[str] = []
+    for annotation in _nested(schema):
+        if annotation in seen:
+            continue
+        seen.add(annotation)
+        out += [
+            f"{annotation.__qualname__}.{f.name}"
+            for f in dataclasses.fields(annotation)
+            if f.metadata.get(_RECORD_FIELD)
+        ]
+        for inner in field_types(annotation).values():
+            out.extend(record_fields(inner, seen))
+    return out

@@ -32,6 +32,7 @@ from testtask.schema import (
     Problem,
     Text,
     load,
+    record_field,
     require,
     section,
     violations,
@@ -45,10 +46,6 @@ class Kind(Choice):
     base = "base"
     instruct = "instruct"
     extra = "extra"
-
-    def __repr__(self) -> str:
-        # The plain word, as a list of kinds prints in a sidecar's notes (proxy-tasks: "model kinds ['base']").
-        return repr(self.value)
 
 
 KINDS = tuple(Kind)
@@ -67,18 +64,13 @@ HfRepo = Annotated[
     Annotated[str, Strict(), StringConstraints(pattern=r"^[^/\s]+/[^/\s]+$")] | None,
     Text("'owner/name' on the Hub, or null"),
 ]
-KeywordArgs = Annotated[dict[str, Any], Text("a mapping of keyword arguments")]
+KeywordArgs = Annotated[
+    dict[str, bool | int | float | str | None], Text("a mapping of keyword arguments (scalar values)")
+]
 # Git branch names are not pins: the weights behind them change.
 _BRANCHES = frozenset({"main", "master", "HEAD"})
 # The optional annotations of an entry, kept for frame(), note() and with_authors_values(); never needed by analyses.
 NOTES = ("paper_name", "paper_hf_repo", "source", "authors_tokens_t", "authors_train_date", "revision_note")
-
-
-def _optional(default: Any = None) -> Any:
-    """An optional field of a registry entry (most entries leave it out; docs/extending.md lists them)."""
-    if isinstance(default, dict):
-        return field(default_factory=dict, kw_only=True)
-    return field(default=default, kw_only=True)
 
 
 def _required() -> Any:
@@ -98,17 +90,21 @@ class ModelEntry:
     family: Name  # the cluster of the clustered standard errors (the authors' model2family)
     language: Language
     # Annotations (never read by an analysis, except authors_* with model_values=authors)
-    paper_name: Name | None = _optional()  # the name figures and tables show
-    paper_hf_repo: AnyText | None = _optional()  # the paper's string where it is a typo
-    source: AnyText | None = _optional()  # where the results of a model outside Appendix B.1 come from
-    authors_tokens_t: PositiveNumber | None = _optional()  # D of the authors' analysis code, where it differs
-    authors_train_date: Month | None = _optional()  # the train date of the authors' analysis code
-    revision_note: AnyText | None = _optional()  # why `revision` is null
+    paper_name: Name | None = record_field()  # the name figures and tables show
+    paper_hf_repo: AnyText | None = record_field()  # the paper's string where it is a typo
+    source: AnyText | None = record_field()  # where the results of a model outside Appendix B.1 come from
+    authors_tokens_t: PositiveNumber | None = (
+        record_field()
+    )  # D of the authors' analysis code, where it differs
+    authors_train_date: Month | None = record_field()  # the train date of the authors' analysis code
+    revision_note: AnyText | None = record_field()  # why `revision` is null
     # Loading (the runner): off unless the entry says so (the authors loaded every model but falcon with it on)
-    trust_remote_code: Flag = _optional(False)
-    revision: Annotated[str, Strict(), at.MinLen(1)] | None = _optional()  # a Hub commit; null: not pinned
-    model_args: KeywordArgs = _optional({})  # from_pretrained keyword arguments (training and lm-eval's `hf`)
-    eval_model_args: KeywordArgs = _optional({})  # lm-eval `hf` model arguments only (e.g. parallelize)
+    trust_remote_code: Flag = record_field(False)
+    revision: Annotated[str, Strict(), at.MinLen(1)] | None = record_field()  # a Hub commit; null: not pinned
+    model_args: KeywordArgs = record_field(
+        {}
+    )  # from_pretrained keyword arguments (training and lm-eval's `hf`)
+    eval_model_args: KeywordArgs = record_field({})  # lm-eval `hf` model arguments only (e.g. parallelize)
 
     def __post_init__(self) -> None:
         require(
