@@ -343,17 +343,15 @@ def _mmlu_matrix(data: Path, *overrides: str):
     from testtask.proxy_tasks.matrices import load_matrix
 
     cfg = compose(["paper=proxy-tasks", f"data.dest={data}", *overrides])
-    cfg.proxy_tasks.matrices = {
-        "tott_mmlu": {
-            "label": "MMLU, adjusted",
-            "reader": "training_on_the_test_task",
-            "regime": None,
-            "stage": "adjusted",
-            "benchmarks": ["mmlu"],
-            "top_t": None,
-            "n_models": None,
-            "robustness": None,
-        }
+    cfg.proxy_tasks.matrices["tott_mmlu"] = {
+        "label": "MMLU, adjusted",
+        "reader": "training_on_the_test_task",
+        "regime": None,
+        "stage": "adjusted",
+        "benchmarks": ["mmlu"],
+        "top_t": None,
+        "n_models": None,
+        "robustness": None,
     }
     return load_matrix(make_context(cfg, "proxy-tasks"), "tott_mmlu")
 
