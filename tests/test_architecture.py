@@ -163,6 +163,139 @@ def test_the_adding_a_figure_example_of_docs_architecture_works(tmp_path, monkey
     assert len(numbers["mean_boost"]) == 3 and (out / "figure-mean-boost.png").is_file()
 
 
+ADDING_A_SETTING_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+
+from tests.conftest import write_accuracies
+from testtask import papers, protocol_tables, schema
+from testtask.context import Context
+from testtask.outputs import save_figure
+from testtask.pipeline import build, check, compose, config_schema
+from testtask.pretrain_on_test import accuracies, registry
+from testtask.schema import ConfigError
+
+tmp = Path(sys.argv[1])
+
+
+def figure_mean_boost(ctx: Context) -> dict:
+    import matplotlib.pyplot as plt
+
+    data = accuracies.load(ctx.collection_root(ctx.settings.collections.few_shot))
+    per_task = (data["extra"] - data["base"]).groupby(data["dataset"])
+    boost = getattr(per_task, ctx.settings.mean_boost.average)().sort_values()
+    fig, ax = plt.subplots()
+    ax.barh(boost.index, boost.to_numpy())
+    numbers = {"average": str(ctx.settings.mean_boost.average), "boost": {k: float(v) for k, v in boost.items()}}
+    save_figure(fig, ctx.out_dir, "figure-mean-boost", numbers)
+    return numbers
+
+
+registry.FIGURES["mean-boost"] = figure_mean_boost
+write_accuracies(tmp / "results" / "pretrain-on-test", "accuracies_from_paper", 50, 50, ["bert", "gpt2"], 3, 5)
+base = ["paper=pretrain-on-test", "source=results", f"results_dir={tmp / 'results'}", "results_run=null",
+        f"figures_dir={tmp / 'figures'}"]
+out = {}
+for preset in ("authors", "paper_text"):
+    build(compose([*base, f"protocol={preset}"]), "figure", ["mean-boost"])
+    folder = tmp / "figures" / "pretrain-on-test" / ("results" if preset == "authors" else "results.paper_text")
+    out[preset] = json.loads((folder / "figure-mean-boost.json").read_text())
+data = accuracies.load(tmp / "results" / "pretrain-on-test" / "accuracies_from_paper")
+per_task = (data["extra"] - data["base"]).groupby(data["dataset"])
+expected = {"authors": per_task.mean(), "paper_text": per_task.median()}
+for preset, numbers in out.items():
+    assert numbers["average"] == {"authors": "mean", "paper_text": "median"}[preset]
+    assert numbers["boost"] == {k: float(v) for k, v in expected[preset].items()}, preset
+assert out["authors"]["boost"] != out["paper_text"]["boost"]
+try:
+    check(compose([*base, "pretrain_on_test.mean_boost.average=mode"]))
+except ConfigError as err:
+    assert err.violations == ["pretrain_on_test.mean_boost.average = 'mode': expected one of mean, median"]
+else:
+    raise AssertionError("a bad value passed")
+table = protocol_tables.read_table(Path("docs/protocols/pretrain-on-test-analysis.md"))
+compose_plain = lambda o: schema.plain(compose(["paper=pretrain-on-test", *o]), exclude=("hydra",))
+assert protocol_tables.drift(table, "table", compose_plain, protocol_tables.PRESET) == []
+leaves = schema.leaves(config_schema(), schema.plain(compose([]), exclude=("hydra",)))
+assert leaves["pretrain_on_test.mean_boost.average"] is not None
+assert schema.defaults_in_code(papers.get("pretrain-on-test").settings) == []
+print("ok")
+"""
+
+
+def _apply_adding_a_setting(root: Path, section: str) -> set[str]:
+    """Apply the blocks of docs/architecture.md's "Adding a setting" to the files their captions name; the files
+    changed."""
+    import re
+
+    changed = set()
+    blocks = re.findall(
+        r"\n(`[^`\n]+`[^\n]*|and, at the end of `class Settings`):\n\n```(\w+)\n(.*?)```", section, flags=re.S
+    )
+    last_file = None
+    for caption, lang, body in blocks:
+        match = re.match(r"`([^`]+)`", caption)
+        if match and "/" in match.group(1):
+            last_file = match.group(1)
+        path = root / last_file
+        text = path.read_text(encoding="utf-8")
+        if "before `class Settings`" in caption:
+            marker = "@section\nclass Settings:"
+            assert marker in text
+            text = text.replace(marker, body + "\n\n" + marker)
+        elif lang == "markdown":
+            lines = text.rstrip("\n").split("\n")
+            last = max(i for i, line in enumerate(lines) if line.startswith("|"))
+            lines.insert(last + 1, body.rstrip("\n"))
+            text = "\n".join(lines) + "\n"
+        else:  # at the end of the file (a YAML section, the last class's field)
+            text = text.rstrip("\n") + "\n" + body
+        path.write_text(text, encoding="utf-8")
+        changed.add(last_file)
+    return changed
+
+
+def test_the_adding_a_setting_example_of_docs_architecture_works_in_three_places(tmp_path):
+    """In a copy of the repository: the example's blocks change the YAML (value and preset), the schema and the
+    protocol table, and nothing else; the figure then reads the mean under the authors' code and the median under
+    the text, a bad value is one line, the table passes its drift check, and the setting has no default in code."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=SRC.parent, capture_output=True, check=True)
+    for rel in listed.stdout.decode().split("\0"):
+        if rel and (SRC.parent / rel).is_file() and not rel.startswith(("results/", "notebooks/")):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(SRC.parent / rel, root / rel)
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Adding a setting", 1)[1].split("\n## ", 1)[0]
+    changed = _apply_adding_a_setting(root, section)
+    assert changed == {
+        "conf/pretrain_on_test/analysis.yaml",  # the value
+        "conf/pretrain_on_test/protocol/paper_text.yaml",  # the text's value
+        "src/testtask/pretrain_on_test/settings.py",  # the schema field
+        "docs/protocols/pretrain-on-test-analysis.md",  # the protocol table row
+    }
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}",
+        "TESTTASK_ROOT": str(root),
+        "MPLBACKEND": "Agg",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", ADDING_A_SETTING_SCRIPT, str(tmp_path / "work")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
 def test_shared_machinery_imports_no_paper(graph):
     """`lm/` and `data/` sit below the papers: a paper may use them, never the other way round."""
     upward = sorted(
