@@ -245,3 +245,26 @@ def test_the_notebook_refuses_a_sidecar_of_another_source(tmp_path, monkeypatch)
     (walk.out / "figure-1.json").write_text(json.dumps(_block("results", "cpu-mini")))
     with pytest.raises(ProvenanceMismatch, match="the notebook was asked for source=published"):
         walk.numbers("figure-1")
+
+
+def test_a_variant_build_leaves_the_presets_folder_alone_and_the_report_refuses_it_there(tmp_path):
+    """A build with a changed setting goes to its own variant folder, named after the override; its sidecar copied
+    into the preset's folder is refused by the report, naming the setting."""
+    root = tmp_path / "sources"
+    make_tree(root / "published" / PAPER, seed=0)
+    stamp_release(root / "published" / PAPER)
+    (root / "results").mkdir()
+    build(_cfg(root, "source=published"), "figure", [1])
+    preset = output_dir(root / "figures", "published", None, PAPER)
+    before = {p.name: p.read_bytes() for p in preset.iterdir()}
+    override = "training_on_the_test_task.regression.alpha_level=0.1"
+    build(_cfg(root, "source=published", override), "figure", [1])
+    assert {p.name: p.read_bytes() for p in preset.iterdir()} == before  # byte for byte
+    variant = output_dir(root / "figures", "published", None, PAPER, variant=override)
+    settings = json.loads((variant / "figure-1.json").read_text())["provenance"]["settings"]
+    assert settings["variant"] == override
+    assert settings["differs"] == {"training_on_the_test_task.regression.alpha_level": 0.1}
+    assert settings["fingerprint"] != settings["preset_fingerprint"]
+    shutil.copy(variant / "figure-1.json", preset / "figure-1.json")
+    with pytest.raises(ProvenanceMismatch, match=r"training_on_the_test_task\.regression\.alpha_level=0\.1"):
+        run(_cfg(root, "action=report", "source=published", "report.require_categories=false"))
