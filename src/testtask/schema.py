@@ -20,8 +20,8 @@ Relations between keys (a benchmark that must be a key of `benchmarks`) are the 
 calls `require(...)` with one `Problem` per broken relation; the line names the section's keys in full.
 
 Validation is pydantic's (strict numbers and booleans, enums by value, unknown keys forbidden, every error
-collected): OmegaConf 2.3's structured configs stop at the first error, cannot type a union (lm-eval's
-`batch_size: 8 | auto`, `noncentered_t: true | false | auto`) and refuse to merge into frozen dataclasses
+collected): OmegaConf 2.3's structured configs stop at the first error, cannot take a choice in a union with a
+flag (`noncentered_t: true | false | auto`) and refuse to merge into frozen sections held in a mapping
 (`analysis/schema_measurement.py` shows all three). This module imports neither torch nor anything heavy, so a
 config error is reported before any heavy library is loaded.
 """
