@@ -137,6 +137,7 @@ class Variant:
     preset_fingerprint: str
     differs: dict[str, Any]
     name: str | None
+    user_files: dict[str, str]  # the user's own files merged into the settings: name -> SHA-256
 
     def record(self) -> dict[str, Any]:
         """The sidecars' provenance entry `settings`."""
@@ -145,18 +146,22 @@ class Variant:
             "preset_fingerprint": self.preset_fingerprint,
             "variant": self.name,
             "differs": self.differs,
+            "user_files": self.user_files,
         }
 
 
 def variant(config: Any, paper: str, overrides: Sequence[str] = ()) -> Variant:
     """Whether a build of `paper` under `config` is its preset's own build or a variant of it, and which."""
+    from testtask import user_files
+
     mine = schema.to_plain(read_settings(config, paper))
     theirs = schema.to_plain(read_settings(preset_config(str(config.protocol), config.user_dir), paper))
     ours, preset = schema.fingerprint(mine), schema.fingerprint(theirs)
+    own = user_files.digest(resolve(config.user_dir), user_files.ANALYSIS)
     if ours == preset:
-        return Variant(ours, preset, {}, None)
+        return Variant(ours, preset, {}, None, own)
     differs = {key: new for key, (_, new) in schema.differences(theirs, mine).items()}
-    return Variant(ours, preset, differs, variant_name(overrides, differs, ours))
+    return Variant(ours, preset, differs, variant_name(overrides, differs, ours), own)
 
 
 def _is_group(key: str) -> bool:
