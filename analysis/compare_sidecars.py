@@ -45,9 +45,24 @@ def expected_from(path: Path, obj: Any) -> Expected | None:
     if not isinstance(block, dict) or "source" not in block:
         return None
     checksum = (block.get("data") or {}).get("checksum")
+    # the protocol preset, under its name of the day (sidecars built before it was `protocol` say `analysis_preset`)
+    preset = block.get("protocol") or block.get("analysis_preset") or "authors"
     return Expected.of(
-        str(block.get("source")), block.get("run"), checksum, reader=f"the comparison with {path}"
+        str(block.get("source")),
+        block.get("run"),
+        checksum,
+        reader=f"the comparison with {path}",
+        preset=preset,
     )
+
+
+def numbers(obj: Any) -> int:
+    """How many numbers a JSON value holds."""
+    if isinstance(obj, dict):
+        return sum(numbers(v) for v in obj.values())
+    if isinstance(obj, list):
+        return sum(numbers(v) for v in obj)
+    return int(_number(obj))
 
 
 def differences(
@@ -105,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     asked = Expected.of(args.source, args.run, reader="compare_sidecars") if args.source else None
     files = sorted(p.relative_to(args.old) for p in args.old.rglob("*.json"))
-    bad = added = 0
+    bad = added = compared = changed_numbers = 0
     for rel in files:
         target = args.new / rel
         if not target.is_file():
@@ -123,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.with_provenance:
             old, new = without_provenance(old), without_provenance(new)
         ignore = tuple(args.ignore) if args.ignore is not None else TIMINGS
+        compared += numbers(old)
         for kind, key, a, b in differences(old, new, "", args.rtol, args.atol, ignore):
+            changed_numbers += kind == "changed" and _number(a) and _number(b)
             shown = lambda v: json.dumps(v)[:120]  # noqa: E731 - one-line display
             print(f"{rel}: {kind} {key}: {shown(a)} -> {shown(b)}")
             if kind == "added" and not args.strict:
@@ -132,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
     print(
         f"{len(files)} sidecar(s) compared (rtol {args.rtol:g}, atol {args.atol:g}): "
-        f"{bad} difference(s), {added} added key(s)"
+        f"{bad} difference(s), {added} added key(s); {compared} numbers compared, {changed_numbers} differ"
     )
     return 1 if bad else 0
 
