@@ -170,7 +170,9 @@ def _tagged(annotation: Any) -> tuple[str, dict[str, Any]] | None:
     base, metadata = _split(annotation)
     if not _is_union(base):
         return None
-    key = next((m.discriminator for m in metadata if isinstance(getattr(m, "discriminator", None), str)), None)
+    key = next(
+        (m.discriminator for m in metadata if isinstance(getattr(m, "discriminator", None), str)), None
+    )
     if key is None:
         return None
     options: dict[str, Any] = {}
