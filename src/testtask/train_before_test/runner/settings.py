@@ -9,6 +9,7 @@ starts and again first thing in each job, and the runner reads the typed `Settin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ from testtask.schema import (
     partial,
     require,
     section,
+    violations,
 )
 from testtask.settings import Protocol
 
@@ -65,12 +67,16 @@ class Keep(Choice):
     none = "none"
 
 
-class Part(Choice):
-    """The three document sets of a benchmark."""
+@section
+class Caps:
+    """Documents of each set of a benchmark (a seeded subset when it has more); null: no cap."""
 
-    train = "train"
-    validation = "validation"
-    test = "test"
+    train: PositiveInt | None
+    validation: PositiveInt | None
+    test: PositiveInt | None
+
+
+PARTS = tuple(f.name for f in dataclasses.fields(Caps))  # a benchmark's three document sets, in this order
 
 
 @section
@@ -130,7 +136,7 @@ class Benchmark:
     def _corpus(self) -> list[Problem]:
         problems = [
             Problem(part, getattr(self, part), "null: a corpus is cut into its parts by corpus_fractions")
-            for part in Part
+            for part in PARTS
             if getattr(self, part) is not None
         ]
         if self.validation_is_test:
@@ -140,7 +146,7 @@ class Benchmark:
     def _benchmark(self) -> list[Problem]:
         problems = [
             Problem(part, None, "a split of the task's dataset (or a `source`: a corpus)")
-            for part in (Part.train, Part.test)
+            for part in ("train", "test")
             if getattr(self, part) is None
         ]
         if self.validation_is_test and self.validation is not None:
@@ -203,7 +209,7 @@ class Settings:
     learning_rates: non_empty(PositiveNumber)
     epochs: PositiveInt
     fallback_to_base: Flag  # no improvement on validation: the base model's result is reported
-    caps: dict[Part, PositiveInt | None]  # documents per set (a seeded subset when larger); null: no cap
+    caps: Caps
     validation_fraction: Probability  # carved out of train when a benchmark has no validation split
     split_rule: SplitRule
     corpus_fractions: non_empty(Probability)  # train, validation, test parts of a perplexity corpus
@@ -238,6 +244,8 @@ class Settings:
         if not isinstance(data, Mapping) or not isinstance(data.get("benchmarks"), Mapping):
             return data
         defaults = data.get("benchmark_defaults")
+        if violations(BenchmarkDefaults, defaults)[1]:  # said once, for benchmark_defaults, not for every benchmark
+            return {**data, "benchmarks": {}}
         benchmarks = {k: with_defaults(v, defaults) for k, v in data["benchmarks"].items()}
         return {**data, "benchmarks": benchmarks}
 

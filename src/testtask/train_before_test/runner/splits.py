@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from testtask.errors import InputError
-from testtask.train_before_test.runner.settings import Part, SplitRule
+from testtask.train_before_test.runner.settings import PARTS, SplitRule
 
-_STREAMS = {"carve": 0, Part.train: 1, Part.validation: 2, Part.test: 3}
+_STREAMS = {"carve": 0, "train": 1, "validation": 2, "test": 3}
 
 
 class SplitError(InputError, ValueError):
@@ -103,17 +103,17 @@ class SplitPlan:
 
     def counts(self) -> dict[str, dict[str, int]]:
         used = {"train": len(self.train), "validation": len(self.validation), "test": len(self.test)}
-        return {s.value: {"available": int(self.available[s]), "used": int(used[s])} for s in Part}
+        return {s: {"available": int(self.available[s]), "used": int(used[s])} for s in PARTS}
 
 
 def _capped(
     parts: Mapping[str, np.ndarray], caps: Mapping[str, int | None], seed: int, rule: SplitRule, carved: bool
 ) -> SplitPlan:
     if rule == SplitRule.authors:
-        chosen = {s: cap_authors(parts[s], caps.get(s), seed) for s in Part}
+        chosen = {s: cap_authors(parts[s], caps.get(s), seed) for s in PARTS}
     else:
-        chosen = {s: cap(parts[s], caps.get(s), seed, s) for s in Part}
-    available = {s.value: len(parts[s]) for s in Part}
+        chosen = {s: cap(parts[s], caps.get(s), seed, s) for s in PARTS}
+    available = {s: len(parts[s]) for s in PARTS}
     return SplitPlan(chosen["train"], chosen["validation"], chosen["test"], carved, available)
 
 
