@@ -399,7 +399,7 @@ class Settings:
         if not isinstance(data, Mapping) or not isinstance(data.get("datasets"), Mapping):
             return data
         defaults = data.get("dataset_defaults")
-        if violations(DatasetDefaults, defaults)[1]:  # said once, for dataset_defaults, not again for every dataset
+        if violations(DatasetDefaults, defaults)[1]:  # said for dataset_defaults, not again for every dataset
             return {**data, "datasets": {}}
         datasets = {k: with_defaults(str(k), v, defaults) for k, v in data["datasets"].items()}
         return {**data, "datasets": datasets}

@@ -244,7 +244,7 @@ class Settings:
         if not isinstance(data, Mapping) or not isinstance(data.get("benchmarks"), Mapping):
             return data
         defaults = data.get("benchmark_defaults")
-        if violations(BenchmarkDefaults, defaults)[1]:  # said once, for benchmark_defaults, not for every benchmark
+        if violations(BenchmarkDefaults, defaults)[1]:  # said for benchmark_defaults, not for every benchmark
             return {**data, "benchmarks": {}}
         benchmarks = {k: with_defaults(v, defaults) for k, v in data["benchmarks"].items()}
         return {**data, "benchmarks": benchmarks}

@@ -106,9 +106,13 @@ class FinetuneData:
         for i, source in enumerate(self.sources):
             places = [key for key in _PLACES if key in source]
             if len(places) != 1:
-                problems.append(Problem(f"sources[{i}]", to_plain(source), "exactly one of path, json or disk"))
+                problems.append(
+                    Problem(f"sources[{i}]", to_plain(source), "exactly one of path, json or disk")
+                )
             elif places == ["path"] and "split" not in source:
-                problems.append(Problem(f"sources[{i}]", to_plain(source), "a split beside the Hub dataset's path"))
+                problems.append(
+                    Problem(f"sources[{i}]", to_plain(source), "a split beside the Hub dataset's path")
+                )
         require(problems)
 
 
