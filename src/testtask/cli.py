@@ -30,9 +30,7 @@ def plain_overrides(args: Sequence[str]) -> bool:
     """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the command
     checks itself before Hydra starts."""
     return all(
-        not a.startswith("-")
-        and "=" in a
-        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
+        not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
         and "," not in a.split("=", 1)[1]
         for a in args
     )
