@@ -92,7 +92,7 @@ def test_balanced_floor_draws_int_m_over_k_per_class(num_classes, train_size):
 
 
 def test_proportional_stratification_is_the_paper_text_option():
-    assert compose("protocol=pretrain_on_test/paper_text").stratification == "proportional"
+    assert compose("protocol=paper_text").stratification == "proportional"
     counts = subsampling.stratified_counts(np.array([5000, 100, 100]), 50, "proportional")
     assert counts.sum() == 50 and counts.tolist()[0] > 40
 
@@ -149,7 +149,7 @@ def test_classification_context_is_512_or_1024_and_256_in_the_paper_text():
     for name, classify in (("bert", 512), ("gpt2", 1024), ("gpt2_epochs_2", 1024)):
         lm = compose(f"lm={name}").lm
         assert (lm.pretrain.max_length, lm.classify.max_length) == (256, classify), name
-        text = compose(f"lm={name}", "protocol=pretrain_on_test/paper_text").lm
+        text = compose(f"lm={name}", "protocol=paper_text").lm
         assert (text.pretrain.max_length, text.classify.max_length) == (256, 256), name
 
 

@@ -54,7 +54,7 @@ def _typed(cfg):
 def _recipe(**changes):
     """The default recipe as composed (typed), made tiny."""
     tiny = dict(epochs=1, max_steps=1, batch_size=4, per_device_batch_size=4, max_length=64, logging_steps=1)
-    return replace(_typed(_compose()).recipe, **tiny, progress=False, **changes)
+    return replace(_typed(_compose()).recipe, **{**tiny, "progress": False, **changes})
 
 
 @pytest.fixture(scope="module")

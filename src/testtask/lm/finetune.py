@@ -213,7 +213,7 @@ def resolve_precision(
     fp32. The authors' code (App. B.2 by size): `bf16` below 10B, as the
     authors trained (bf16-loaded weights, AdamW on them, train.py:35, jobs_train.py:99); `bf16-mixed` at or above,
     which is what their `--bf16` under ZeRO-3 ran (DeepSpeed's bf16 mode keeps fp32 master weights);
-    `protocol=training_on_the_test_task/paper_text` trains those fp32 ("full precision")."""
+    `protocol=paper_text` trains those fp32 ("full precision")."""
     if explicit is not None:
         choice = explicit
     elif not device.startswith("cuda"):

@@ -1,5 +1,5 @@
 """The training-on-the-test-task runner (started by `testtask.runners`): fine-tune then evaluate (lm-eval), as the authors' code did
-(socialfoundations/training-on-the-test-task@c357810); `protocol=training_on_the_test_task/paper_text` gives the
+(socialfoundations/training-on-the-test-task@c357810); `protocol=paper_text` gives the
 paper's text where it differs (docs/protocols/training-on-the-test-task.md).
 
 Stages: base (no training), e1 / e2 / e3 (1, 2, 3 epochs), e1+2 (the e1 model trained 2 more epochs with a fresh
