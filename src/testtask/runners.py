@@ -94,10 +94,20 @@ def precheck(paper: str, args: Sequence[str]) -> None:
         raise ConfigError(lines)
 
 
+def plain_overrides(args: Sequence[str]) -> bool:
+    """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the runner
+    checks itself before Hydra starts (the rule of the `testtask` command's own precheck)."""
+    return all(
+        not a.startswith("-")
+        and "=" in a
+        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
+        and "," not in a.split("=", 1)[1]
+        for a in args
+    )
+
+
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     """Run `paper`'s runner on `argv` (default: the command line after the script name) as Hydra would."""
-    from testtask.cli import plain_overrides
-
     spec = _runner(paper)
     args = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
