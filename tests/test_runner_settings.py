@@ -332,6 +332,12 @@ def test_a_bad_override_is_one_error_line_without_traceback(monkeypatch, tmp_pat
             "contamination.num_shards = 1: expected an integer >= 2",
         ),
         ("pretrain_on_test", ["contamination.ddof=2"], "contamination.ddof = 2: expected 0 or 1"),
+        ("pretrain_on_test", ["contamination.ddof=true"], "contamination.ddof = True: expected 0 or 1"),
+        (
+            "pretrain_on_test",
+            ["+datasets.ag_news.key=x"],
+            "datasets.ag_news.key = 'x': expected no key: an entry's key is its name ('ag_news')",
+        ),
         (
             "pretrain_on_test",
             ["datasets.ag_news.revision=main"],

@@ -18,8 +18,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
+import annotated_types as at
 from omegaconf import DictConfig, OmegaConf
-from pydantic import Field, model_validator
+from pydantic import Field, Strict, model_validator
 
 from testtask.errors import InputError
 from testtask.lm.settings import Optimizer, Scheduler, TargetModules
@@ -344,7 +345,9 @@ class Contamination:
     permutations: PositiveInt  # per shard
     context_len: PositiveInt  # tokens of context per prediction
     stride: PositiveInt  # sliding window for longer shards
-    ddof: Annotated[Literal[0, 1], Text("0 or 1")]  # of the t-statistic's standard deviation
+    ddof: Annotated[
+        int, Strict(), at.Ge(0), at.Le(1), Text("0 or 1")
+    ]  # the t-statistic's standard deviation's
     add_special_tokens: Flag  # each example tokenized on its own with the tokenizer's special tokens
     example: Name  # a text-label pair: {query}, {answer}, {label}
     batch_size: PositiveInt  # sequences per forward pass (speed only)
@@ -422,6 +425,11 @@ class Settings:
             and self.lm.protocol != LmProtocol.zero_shot
             else None,
             None if self.cell is None else one_of("cell", self.cell, cells, "a key of {overtraining_cells}"),
+            [
+                Problem(f"datasets.{name}.key", spec.key, f"no key: an entry's key is its name ({name!r})")
+                for name, spec in self.datasets.items()
+                if spec.key != name
+            ],
         )
 
     def _repetitions_covered(self) -> Problem | None:
