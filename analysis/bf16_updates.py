@@ -33,9 +33,10 @@ from typing import Any
 
 import torch
 
+from testtask.lm.settings import FinetunePrecision
 from testtask.paths import repo_root
 
-PRECISIONS = ("bf16", "bf16-mixed", "fp32")
+PRECISIONS = [p.value for p in FinetunePrecision]  # every precision the recipe offers
 CAPITALS = [
     ("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Egypt", "Cairo"),
     ("Canada", "Ottawa"), ("Kenya", "Nairobi"), ("Peru", "Lima"), ("Norway", "Oslo"), ("Greece", "Athens"),
@@ -131,7 +132,9 @@ def run_one(
 
     from testtask.lm import finetune as ft
     from testtask.lm.hf import load_tokenizer
+    from testtask.lm.settings import Recipe
     from testtask.paths import conf_dir
+    from testtask.schema import load
 
     recipe = OmegaConf.to_container(
         OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml"), resolve=True
@@ -149,8 +152,8 @@ def run_one(
         progress=False,
         gradient_checkpointing=False,
         save_steps=[],
-        report_to=[],
     )
+    recipe = load(Recipe, recipe, "recipe")
     set_seed(opts.seed)
     with tempfile.TemporaryDirectory() as tmp:
         args = ft.training_arguments(
@@ -208,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--lrs", type=float, nargs="+", default=[2e-6, 2e-5])
-    parser.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
+    parser.add_argument("--precisions", nargs="+", default=PRECISIONS, choices=PRECISIONS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)  # 1: less lost to waiting on busy cores
     parser.add_argument("--parameters", type=float, default=1.35e8, help="for the size rules (< 10B)")

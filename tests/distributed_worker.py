@@ -52,7 +52,9 @@ def vocabulary_texts() -> list[str]:
     return texts(max(TOTT_EXAMPLES, TBT_EXAMPLES))
 
 
-def _recipe(path: Path, **overrides) -> dict:
+def _recipe(path: Path, **overrides):
+    """The recipe at `path` at this check's scale: typed (testtask.lm.settings.Recipe) where the code has that
+    schema, else the plain dict older code reads."""
     from omegaconf import OmegaConf
 
     recipe = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
@@ -62,17 +64,29 @@ def _recipe(path: Path, **overrides) -> dict:
         per_device_batch_size=PER_DEVICE,
         max_length=32,
         pad_to_max_length=False,
-        warmup_steps=0,  # (the code before issue 12 needs an integer here)
-        final_lr_fraction=recipe.get("final_lr_fraction", 0.1),
+        warmup_steps=0,  # (older code needs an integer here)
         save_steps=[],
         save_every=None,
         logging_steps=1,
         progress=False,
         gradient_checkpointing=False,
-        report_to=[],
         **overrides,
     )
-    return recipe
+    try:
+        from testtask.lm.settings import Recipe
+    except ImportError:  # older code: a plain recipe, every key it reads given
+        return {"final_lr_fraction": 0.1, "report_to": [], **recipe}
+    from testtask.schema import load
+
+    return load(Recipe, recipe, "recipe")
+
+
+def _lora(**values):
+    try:
+        from testtask.lm.settings import Lora
+    except ImportError:  # older code reads a plain mapping
+        return values
+    return Lora(**values)
 
 
 class Recorder:
@@ -147,7 +161,7 @@ def _run_part(part: str, opts, work: Path, device: str) -> dict:
         )
         return {"steps": result.steps, "checkpoints": result.checkpoints}
     recipe = _recipe(conf_dir() / "train_before_test" / "recipe" / "paper.yaml")
-    lora = {"enabled": True, "r": 2, "alpha": 4, "dropout": 0.0, "target_modules": "all-linear"}
+    lora = _lora(enabled=True, r=2, alpha=4, dropout=0.0, target_modules="all-linear")
     run = train_epochs(
         opts.model,
         texts(TBT_EXAMPLES),

@@ -114,13 +114,12 @@ def test_key_error_based_input_errors_print_without_quotes(monkeypatch):
 
 
 def test_the_input_error_classes_derive_from_input_error():
-    from testtask.config_checks import ConfigError
     from testtask.lm.results_layout import ResultsError
-    from testtask.pretrain_on_test.runner.training import ConfigError as RunnerConfigError
+    from testtask.pretrain_on_test.runner.settings import SettingsError
     from testtask.report.ledger import LedgerError
+    from testtask.schema import ConfigError
 
-    for cls in (ConfigError, ResultsError, RunnerConfigError, LedgerError):
+    for cls in (ConfigError, ResultsError, SettingsError, LedgerError):
         assert issubclass(cls, InputError), cls
-    assert issubclass(ConfigError, ValueError) and issubclass(
-        RunnerConfigError, KeyError
-    )  # callers unchanged
+    assert issubclass(ConfigError, ValueError) and issubclass(SettingsError, KeyError)  # callers unchanged
+    assert issubclass(SchemaConfigError, ValueError)

@@ -57,12 +57,12 @@ def test_own_model_joins_the_registry_of_the_analysis_and_the_runner(tmp_path):
 
     from testtask import user_files
     from testtask.paths import conf_dir
-    from testtask.training_on_the_test_task.runner.main import USER_FILES, registry_entry
+    from testtask.training_on_the_test_task.runner.main import USER_FILES, registry_entry, settings_of
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
         cfg = compose("training_on_the_test_task_run", [f"user_dir={user}", "model=student-model-7b"])
     user_files.apply(cfg, USER_FILES)
-    assert registry_entry(cfg).hf_repo == "student/student-model-7b"
+    assert registry_entry(settings_of(cfg)).hf_repo == "student/student-model-7b"
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_own_dataset_runs_through_the_runner_with_a_time_estimate(tmp_path, monk
             "mytopics.classes: expected a non-empty list, each item a non-empty string, got 'sport'",
         ),
         ({"colour": "red"}, "mytopics.colour: unknown field"),
-        ({"label_map": {"sport": "0"}}, "mytopics.label_map: expected value -> class index"),
+        ({"label_map": {"sport": "0"}}, "mytopics.label_map.sport: expected an integer >= 0, got '0'"),
         ({"path": None}, "mytopics.path: expected a non-empty string, got None"),
     ],
 )

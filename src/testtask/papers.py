@@ -23,10 +23,14 @@ Action = Callable[[Context, Any], Any]  # (the paper's context, the whole config
 
 @dataclass(frozen=True)
 class Runner:
-    """A paper's experiment runner: the Hydra config it reads and the function that runs one job of it."""
+    """A paper's experiment runner: the Hydra config it reads, its schema and the function that runs one job."""
 
     config_name: str  # conf/<config_name>.yaml
     run: str  # "module:function", imported when the runner starts (keeps torch out of analysis imports)
+    settings: type  # the schema of that config (a testtask.schema.section); the job reads one of it
+    # The user's own files merged into the composed config before it is typed: file -> "module:function"
+    # (testtask.user_files.apply), e.g. own datasets joining the registry.
+    user_files: Mapping[str, str] = field(default_factory=dict)
     # Extra entry points of the same process, by first command-line argument (e.g. the `--train-job` worker that a
     # multi-process launcher starts): "module:function" taking the remaining arguments.
     subcommands: Mapping[str, str] = field(default_factory=dict)

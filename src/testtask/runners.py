@@ -3,8 +3,10 @@
 python experiments/<paper>/run.py [overrides]          (each of those scripts is `main("<paper-key>")`)
 python -m testtask.runners <paper-key> [overrides]     (the same, e.g. for processes a launcher starts)
 
-A paper declares its runner in its plug-in (`PAPER.runner`: the config name, the job function, and extra
-subcommands such as training-on-the-test-task's `--train-job` worker that `accelerate launch` starts).
+A paper declares its runner in its plug-in (`PAPER.runner`: the config name, the schema of that config, the job
+function, and extra subcommands such as training-on-the-test-task's `--train-job` worker that `accelerate launch`
+starts). A command line of plain overrides is checked against the schema before Hydra starts (every bad key at
+once, one line each, nothing written); each job reads its typed settings first thing (`settings_of`).
 """
 
 from __future__ import annotations
@@ -33,16 +35,88 @@ def command(paper: str, *args: str) -> list[str]:
     return ["-m", "testtask.runners", paper, *args]
 
 
-def main(paper: str, argv: Sequence[str] | None = None) -> Any:
-    """Run `paper`'s runner on `argv` (default: the command line after the script name) as Hydra would."""
+def settings_of(paper: str, cfg: Any) -> Any:
+    """The typed settings of `paper`'s runner in its composed config `cfg` (Hydra's own node aside): the user's
+    own files merged in (in place), then read through the runner's schema; ConfigError naming every bad key."""
+    from testtask import schema, user_files
+    from testtask.pipeline import HYDRA
+
+    spec = _runner(paper)
+    user_files.apply(cfg, spec.user_files)
+    return schema.load(spec.settings, cfg, exclude=(HYDRA,))
+
+
+def _runner(paper: str) -> papers.Runner:
     spec = papers.get(paper).runner
     if spec is None:
         raise SystemExit(f"{paper} has no experiment runner")
+    return spec
+
+
+def _first_of_sweep(args: Sequence[str], config_name: str) -> list[str]:
+    """Overrides that pick the first value of every parameter the config sweeps (an experiment preset's
+    `hydra.sweeper.params`) that `args` do not set: the first job of the sweep, which the precheck composes."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+            cfg = compose(config_name, overrides=list(args), return_hydra_config=True)
+    except Exception:  # noqa: BLE001 - the precheck's own composition names what is wrong
+        return []
+    params = cfg.hydra.sweeper.get("params") or {}
+    given = {a.lstrip("+~").split("=", 1)[0] for a in args}
+    parser = OverridesParser.create()
+    out = []
+    for key, values in params.items():
+        if key in given:
+            continue
+        override = parser.parse_override(f"{key}={values}")
+        first = next(iter(override.sweep_iterator())) if override.is_sweep_override() else override.value()
+        out.append(f"{key}={first}")
+    return out
+
+
+def precheck(paper: str, args: Sequence[str]) -> None:
+    """Every bad, missing, unknown or misspelled key of the command line's run config, at once, one line each
+    (ConfigError), before Hydra sets up its run or anything is read; a preset's sweep as its first job."""
+    from testtask.pipeline import compose_checked
+    from testtask.schema import ConfigError
+
+    spec = _runner(paper)
+    cfg, lines = compose_checked([*args, *_first_of_sweep(args, spec.config_name)], spec.config_name)
+    if cfg is not None:
+        try:
+            settings_of(paper, cfg)
+        except ConfigError as err:
+            lines += err.violations
+    if lines:
+        raise ConfigError(lines)
+
+
+def plain_overrides(args: Sequence[str]) -> bool:
+    """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the runner
+    checks itself before Hydra starts (the rule of the `testtask` command's own precheck)."""
+    return all(
+        not a.startswith("-")
+        and "=" in a
+        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
+        and "," not in a.split("=", 1)[1]
+        for a in args
+    )
+
+
+def main(paper: str, argv: Sequence[str] | None = None) -> Any:
+    """Run `paper`'s runner on `argv` (default: the command line after the script name) as Hydra would."""
+    spec = _runner(paper)
     args = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args and args[0] in spec.subcommands:  # e.g. a worker process started by a multi-process launcher
         with reported():
             return load(spec.subcommands[args[0]])(*args[1:])
+    if plain_overrides(args):
+        with reported():
+            precheck(paper, args)
     job = load(spec.run)
 
     def task(cfg: Any) -> Any:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types as at
+import typing_extensions
 from pydantic import AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 
@@ -138,6 +139,65 @@ _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=False, revalidate_i
 def section(cls: type[T]) -> type[T]:
     """Make `cls` a settings section: a frozen dataclass whose construction validates every field."""
     return _pydantic_dataclass(frozen=True, config=_CONFIG)(cls)  # type: ignore[return-value]
+
+
+def partial(cls: type, required: Iterable[str] = (), exclude: Iterable[str] = ()) -> Any:
+    """Some of section `cls`'s keys, each typed as `cls` types it (a nested section: some of its keys too); the
+    keys `required` must be there. For a mapping that only changes some keys of a full section whose values are
+    in YAML (e.g. a per-dataset override of a training stage, an own dataset's fields over the defaults): an
+    absent key is left as that section has it, never given a value in code. The value is a plain dict."""
+    required, exclude = set(required), set(exclude)
+    keys: dict[str, Any] = {}
+    for name, annotation in field_types(cls).items():
+        if name in exclude:
+            continue
+        base, metadata = _split(annotation)
+        if dataclasses.is_dataclass(base):
+            annotation = partial(base)
+        keys[name] = annotation if name in required else typing_extensions.NotRequired[annotation]
+    out = typing_extensions.TypedDict(f"Some{cls.__name__}", keys)  # type: ignore[operator]
+    out.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    out.__doc__ = f"Some keys of {cls.__qualname__}."
+    return out
+
+
+def _keys_of(base: Any) -> dict[str, Any] | None:
+    """The keys of a TypedDict (`partial`) with their types, or None for any other type."""
+    if not typing_extensions.is_typeddict(base):
+        return None
+    hints = typing_extensions.get_type_hints(base, include_extras=True)
+    out = {}
+    for name, annotation in hints.items():
+        while get_origin(annotation) in (typing_extensions.NotRequired, typing_extensions.Required):
+            (annotation,) = get_args(annotation)
+        out[name] = annotation
+    return out
+
+
+@dataclass(frozen=True)
+class _Tag:
+    """A step into one option of a tagged union (pydantic puts the tag in an error's location)."""
+
+    option: Any
+
+
+def _tagged(annotation: Any) -> tuple[str, dict[str, Any]] | None:
+    """(discriminator key, tag -> section) of a union of sections tagged by one of their keys
+    (`Annotated[A | B, Field(discriminator="protocol")]`, each option's key a `Literal`), or None."""
+    base, metadata = _split(annotation)
+    if not _is_union(base):
+        return None
+    key = next(
+        (m.discriminator for m in metadata if isinstance(getattr(m, "discriminator", None), str)), None
+    )
+    if key is None:
+        return None
+    options: dict[str, Any] = {}
+    for option in get_args(base):
+        if dataclasses.is_dataclass(option):
+            for tag in get_args(_split(field_types(option)[key])[0]):
+                options[str(tag.value if isinstance(tag, enum.Enum) else tag)] = option
+    return key, options
 
 
 @dataclass(frozen=True)
@@ -265,6 +325,8 @@ def words(annotation: Any) -> str:
         return f"a mapping, each value {words(get_args(base)[1])}"
     if dataclasses.is_dataclass(base):
         return f"a mapping with the keys {', '.join(f.name for f in dataclasses.fields(base))}"
+    if (keys := _keys_of(base)) is not None:
+        return f"a mapping with some of the keys {', '.join(keys)}"
     if base is Any:
         return "a value"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
@@ -290,9 +352,14 @@ def _step(annotation: Any, key: Any) -> Any | None:
         options = [a for a in get_args(base) if a is not type(None)]
         if len(options) == 1:
             return _step(options[0], key)
+        tagged = _tagged(annotation)
+        if tagged is not None and str(key) in tagged[1]:
+            return _Tag(tagged[1][str(key)])
         return None
     if dataclasses.is_dataclass(base) and isinstance(key, str):
         return field_types(base).get(key)
+    if (keys := _keys_of(base)) is not None:
+        return keys.get(key) if isinstance(key, str) else None
     if get_origin(base) is dict and key != "[key]":
         return get_args(base)[1]
     if get_origin(base) is list and isinstance(key, int) and _sections_in(get_args(base)[0]):
@@ -310,6 +377,8 @@ def _fields_of(annotation: Any) -> list[str]:
     if _is_union(base):
         options = [a for a in get_args(base) if a is not type(None)]
         return _fields_of(options[0]) if len(options) == 1 else []
+    if (keys := _keys_of(base)) is not None:
+        return list(keys)
     return [f.name for f in dataclasses.fields(base)] if dataclasses.is_dataclass(base) else []
 
 
@@ -331,18 +400,30 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
     for item in error.errors(include_url=False):
         loc = [k for k in item["loc"]]
         kind = item["type"]
-        annotation, path = schema, []
+        annotation, path, consumed = schema, [], 0
         for key in loc:
             inner = _step(annotation, key)
             if inner is None:
                 break
+            consumed += 1
+            if isinstance(inner, _Tag):  # the tag of a tagged union: no key of the config
+                annotation = inner.option
+                continue
             annotation, path = inner, [*path, key]
         key = prefix
         for part in path:
             key = _join(key, part)
-        consumed = len(path)
         rest = loc[consumed:]
-        if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        tagged = _tagged(annotation) if kind in ("union_tag_invalid", "union_tag_not_found") else None
+        if tagged is not None:  # the key that picks the option: its value, or its absence
+            name, options = tagged
+            expected = f"one of {', '.join(options)}"
+            if kind == "union_tag_invalid":
+                shown = _show(_value_at(data, [*path, name]))
+                lines.append(f"{_join(key, name)} = {shown}: expected {expected}")
+            else:
+                lines.append(f"{_join(key, name)}: missing, expected {expected}")
+        elif kind in ("unexpected_keyword_argument", "extra_forbidden"):
             if rest:
                 key = _join(key, rest[0])
             known = _fields_of(_parent(schema, loc))
@@ -377,7 +458,7 @@ def _parent(schema: Any, loc: list[Any]) -> Any:
         inner = _step(annotation, key)
         if inner is None:
             return annotation
-        annotation = inner
+        annotation = inner.option if isinstance(inner, _Tag) else inner
     return annotation
 
 
@@ -512,11 +593,15 @@ def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
         options = [a for a in get_args(base) if a is not type(None)]
         if len(options) == 1 and data is not None:
             return leaves(options[0], data, prefix)
-    if isinstance(data, Mapping) and (dataclasses.is_dataclass(base) or get_origin(base) is dict):
+        tagged = _tagged(schema)
+        if tagged is not None and isinstance(data, Mapping) and str(data.get(tagged[0])) in tagged[1]:
+            return leaves(tagged[1][str(data.get(tagged[0]))], data, prefix)
+    walked = dataclasses.is_dataclass(base) or _keys_of(base) is not None
+    if isinstance(data, Mapping) and (walked or get_origin(base) is dict):
         for key, value in data.items():
             out.update(
                 leaves(
-                    _step(schema, str(key)) if dataclasses.is_dataclass(base) else get_args(base)[1],
+                    _step(schema, str(key)) if walked else get_args(base)[1],
                     value,
                     _join(prefix, key),
                 )
@@ -553,6 +638,8 @@ def _nested(annotation: Any) -> list[type]:
     base, _ = _split(annotation)
     if dataclasses.is_dataclass(base):
         return [base]
+    if (keys := _keys_of(base)) is not None:
+        return [t for inner in keys.values() for t in _nested(inner)]
     return [t for arg in get_args(base) for t in _nested(arg)]
 
 

@@ -247,6 +247,13 @@ def test_padded_batches_score_like_single_sequences(tiny_llama):
 # the runner's task=contamination, end to end on a tiny Llama
 
 
+def typed(cfg):
+    """(the runner's typed settings, the composed config): what run_contamination takes."""
+    from testtask.runners import settings_of
+
+    return settings_of("pretrain-on-test", cfg), cfg
+
+
 def contamination_config(model: Path, assets: Path, results: Path, *extra: str):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
@@ -292,7 +299,7 @@ def finished(tiny_llama, assets, tmp_path_factory) -> Path:
     from testtask.pretrain_on_test.runner.contamination import run_contamination
 
     results = tmp_path_factory.mktemp("contam_results")
-    return run_contamination(contamination_config(tiny_llama, assets, results))
+    return run_contamination(*typed(contamination_config(tiny_llama, assets, results)))
 
 
 def test_runner_writes_the_cell_and_the_test_per_arm(finished):
@@ -343,7 +350,7 @@ def test_rerun_skips_finished_arms(finished, tiny_llama, assets, monkeypatch):
         raise AssertionError("a finished arm was pretrained again")
 
     monkeypatch.setattr(zeroshot.ZeroShot, "pretrain", refuse)
-    assert run_contamination(contamination_config(tiny_llama, assets, results)) == finished
+    assert run_contamination(*typed(contamination_config(tiny_llama, assets, results))) == finished
     assert finished.read_text() == before
 
 
@@ -370,7 +377,7 @@ def test_interrupted_run_resumes_at_the_missing_arm(finished, tiny_llama, assets
         return original(self, texts, seed)
 
     monkeypatch.setattr(zeroshot.ZeroShot, "pretrain", counting)
-    path = run_contamination(contamination_config(tiny_llama, assets, results))
+    path = run_contamination(*typed(contamination_config(tiny_llama, assets, results)))
     result = json.loads(path.read_text())
     assert len(calls) == 1 and result["complete"]
     assert result["arms"]["extra"] == json.loads(finished.read_text())["arms"]["extra"]
@@ -383,36 +390,41 @@ def test_rerun_with_other_settings_is_refused(finished, tiny_llama, assets):
 
     cfg = contamination_config(tiny_llama, assets, finished.parents[4], "contamination.permutations=5")
     with pytest.raises(ResumeError, match=r"different \['contamination'\]"):
-        run_contamination(cfg)
+        run_contamination(*typed(cfg))
     # ...but not a batch size, which changes speed only: the finished cell is read back, nothing reruns.
     before = finished.read_text()
     faster = contamination_config(tiny_llama, assets, finished.parents[4], "contamination.batch_size=3")
-    assert run_contamination(faster) == finished
+    assert run_contamination(*typed(faster)) == finished
     assert json.loads(finished.read_text())["arms"] == json.loads(before)["arms"]
 
 
-def test_a_few_shot_lm_is_refused_by_name(tiny_llama, assets, tmp_path):
-    from testtask.pretrain_on_test.runner.contamination import run_contamination
+def test_a_few_shot_lm_is_refused_by_name(tmp_path):
+    from hydra import compose, initialize_config_dir
 
-    cfg = contamination_config(tiny_llama, assets, tmp_path)
-    cfg.lm.protocol = "few_shot"
-    with pytest.raises(ValueError, match="lm.protocol = 'few_shot'"):
-        run_contamination(cfg)
+    from testtask.paths import conf_dir
+    from testtask.schema import ConfigError
+
+    overrides = ["experiment=pretrain_on_test/contamination_cpu", "lm=bert", f"results_dir={tmp_path}"]
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+        cfg = compose("pretrain_on_test_run", overrides=overrides)
+    with pytest.raises(
+        ConfigError, match=r"lm.protocol = 'few_shot': expected zero_shot \(task=contamination"
+    ):
+        typed(cfg)
     assert not any(tmp_path.rglob("contamination.json"))
 
 
-def test_presets_compose_and_pass_the_config_checks():
+def test_presets_compose_and_pass_their_schema():
     from hydra import compose, initialize_config_dir
 
-    from testtask.config_checks import check_pretrain_on_test_run
     from testtask.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
         gpu = compose("pretrain_on_test_run", overrides=["experiment=pretrain_on_test/contamination"])
         cpu = compose("pretrain_on_test_run", overrides=["experiment=pretrain_on_test/contamination_cpu"])
     for cfg in (gpu, cpu):
-        check_pretrain_on_test_run(cfg)
-        assert cfg.task == "contamination" and cfg.lm.packing
+        settings, _ = typed(cfg)
+        assert settings.task == "contamination" and settings.lm.packing
     assert (gpu.dataset, gpu.n, gpu.lm.model, gpu.lm.quantization) == (
         "ag_news",
         500,

@@ -9,14 +9,21 @@ from omegaconf import OmegaConf
 
 from testtask.paths import conf_dir
 from testtask.pretrain_on_test.runner import datasets as pot_datasets
-from testtask.pretrain_on_test.runner.datasets import DatasetError, DatasetSpec, load_dataset, registry
+from testtask.pretrain_on_test.runner.datasets import (
+    DatasetError,
+    DatasetSpec,
+    load_dataset,
+    registry,
+    spec_of,
+)
+from testtask.schema import ConfigError
 
 FAKE = {"path": "someone/fake-dataset", "classes": ["no", "yes"], "description": "A fake task."}
 ROWS = {"text": ["a", "b", "c"], "label": [0, 1, 0]}
 
 
 def _spec(**fields) -> DatasetSpec:
-    return DatasetSpec.from_config("fake", {**FAKE, **fields})
+    return spec_of("fake", {**FAKE, **fields})
 
 
 def _record(monkeypatch, result=None, error=None) -> list:
@@ -88,7 +95,7 @@ def test_revision_is_passed_and_a_branch_is_not_a_pin(monkeypatch):
     calls = _record(monkeypatch)
     load_dataset(_spec(revision="abcdef0"))
     assert calls[0][1]["revision"] == "abcdef0"
-    with pytest.raises(DatasetError, match="branch, not a pin"):
+    with pytest.raises(ConfigError, match="datasets.fake.revision = 'main': expected a commit hash"):
         _spec(revision="main")
 
 

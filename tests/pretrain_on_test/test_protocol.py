@@ -18,7 +18,8 @@ import pytest
 from tests.fixtures.tiny_models import ROWS_PER_CLASS, build_model, fixture_frame, fixture_spec
 from testtask.paths import conf_dir
 from testtask.pretrain_on_test.runner import subsample as subsampling
-from testtask.pretrain_on_test.runner.datasets import registry
+from testtask.pretrain_on_test.runner.datasets import registry, spec_of
+from testtask.schema import to_plain
 
 PAPER_TASKS = 25
 
@@ -53,10 +54,18 @@ def compose(*overrides: str):
         return hydra_compose("pretrain_on_test_run", overrides=list(overrides))
 
 
-def effective(lm_name: str, dataset: str, *overrides: str) -> dict:
-    from testtask.pretrain_on_test.runner.settings import effective_lm
+def typed(cfg):
+    """The runner's typed settings of a composed config."""
+    from testtask.runners import settings_of
 
-    return effective_lm(compose(f"lm={lm_name}", *overrides).lm, dataset)
+    return settings_of("pretrain-on-test", cfg)
+
+
+def effective(lm_name: str, dataset: str, *overrides: str):
+    """The typed LM settings of `lm=<lm_name>` for `dataset` (its per-task keys applied)."""
+    from testtask.pretrain_on_test.runner.settings import for_task
+
+    return for_task(typed(compose(f"lm={lm_name}", *overrides)).lm, dataset)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -83,7 +92,7 @@ def test_balanced_floor_draws_int_m_over_k_per_class(num_classes, train_size):
 
 
 def test_proportional_stratification_is_the_paper_text_option():
-    assert compose("protocol=pretrain_on_test/paper_text").stratification == "proportional"
+    assert compose("protocol=paper_text").stratification == "proportional"
     counts = subsampling.stratified_counts(np.array([5000, 100, 100]), 50, "proportional")
     assert counts.sum() == 50 and counts.tolist()[0] > 40
 
@@ -121,10 +130,15 @@ def test_few_shot_learning_rates_and_precision_are_the_authors():
 def test_trainer_arguments_train_in_fp32_without_warmup_even_on_cuda(tmp_path):
     from testtask.pretrain_on_test.runner.training import training_arguments
 
-    lm = compose("lm=bert").lm
+    lm = typed(compose("lm=bert")).lm
     for stage, lr in (("pretrain", 1e-4), ("classify", 5e-5)):
         args = training_arguments(
-            lm[stage], device="cuda", seed=0, output_dir=str(tmp_path), show_progress=False
+            getattr(lm, stage),
+            device="cuda",
+            seed=0,
+            output_dir=str(tmp_path),
+            show_progress=False,
+            gradient_checkpointing=False,
         )
         assert not args.bf16 and not args.fp16
         assert args.learning_rate == pytest.approx(lr) and args.warmup_steps == 0
@@ -135,7 +149,7 @@ def test_classification_context_is_512_or_1024_and_256_in_the_paper_text():
     for name, classify in (("bert", 512), ("gpt2", 1024), ("gpt2_epochs_2", 1024)):
         lm = compose(f"lm={name}").lm
         assert (lm.pretrain.max_length, lm.classify.max_length) == (256, classify), name
-        text = compose(f"lm={name}", "protocol=pretrain_on_test/paper_text").lm
+        text = compose(f"lm={name}", "protocol=paper_text").lm
         assert (text.pretrain.max_length, text.classify.max_length) == (256, 256), name
 
 
@@ -206,11 +220,11 @@ def test_per_task_settings_resolve_as_in_experiment_sh(name):
     assert set(compose(f"lm={name}").lm.per_task) == set(expected)
     for task in tasks:
         lm = effective(name, task)
-        got = (lm["pretrain"]["batch_size"], lm["classify"]["epochs"], lm["classify"]["batch_size"])
+        got = (lm.pretrain.batch_size, lm.classify.epochs, lm.classify.batch_size)
         assert got == expected.get(task, (16, 3, 16)), (name, task)
-        assert "per_task" not in lm
-    assert effective("bert", "enron_spam")["classify"]["epochs"] == 1
-    assert effective("bert", "enron_spam")["classify"]["batch_size"] == 4
+        assert lm.per_task is None
+    assert effective("bert", "enron_spam").classify.epochs == 1
+    assert effective("bert", "enron_spam").classify.batch_size == 4
 
 
 def test_per_task_override_reaches_the_protocol_and_the_cell_record(tmp_path, monkeypatch):
@@ -243,8 +257,8 @@ def test_per_task_override_reaches_the_protocol_and_the_cell_record(tmp_path, mo
     OmegaConf.set_struct(cfg, False)
     cfg.datasets.fixture = fixture_spec()
     cfg.lm.per_task.fixture = {"classify": {"epochs": 7}}
-    csv = run_cell(cfg)
-    assert seen["lm"]["classify"]["epochs"] == 7 and "per_task" not in seen["lm"]
+    csv = run_cell(typed(cfg), cfg)
+    assert seen["lm"].classify.epochs == 7 and seen["lm"].per_task is None
     assert OmegaConf.load(csv.parent / "cell.yaml").lm.classify.epochs == 7
 
 
@@ -284,7 +298,7 @@ def test_majority_columns_mean_what_the_authors_wrote(tmp_path, monkeypatch):
     )
     OmegaConf.set_struct(cfg, False)
     cfg.datasets.fixture = fixture_spec()
-    csv = run_cell(cfg)
+    csv = run_cell(typed(cfg), cfg)
     frame = pd.read_csv(csv)
     labels = fixture_frame()["label"].to_numpy()
     for k, record in enumerate(CellStore(csv.parent).log_records()):
@@ -313,14 +327,12 @@ AG_NEWS_INSTRUCTION = (
 
 def prompt_builder(tiny_models, dataset: str = "ag_news"):
     from testtask.pretrain_on_test.runner.fewshot import load_tokenizer
-    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder, PromptTemplate
+    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder
 
-    cfg = compose("lm=mistral_qlora")
-    spec = registry(cfg.datasets)[dataset]
+    settings = typed(compose("lm=mistral_qlora"))
     tokenizer = load_tokenizer(str(tiny_models["llama"]))
-    return PromptBuilder(
-        tokenizer, spec, PromptTemplate.from_config(cfg.lm.prompt), cfg.lm.scoring_tokenization
-    )
+    lm = settings.lm
+    return PromptBuilder(tokenizer, settings.datasets[dataset], lm.prompt, lm.scoring_tokenization)
 
 
 def test_prompt_is_the_authors_template_string(tiny_models):
@@ -383,7 +395,7 @@ def test_packs_mix_the_split_in_its_shuffled_order(tiny_models):
 
 def test_packing_trains_13_steps_of_one_pack():
     for task in ("ag_news", "enron_spam"):  # per-task batch sizes do not reach packing
-        lm = effective("mistral_qlora_packing", task)
+        lm = to_plain(effective("mistral_qlora_packing", task))
         hp = lm["pretrain"]
         assert (lm["pack_size"], hp["batch_size"], hp["gradient_accumulation_steps"], hp["epochs"]) == (
             8,
@@ -397,7 +409,7 @@ def test_packing_trains_13_steps_of_one_pack():
 
 def test_zero_shot_training_defaults_are_the_authors():
     for task, batch in (("ag_news", 16), ("enron_spam", 8), ("yelp_review_full", 8), ("trec", 16)):
-        lm = effective("mistral_qlora", task)
+        lm = to_plain(effective("mistral_qlora", task))
         hp = lm["pretrain"]
         assert hp["batch_size"] == batch, task
         assert hp["learning_rate"] == pytest.approx(2e-4) and hp["optim"] == "paged_adamw_8bit"
@@ -426,11 +438,11 @@ def test_zero_shot_scores_multi_token_class_names_by_their_mean(tiny_models):
     """ZeroShot.class_probabilities = exp(mean token log-prob) of ' <class>' after the prompt, normalised."""
     import torch
 
-    from testtask.pretrain_on_test.runner.datasets import DatasetSpec
     from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
-    spec = DatasetSpec.from_config(
-        "multi", {"classes": ["sports", "the very food", "music"], "description": "The text is a note."}
+    spec = spec_of(
+        "multi",
+        {"classes": ["sports", "the very food", "music"], "description": "The text is a note.", "path": "x"},
     )
     lm = effective("mistral_qlora", "multi", f"lm.model={tiny_models['llama']}", "lm.quantization=none")
     zs = ZeroShot(lm, spec, device="cpu", show_progress=False)

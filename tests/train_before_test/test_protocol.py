@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.fixtures.tbt_runner import chat_tokenizer, cheap_env_info, compose_run, tiny_config
+from tests.fixtures.tbt_runner import chat_tokenizer, cheap_env_info, compose_run, tiny_config, typed_run
+from testtask.schema import ConfigError
 from testtask.train_before_test.runner import splits
-from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError, lookup
+from testtask.train_before_test.runner.benchmarks import lookup, spec_of
 
 pytest.importorskip("lm_eval")
 
@@ -64,9 +65,7 @@ def tasks(tmp_path_factory):
 
 
 def _default_texts():
-    from testtask.train_before_test.runner.texts import TextFormat
-
-    return TextFormat.from_config(compose_run().texts)
+    return typed_run().texts
 
 
 # --------------------------------------------------------------------------- item 14: training texts
@@ -95,7 +94,7 @@ def test_chat_text_has_the_system_turn_and_a_single_bos(tasks, tmp_path):
     from testtask.train_before_test.runner.texts import as_text, training_examples
 
     tokenizer = chat_tokenizer(tmp_path / "model", "Q : who is 1 ? A : ann bob it")
-    cfg = compose_run()
+    cfg = typed_run()
     recipe = variant_recipe(cfg.recipe, cfg.chat_recipe, "chat")
     examples = training_examples(
         tasks["fx_nq"], _default_texts(), chat_tokenizer=tokenizer, model="org/Model-Chat"
@@ -143,10 +142,10 @@ def test_eos_is_trained_in_the_tbt_recipe(tmp_path, monkeypatch):
             "m",
             examples,
             tmp_path,
-            dict(compose_run().recipe),
+            typed_run().recipe,
             learning_rate=1e-4,
             epochs=1,
-            lora={},
+            lora=typed_run().lora,
             device="cpu",
             seed=0,
         )
@@ -180,14 +179,12 @@ def test_authors_split_rule_draws_the_authors_documents():
 
 def test_medmcqa_selects_on_carved_validation_unless_asked_for_the_authors_test_documents():
     cfg = compose_run()
-    spec = lookup(cfg.benchmarks, "medmcqa")
+    spec = lookup(typed_run().benchmarks, "medmcqa")
     assert spec.validation is None and not spec.validation_is_test  # ours: carved from train
-    upstream = lookup(compose_run("benchmarks.medmcqa.validation_is_test=true").benchmarks, "medmcqa")
+    upstream = lookup(typed_run("benchmarks.medmcqa.validation_is_test=true").benchmarks, "medmcqa")
     assert upstream.validation_is_test and upstream.test == "validation"
-    with pytest.raises(SpecError, match="validation_is_test"):
-        BenchmarkSpec.from_config(
-            "x", {**dict(cfg.benchmarks.medmcqa), "validation": "train2", "validation_is_test": True}
-        )
+    with pytest.raises(ConfigError, match="validation_is_test takes it from the test split"):
+        spec_of("x", {**dict(cfg.benchmarks.medmcqa), "validation": "train2", "validation_is_test": True})
 
 
 # --------------------------------------------------------------------------- item 16: perplexity corpora
@@ -202,7 +199,7 @@ def test_corpus_split_is_8_1_1():
     assert again.test.tolist() == plan.test.tolist()
     assert compose_run().corpus_fractions == [0.8, 0.1, 0.1]
     for name in ("wiki_2025", "arxiv_2025", "stackexchange_2025"):
-        spec = lookup(compose_run().benchmarks, name)
+        spec = lookup(typed_run().benchmarks, name)
         assert spec.is_corpus and spec.metric_key == "bits_per_byte,none" and not spec.higher_is_better
 
 
@@ -281,7 +278,7 @@ NOTEBOOK_METRICS = {
 
 
 def test_reported_metrics_are_the_authors_notebooks():
-    benchmarks = compose_run().benchmarks
+    benchmarks = typed_run().benchmarks
     assert set(benchmarks) == set(NOTEBOOK_METRICS)
     for name, key in NOTEBOOK_METRICS.items():
         spec = lookup(benchmarks, name)

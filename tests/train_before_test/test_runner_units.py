@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import offline_single_thread
-from tests.fixtures.tbt_runner import compose_run
+from tests.fixtures.tbt_runner import compose_run, typed_run
+from testtask.schema import ConfigError
 from testtask.train_before_test.runner import splits, store
-from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError, lookup
+from testtask.train_before_test.runner.benchmarks import SpecError, lookup, spec_of
 from testtask.train_before_test.runner.selection import Point, best
 from testtask.train_before_test.runner.training import steps_per_epoch
 
@@ -60,8 +61,6 @@ def test_plan_applies_the_paper_caps_and_keeps_streams_independent():
     )
     own = splits.plan(400, 50, 30, {"validation": 40}, validation_fraction=0.2, seed=0)
     assert not own.carved and len(own.train) == 400 and len(own.validation) == 40 and len(own.test) == 30
-    with pytest.raises(splits.SplitError, match="unknown set"):
-        splits.plan(10, 5, 5, {"dev": 3}, validation_fraction=0.2, seed=0)
 
 
 # --------------------------------------------------------------------------- selection and epochs
@@ -170,9 +169,12 @@ def _gold_request(task, doc) -> str:
 
 def training_texts(task, tokenizer=None) -> list[str]:
     """The `texts.format: lm_eval` examples as whole texts."""
-    from testtask.train_before_test.runner.texts import TextFormat, as_text, training_examples
+    from dataclasses import replace
 
-    examples = training_examples(task, TextFormat(format="lm_eval"), chat_tokenizer=tokenizer)
+    from testtask.train_before_test.runner.texts import as_text, training_examples
+
+    lm_eval = replace(typed_run().texts, format="lm_eval")
+    examples = training_examples(task, lm_eval, chat_tokenizer=tokenizer)
     return [as_text(e) for e in examples]
 
 
@@ -272,18 +274,16 @@ def test_claim_refuses_other_settings(tmp_path):
 
 
 def test_benchmark_specs_are_checked():
-    spec = BenchmarkSpec.from_config("gsm8k", {"task": "gsm8k", "train": "train", "test": "test",
-                                               "metric": "exact_match", "filter": "flexible-extract"})  # fmt: skip
+    spec = spec_of("gsm8k", {"task": "gsm8k", "train": "train", "test": "test",
+                             "metric": "exact_match", "filter": "flexible-extract"})  # fmt: skip
     assert spec.validation is None and spec.metric_key == "exact_match,flexible-extract"
     assert spec.stderr_key == "exact_match_stderr,flexible-extract"
-    with pytest.raises(SpecError, match="missing field"):
-        BenchmarkSpec.from_config("x", {"task": "x", "train": "train", "test": "test"})
-    with pytest.raises(SpecError, match="same split"):
-        BenchmarkSpec.from_config(
-            "x", {"task": "x", "train": "t", "validation": "v", "test": "v", "metric": "acc"}
-        )
-    with pytest.raises(SpecError, match="unknown field"):
-        BenchmarkSpec.from_config("x", {"task": "x", "train": "t", "test": "v", "metric": "acc", "split": 1})
+    with pytest.raises(ConfigError, match="benchmarks.x.metric: missing"):
+        spec_of("x", {"task": "x", "train": "train", "test": "test"})
+    with pytest.raises(ConfigError, match="benchmarks.x.validation = 'v': expected a split other than"):
+        spec_of("x", {"task": "x", "train": "t", "validation": "v", "test": "v", "metric": "acc"})
+    with pytest.raises(ConfigError, match="benchmarks.x.split: unknown key"):
+        spec_of("x", {"task": "x", "train": "t", "test": "v", "metric": "acc", "split": 1})
     with pytest.raises(SpecError, match="no specification"):
         lookup({}, "arc_easy")
 
@@ -301,8 +301,9 @@ def test_paper_preset_sweeps_the_published_models_and_benchmarks():
         "experiment=train_before_test/perplexity", hydra_config=True
     ).hydra.sweeper.params
     assert perplexity.model.split(",") == models and set(perplexity.benchmark.split(",")) == corpora
+    typed = typed_run("experiment=train_before_test/paper")
     for name in benchmarks:
-        lookup(cfg.benchmarks, name)  # every spec parses
+        lookup(typed.benchmarks, name)  # every spec parses
     assert cfg.results_dir == "results/train-before-test/paper"
     assert (cfg.lora.r, cfg.lora.alpha, cfg.lora.dropout, cfg.epochs) == (8, 32, 0.1, 5)
     assert len(cfg.learning_rates) == 3 and dict(cfg.caps) == {
@@ -319,11 +320,10 @@ def test_paper_preset_sweeps_the_published_models_and_benchmarks():
 
 
 def test_instruction_tuned_models_are_read_from_the_table():
-    from testtask.train_before_test.runner.main import is_instruct
-
-    assert is_instruct(compose_run("model=Qwen/Qwen2.5-7B-Instruct")) is True
-    assert is_instruct(compose_run("model=Qwen/Qwen2.5-7B")) is False
-    assert is_instruct(compose_run("model=someone/unknown", "instruct=true")) is True
+    assert typed_run("model=Qwen/Qwen2.5-7B-Instruct").is_instruct() is True
+    assert typed_run("model=Qwen/Qwen2.5-7B").is_instruct() is False
+    assert typed_run("model=someone/unknown").is_instruct() is False  # outside the table
+    assert typed_run("model=someone/unknown", "instruct=true").is_instruct() is True
 
 
 @pytest.mark.slow
@@ -332,7 +332,7 @@ def test_paper_specs_name_the_splits_of_the_lm_eval_tasks():
     lm-eval's ~15 s task folder)."""
     from testtask.train_before_test.runner.data import build_manager, evaluation_split, task_config
 
-    cfg = compose_run()
+    cfg = typed_run()
     specs = [lookup(cfg.benchmarks, name) for name in cfg.benchmarks]
     manager = build_manager([s.task for s in specs])
     for spec in specs:

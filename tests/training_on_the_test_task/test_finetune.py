@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,7 +14,9 @@ from omegaconf import OmegaConf
 from tests.fixtures.tiny_models import build_model
 from testtask.lm import finetune as ft
 from testtask.lm.finetune import finetune, gradient_accumulation, peak_learning_rate
+from testtask.lm.settings import Lora, Recipe
 from testtask.paths import conf_dir
+from testtask.schema import load
 from testtask.training_on_the_test_task import task_data
 
 ARC_ROWS = [
@@ -26,12 +29,15 @@ ARC_ROWS = [
 ]
 
 
+def shipped_recipe() -> Recipe:
+    """conf/training_on_the_test_task/finetune/recipe.yaml, typed."""
+    return load(Recipe, OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml"))
+
+
 @pytest.fixture(scope="module")
 def recipe():
-    cfg = OmegaConf.to_container(
-        OmegaConf.load(conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml")
-    )
-    cfg.update(
+    return replace(
+        shipped_recipe(),
         epochs=1,
         max_steps=12,
         batch_size=4,
@@ -43,7 +49,6 @@ def recipe():
         progress=False,
         gradient_checkpointing=False,
     )
-    return cfg
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +71,9 @@ def test_recipe_matches_the_authors_code():
     )
     assert cfg.precision_large == "bf16-mixed"  # --bf16 under ZeRO-3: DeepSpeed's fp32 master weights
     assert (cfg.loss_on, cfg.train_eos, cfg.truncation_side) == ("completion", True, "left")
-    assert peak_learning_rate(cfg, 7e9) == 2e-5 and peak_learning_rate(cfg, 13e9) == 2e-6
-    assert peak_learning_rate(cfg, 13e9, override=1e-5) == 1e-5
+    typed = shipped_recipe()
+    assert peak_learning_rate(typed, 7e9) == 2e-5 and peak_learning_rate(typed, 13e9) == 2e-6
+    assert peak_learning_rate(typed, 13e9, override=1e-5) == 1e-5
     assert gradient_accumulation(64, 4) == 16 and gradient_accumulation(64, 4, world_size=8) == 2
     with pytest.raises(ValueError, match="not a multiple"):
         gradient_accumulation(64, 5)
@@ -94,7 +100,7 @@ def test_finetune_learns_saves_checkpoints_and_resumes(tmp_path, tiny_llama, rec
     again = finetune(model, texts, out, recipe, parameters=1e6, learning_rate=5e-3, seed=3)
     assert again.steps == 12 and again.losses == result.losses
     longer = finetune(
-        model, texts, out, {**recipe, "max_steps": 14}, parameters=1e6, learning_rate=5e-3, seed=3
+        model, texts, out, replace(recipe, max_steps=14), parameters=1e6, learning_rate=5e-3, seed=3
     )
     assert longer.steps == 14 and longer.losses[: len(result.losses)] == result.losses
     assert [step for step, _ in longer.losses[len(result.losses) :]] == [13, 14]
@@ -102,12 +108,12 @@ def test_finetune_learns_saves_checkpoints_and_resumes(tmp_path, tiny_llama, rec
 
 def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):
     model, texts = tiny_llama
-    lora = {"enabled": True, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}
+    lora = Lora(enabled=True, r=4, alpha=8, dropout=0.0, target_modules="all-linear")
     result = finetune(
         model,
         texts,
         tmp_path / "lora",
-        {**recipe, "save_steps": []},
+        replace(recipe, save_steps=[]),
         parameters=1e6,
         learning_rate=1e-2,
         lora=lora,
@@ -116,17 +122,17 @@ def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):
     assert result.last_loss < result.first_loss
 
 
-def _composed_recipe(*overrides: str) -> dict:
+def _composed_recipe(*overrides: str) -> Recipe:
     with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
         cfg = compose("training_on_the_test_task_run", overrides=list(overrides))
-    return OmegaConf.to_container(cfg.recipe, resolve=True)
+    return load(Recipe, cfg.recipe, "recipe")
 
 
 def test_precision_defaults_follow_app_b2_by_model_size():
     """< 10B: pure bf16 (App. B.2 "BF16", the authors' bf16-loaded weights under --bf16); >= 10B: bf16 compute on
     fp32 master weights (what their --bf16 under ZeRO-3 ran); the paper_text preset: fp32 ("full precision")
     there. CPU: fp32 unless asked explicitly; an explicit choice wins everywhere."""
-    code, text = _composed_recipe(), _composed_recipe("protocol=training_on_the_test_task/paper_text")
+    code, text = _composed_recipe(), _composed_recipe("protocol=paper_text")
     assert ft.PRECISIONS == ("bf16", "bf16-mixed", "fp32")
     assert [ft.resolve_precision(code, "cuda", n) for n in (1e9, 9.9e9, 1e10, 70e9)] == [
         "bf16",
@@ -138,11 +144,8 @@ def test_precision_defaults_follow_app_b2_by_model_size():
     assert ft.resolve_precision(code, "cpu", 1e9) == ft.resolve_precision(code, "cpu", 13e9) == "fp32"
     assert ft.resolve_precision(code, "cpu", 1e9, explicit="bf16") == "bf16"
     assert ft.resolve_precision(code, "cuda", 13e9, explicit="fp32") == "fp32"
-    assert ft.resolve_precision({"precision": None, "bf16": False}, "cuda") == "fp32"  # the old bool key
     assert ft.weights_dtype("bf16") == torch.bfloat16
     assert ft.weights_dtype("bf16-mixed") == ft.weights_dtype("fp32") == torch.float32
-    with pytest.raises(ValueError, match="bf16-mixed"):
-        ft.resolve_precision({"precision": "fp16"}, "cuda")
     with pytest.raises(ValueError, match="one of"):
         ft.resolve_precision(code, "cpu", explicit="half")
 
@@ -172,7 +175,7 @@ def test_precision_is_a_recipe_choice_recorded_in_the_metadata(
         return seen["args"]
 
     monkeypatch.setattr(ft, "training_arguments", spy)
-    small = {**recipe, "max_steps": 2, "save_steps": []}
+    small = replace(recipe, max_steps=2, save_steps=[])
     out = tmp_path / str(explicit)
     result = finetune(model, texts, out, small, parameters=1e6, learning_rate=1e-3, precision=explicit)
     name = explicit or "fp32"
@@ -183,7 +186,7 @@ def test_precision_is_a_recipe_choice_recorded_in_the_metadata(
     assert result.batch == {"per_device": 2, "accumulation": 2, "world_size": 1, "effective": 4}
     record = json.loads((out / "finished.json").read_text())
     assert record["precision"] == name and record["weights_dtype"] == str(dtype).removeprefix("torch.")
-    assert record["batch"]["effective"] == small["batch_size"] and record["precision_meaning"]
+    assert record["batch"]["effective"] == small.batch_size and record["precision_meaning"]
     assert all(math.isfinite(loss) for _, loss in result.losses)
     again = finetune(model, texts, out, small, parameters=1e6, learning_rate=1e-3, precision=explicit)
     assert (again.precision, again.batch, again.losses) == (name, result.batch, result.losses)

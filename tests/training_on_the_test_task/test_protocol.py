@@ -1,5 +1,5 @@
-"""Issue 12: the training-on-the-test-task runner follows the authors' code (socialfoundations/training-on-the-test-task
-@c357810), with the paper's text one override away (`protocol=training_on_the_test_task/paper_text`).
+"""The training-on-the-test-task runner follows the authors' code (socialfoundations/training-on-the-test-task
+@c357810), with the paper's text one override away (`protocol=paper_text`).
 
 Each test checks one mechanism of docs/protocols/training-on-the-test-task.md on tiny random models:
 loss on the answer only, EOS trained when pad == EOS, left truncation, the gsm8kaux filter and shuffle, stage e1+2,
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -43,20 +44,17 @@ def _compose(*overrides: str):
     return cfg
 
 
-def _recipe(**changes) -> dict:
-    """The default recipe as composed, made tiny."""
-    recipe = OmegaConf.to_container(_compose().recipe, resolve=True)
-    recipe.update(
-        epochs=1,
-        max_steps=1,
-        batch_size=4,
-        per_device_batch_size=4,
-        max_length=64,
-        logging_steps=1,
-        progress=False,
-    )
-    recipe.update(changes)
-    return recipe
+def _typed(cfg):
+    """The runner's typed settings of a composed config."""
+    from testtask.training_on_the_test_task.runner.main import settings_of
+
+    return settings_of(cfg)
+
+
+def _recipe(**changes):
+    """The default recipe as composed (typed), made tiny."""
+    tiny = dict(epochs=1, max_steps=1, batch_size=4, per_device_batch_size=4, max_length=64, logging_steps=1)
+    return replace(_typed(_compose()).recipe, **{**tiny, "progress": False, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -220,9 +218,10 @@ def test_e1_plus_2_continues_from_e1_with_a_fresh_schedule(tmp_path, bos_llama):
         "recipe.progress=false",
     )
     cfg.finetune_data.sources = [{"format": "arc", "json": str(train)}]
-    assert stage_folder(cfg) == "e1+2/mmluaux" and cfg.stage_epochs["e1+2"] == 2
-    examples = training_examples(cfg)
-    trained = train_stage(cfg, "e1+2", str(model), 1e6, "cpu", examples)
+    settings = _typed(cfg)
+    assert stage_folder(settings) == "e1+2/mmluaux" and settings.stage_epochs["e1+2"] == 2
+    examples = training_examples(settings)
+    trained = train_stage(settings, "e1+2", str(model), 1e6, "cpu", examples)
     root = tmp_path / "checkpoints" / "mmluaux" / "tiny"
     e1 = json.loads((root / "e1" / "finished.json").read_text())
     e12 = json.loads((root / "e1+2" / "finished.json").read_text())
@@ -268,12 +267,12 @@ def test_emergence_schedule_per_finetune_data():
         7500,
     ]
     assert (list(gsm.benchmarks), gsm.num_fewshot) == (["gsm8k"], 5)
-    cfg = _compose()
-    assert list(cfg.emergence_stages) == ["e3"]
-    recipe, spec = stage_recipe(cfg, "e3")
-    assert recipe["save_steps"] == [10, 30, 100, 250, 500] and recipe["save_every"] == 1000 and spec
-    assert stage_recipe(cfg, "e1")[1] is None and stage_recipe(cfg, "e1")[0]["save_steps"] == []
-    saver = ft.SaveAtSteps(recipe["save_steps"], recipe["save_every"])
+    settings = _typed(_compose())
+    assert list(settings.emergence_stages) == ["e3"]
+    recipe, spec = stage_recipe(settings, "e3")
+    assert recipe.save_steps == [10, 30, 100, 250, 500] and recipe.save_every == 1000 and spec
+    assert stage_recipe(settings, "e1")[1] is None and stage_recipe(settings, "e1")[0].save_steps == []
+    saver = ft.SaveAtSteps(recipe.save_steps, recipe.save_every)
     assert [s for s in range(1, 3001) if saver.wanted(s)] == [10, 30, 100, 250, 500, 1000, 2000, 3000]
 
 
@@ -289,8 +288,8 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
     from testtask.lm import evaluation
     from testtask.training_on_the_test_task.runner import main as runner
 
-    cfg = _compose(
-        f"model_path={bos_llama}", "trust_remote_code=authors"
+    cfg = _typed(
+        _compose(f"model_path={bos_llama}", "trust_remote_code=authors")
     )  # the authors' rule: every model but falcon
     args = runner.eval_model_args(cfg, str(bos_llama))
     assert args == {"trust_remote_code": True, "add_bos_token": False}
@@ -316,7 +315,8 @@ def test_evaluation_adds_no_bos_except_for_gemma(bos_llama, monkeypatch):
     monkeypatch.setattr(evaluation, "model_type", lambda path, trust_remote_code=False: "gemma")
     assert runner.eval_model_args(cfg, "google/gemma-7b")["add_bos_token"] is True
     assert (
-        runner.eval_model_args(_compose("model=falcon-7b"), "tiiuae/falcon-7b")["trust_remote_code"] is False
+        runner.eval_model_args(_typed(_compose("model=falcon-7b")), "tiiuae/falcon-7b")["trust_remote_code"]
+        is False
     )
 
 
@@ -343,16 +343,16 @@ def test_evaluation_settings_follow_the_fork_and_lm_eval_sh():
 
 
 def test_warmup_seed_precision_and_paper_text_preset(tmp_path):
-    cfg = _compose()
-    recipe = OmegaConf.to_container(cfg.recipe, resolve=True)
+    cfg = _typed(_compose())
+    recipe = cfg.recipe
     args = ft.training_arguments(recipe, output_dir=tmp_path, learning_rate=2e-5, device="cpu", seed=cfg.seed)
     assert args.get_warmup_steps(4683) == math.ceil(4683 * 0.01) == 47  # jobs_train.py:104
     assert args.lr_scheduler_type == "cosine_with_min_lr" and args.lr_scheduler_kwargs == {"min_lr_rate": 0.1}
     assert cfg.seed == 42 and args.seed == 42 and not args.bf16  # CPU: fp32
     assert ft.uses_bf16(recipe, "cuda", 13e9) and ft.uses_bf16(recipe, "cuda", 1e9)
     assert ft.gradient_checkpointing(recipe, 13e9) and not ft.gradient_checkpointing(recipe, 7e9)
-    paper = _compose("protocol=training_on_the_test_task/paper_text")
-    text = OmegaConf.to_container(paper.recipe, resolve=True)
+    paper = _typed(_compose("protocol=paper_text"))
+    text = paper.recipe
     paper_args = ft.training_arguments(
         text, output_dir=tmp_path, learning_rate=2e-5, device="cpu", seed=paper.seed
     )
@@ -360,26 +360,19 @@ def test_warmup_seed_precision_and_paper_text_preset(tmp_path):
     assert not ft.uses_bf16(text, "cuda", 13e9) and ft.uses_bf16(
         text, "cuda", 7e9
     )  # B.2: full precision > 10B
-    # an old recipe dict (bf16 bool, warmup_steps, no new keys) still works
-    old = {
-        k: v
-        for k, v in recipe.items()
-        if k not in {"precision", "warmup_ratio", "loss_on", "truncation_side"}
-    }
     assert (
-        ft.warmup({**old, "warmup_steps": 50}) == 50 and ft.uses_bf16({**old, "bf16": False}, "cuda") is False
+        ft.warmup(replace(recipe, warmup_steps=50)) == 50
+        and ft.warmup(replace(recipe, warmup_steps=0)) == 0.01
     )
 
 
 def test_effective_batch_under_accelerate_and_zero3_config(monkeypatch, tmp_path):
     """jobs_train.py:71,79: accumulation divided by the processes, so the batch stays 64; under DeepSpeed the
     authors' zero3.json: its own AdamW and WarmupCosineLR, no gradient_clipping key."""
-    recipe = OmegaConf.to_container(_compose().recipe, resolve=True)
+    recipe = _typed(_compose()).recipe
     monkeypatch.setenv("WORLD_SIZE", "8")  # set by accelerate launch before torch.distributed is up
     assert ft.world_size() == 8
-    assert (
-        ft.gradient_accumulation(recipe["batch_size"], recipe["per_device_batch_size"], ft.world_size()) == 2
-    )
+    assert ft.gradient_accumulation(recipe.batch_size, recipe.per_device_batch_size, ft.world_size()) == 2
     monkeypatch.delenv("WORLD_SIZE")
     assert ft.deepspeed_config(recipe) is None
     monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
@@ -397,9 +390,7 @@ def test_effective_batch_under_accelerate_and_zero3_config(monkeypatch, tmp_path
         authors["scheduler"]["type"] == "WarmupCosineLR"
         and authors["scheduler"]["params"]["cos_min_ratio"] == 0.1
     )
-    paper = OmegaConf.to_container(
-        _compose("protocol=training_on_the_test_task/paper_text").recipe, resolve=True
-    )
+    paper = _typed(_compose("protocol=paper_text")).recipe
     assert json.loads(open(ft.deepspeed_config(paper)).read())["gradient_clipping"] == "auto"
     for name in ("zero3_1node.yaml", "zero3_2nodes.yaml"):
         accelerate = OmegaConf.load(repo_root() / "conf" / "accelerate" / name)
@@ -436,5 +427,6 @@ def test_finetune_data_sources_and_attention_are_the_authors():
         {"format": "mmlu_auxiliary", "path": "cais/mmlu", "name": "auxiliary_train", "split": "train"}
     ]
     assert (cfg.finetune_data.max_chars, cfg.finetune_data.shuffle_seed) == (None, None)
-    assert cfg.recipe.attn_implementation == "auto" and ft.attention(cfg.recipe, "cpu") is None
-    assert ft.attention({"attn_implementation": "eager"}, "cpu") == "eager"
+    recipe = _typed(cfg).recipe
+    assert recipe.attn_implementation == "auto" and ft.attention(recipe, "cpu") is None
+    assert ft.attention(replace(recipe, attn_implementation="eager"), "cpu") == "eager"

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
 from testtask.lm.results import load_results
 from testtask.paths import conf_dir
-from testtask.training_on_the_test_task.runner.main import model_source, run
+from testtask.training_on_the_test_task.runner.main import model_source, run, settings_of
 
 
 def _compose(*overrides: str):
@@ -20,6 +20,11 @@ def _compose(*overrides: str):
         cfg = compose("training_on_the_test_task_run", overrides=list(overrides))
     OmegaConf.set_struct(cfg, False)
     return cfg
+
+
+def _typed(*overrides: str):
+    """The runner's typed settings of the config composed with `overrides`."""
+    return settings_of(_compose(*overrides))
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +65,10 @@ def _config(root, local, train, model, *extra):
 
 
 def test_registry_models_load_from_their_hub_repo():
-    cfg = _compose("model=pythia-410m")
-    path, parameters = model_source(cfg)
+    path, parameters = model_source(_typed("model=pythia-410m"))
     assert path == "EleutherAI/pythia-410m" and parameters == pytest.approx(0.41e9, rel=0.1)
-    cfg = _compose("model=llama-7b")
     with pytest.raises(ValueError, match="model_path"):
-        model_source(cfg)
+        model_source(_typed("model=llama-7b"))
 
 
 def test_base_and_fine_tuned_runs_write_the_published_layout(setup):
@@ -106,10 +109,10 @@ def test_learning_rates_follow_appendix_b():
     authors' `new-lr` folder, so the final runs used them (the code snapshot's model_utils.py still says 2e-5)."""
     from testtask.training_on_the_test_task.runner.main import learning_rate, stage_folder
 
-    assert learning_rate(_compose("model=pythia-410m")) is None  # the size rule applies (2e-5 below 10B)
-    assert learning_rate(_compose("model=gemma-7b")) == 2e-6  # degraded at 2e-5 (App. B.2)
-    assert learning_rate(_compose("model=gemma-7b", "learning_rate=6e-5")) == 6e-5
-    assert stage_folder(_compose("stage=e1", "finetune_data=gsm8kaux")) == "e1/gsm8kaux"
+    assert learning_rate(_typed("model=pythia-410m")) is None  # the size rule applies (2e-5 below 10B)
+    assert learning_rate(_typed("model=gemma-7b")) == 2e-6  # degraded at 2e-5 (App. B.2)
+    assert learning_rate(_typed("model=gemma-7b", "learning_rate=6e-5")) == 6e-5
+    assert stage_folder(_typed("stage=e1", "finetune_data=gsm8kaux")) == "e1/gsm8kaux"
 
 
 def test_the_documented_short_finetune_data_override_selects_the_dataset():
@@ -123,7 +126,7 @@ def test_the_documented_short_finetune_data_override_selects_the_dataset():
     ):
         cfg = _compose("stage=e3", override)
         assert cfg.finetune_data.name == "gsm8kaux" and cfg.finetune_data.max_chars == 1700
-        assert stage_folder(cfg) == "e3/gsm8kaux"
+        assert stage_folder(settings_of(cfg)) == "e3/gsm8kaux"
     assert _compose().finetune_data.name == "mmluaux"
     mini = _compose("experiment=training_on_the_test_task/cpu_mini", "finetune_data=mmluaux")
     assert (
@@ -183,23 +186,21 @@ def test_accelerate_commands_for_one_and_two_nodes(tmp_path):
     from testtask.training_on_the_test_task.runner import main as runner
 
     job = tmp_path / "job.yaml"
-    one = runner.accelerate_command(_compose("experiment=training_on_the_test_task/paper_1node"), job, env={})
+    one = runner.accelerate_command(_typed("experiment=training_on_the_test_task/paper_1node"), job, env={})
     assert one[1:4] == ["-m", "accelerate.commands.launch", "--config_file"]
     assert one[4] == str(repo_root() / "conf" / "accelerate" / "zero3_1node.yaml")
     assert one[one.index("--num_processes") + 1] == "8" and "--machine_rank" not in one
     assert one[-5:] == ["-m", "testtask.runners", "training-on-the-test-task", "--train-job", str(job)]
     env = {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[012-013]"}
-    two = runner.accelerate_command(
-        _compose("experiment=training_on_the_test_task/paper_2nodes"), job, env=env
-    )
+    two = runner.accelerate_command(_typed("experiment=training_on_the_test_task/paper_2nodes"), job, env=env)
     flags = dict(zip(two[3:-5:2], two[4:-5:2], strict=True))
     assert flags["--num_processes"] == "16" and flags["--num_machines"] == "2"
     assert flags["--machine_rank"] == "1" and flags["--main_process_ip"] == "gpu012"
     assert flags["--config_file"].endswith("zero3_2nodes.yaml")
-    cfg = _compose("experiment=training_on_the_test_task/paper_1node")
+    cfg = _typed("experiment=training_on_the_test_task/paper_1node")
     assert runner.distributed_launch_needed(cfg, env={})
     assert not runner.distributed_launch_needed(cfg, env={"WORLD_SIZE": "8"})  # already launched by hand
-    assert not runner.distributed_launch_needed(_compose(), env={})
+    assert not runner.distributed_launch_needed(_typed(), env={})
 
 
 def test_accelerate_config_comments_name_keys_that_exist():
@@ -223,7 +224,7 @@ def test_remote_code_revision_and_model_args_come_from_the_registry():
     from testtask.training_on_the_test_task.runner import main as runner
 
     def remote(*overrides):
-        cfg = _compose(*overrides)
+        cfg = _typed(*overrides)
         return runner.trust_remote_code(cfg, runner.model_source(cfg)[0])
 
     assert remote("model=baichuan-7b") and remote("model=skywork-13b") and remote("model=internlm2-base-20b")
@@ -232,14 +233,12 @@ def test_remote_code_revision_and_model_args_come_from_the_registry():
     assert remote("model=pythia-70m", "trust_remote_code=authors")  # the authors: every model ...
     assert not remote("model=falcon-7b", "trust_remote_code=authors")  # ... except falcon
     assert remote("model=pythia-70m", "trust_remote_code=true")
-    with pytest.raises(ValueError, match="null, true, false or authors"):
+    with pytest.raises(ValueError, match="expected true, false or authors"):
         remote("model=pythia-70m", "trust_remote_code=maybe")
 
-    args = runner.eval_model_args(
-        _compose("model=pythia-70m", "add_bos_token=false"), "EleutherAI/pythia-70m"
-    )
+    args = runner.eval_model_args(_typed("model=pythia-70m", "add_bos_token=false"), "EleutherAI/pythia-70m")
     assert args == {"trust_remote_code": False, "add_bos_token": False}  # nothing pinned, nothing extra
-    cfg = _compose(
+    cfg = _typed(
         "model=llama-2-70b",
         "add_bos_token=false",
         "revision=0123abc",
@@ -255,11 +254,11 @@ def test_remote_code_revision_and_model_args_come_from_the_registry():
     }
     pinned = _compose("model=pythia-70m")
     pinned.models.base["pythia-70m"].revision = "feedbeef"
-    assert runner.load_kwargs(pinned) == {"revision": "feedbeef"}
+    assert runner.load_kwargs(settings_of(pinned)) == {"revision": "feedbeef"}
     pinned.model_path = "/a/local/copy"  # the registry's pin is for its hf_repo, not for another path
-    assert runner.load_kwargs(pinned) == {}
-    with pytest.raises(ValueError, match="branch, not a pin"):
-        runner.load_kwargs(_compose("model=pythia-70m", "revision=main"))
+    assert runner.load_kwargs(settings_of(pinned)) == {}
+    with pytest.raises(ValueError, match="revision = 'main': expected a commit hash"):
+        runner.load_kwargs(_typed("model=pythia-70m", "revision=main"))
 
 
 def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatch, tmp_path):
@@ -275,11 +274,11 @@ def test_training_gets_the_remote_code_flag_and_the_loading_arguments(monkeypatc
 
     monkeypatch.setattr(finetune, "finetune", fake)
     examples = [("q", " a")]
-    cfg = _compose("model=baichuan-7b", "stage=e1", f"checkpoints_dir={tmp_path}", "revision=0123abc")
+    cfg = _typed("model=baichuan-7b", "stage=e1", f"checkpoints_dir={tmp_path}", "revision=0123abc")
     runner.train_stage(cfg, "e1", "baichuan-inc/Baichuan-7B", 7e9, "cpu", examples)
     assert seen[-1] == ("baichuan-inc/Baichuan-7B", True, {"revision": "0123abc"})
     runner.train_stage(
-        _compose("model=pythia-70m", f"checkpoints_dir={tmp_path}"), "e1", "p", 7e7, "cpu", examples
+        _typed("model=pythia-70m", f"checkpoints_dir={tmp_path}"), "e1", "p", 7e7, "cpu", examples
     )
     assert seen[-1] == ("p", False, None)  # nothing to pass: finetune's signature is not asked
     # A finetune() that cannot take them fails loudly instead of loading another revision.
@@ -363,14 +362,13 @@ def test_cpu_mini_preset_composes():
 def test_fewshot_counts_and_leaderboard_v2_layout():
     from testtask.training_on_the_test_task.runner.main import fewshot, stage_folder
 
-    cfg = _compose("benchmarks=[mmlu,arc_challenge,hellaswag,gsm8k,winogrande]")
+    cfg = _typed("benchmarks=[mmlu,arc_challenge,hellaswag,gsm8k,winogrande]")
     assert fewshot(cfg) == {"mmlu": 5, "arc_challenge": 25, "hellaswag": 10, "gsm8k": 5}
-    assert fewshot(_compose("num_fewshot=0")) == 0
-    v2 = _compose_sweep("experiment=training_on_the_test_task/leaderboard_v2", "stage=e3")
+    assert fewshot(_typed("num_fewshot=0")) == 0
+    v2 = _typed("experiment=training_on_the_test_task/leaderboard_v2", "stage=e3")
     assert stage_folder(v2) == "new_evals/mmluaux" and "leaderboard_mmlu_pro_four" in v2.benchmarks
-    assert (
-        stage_folder(_compose("experiment=training_on_the_test_task/leaderboard_v2", "stage=base"))
-        == "new_evals/base"
+    assert stage_folder(_typed("experiment=training_on_the_test_task/leaderboard_v2", "stage=base")) == (
+        "new_evals/base"
     )
 
 

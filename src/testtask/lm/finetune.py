@@ -1,9 +1,10 @@
 """Fine-tuning on the test task through the transformers Trainer, with every protocol element a recipe value.
 
-The defaults (conf/training_on_the_test_task/finetune/recipe.yaml) are what the authors' code ran
+The recipe is typed (`testtask.lm.settings.Recipe`, the LoRA settings `Lora`); its values are in YAML:
+conf/training_on_the_test_task/finetune/recipe.yaml is what the authors' code ran
 (socialfoundations/training-on-the-test-task @ c357810, `experiments/train.py`, `data_utils.py`, `jobs_train.py`);
-`protocol=training_on_the_test_task/paper_text` gives the values of the paper's App. B.2 text instead. The table
-in docs/protocols/training-on-the-test-task.md lists each element, its source and its key.
+`protocol=paper_text` gives the values of the paper's App. B.2 text instead. The table in
+docs/protocols/training-on-the-test-task.md lists each element, its source and its key.
 
 Training examples are `(prompt, completion)` pairs or plain strings. With `loss_on: completion` the labels are
 -100 on the prompt tokens (data_utils.py:26), so the loss is on the answer only; a plain string is a whole
@@ -33,6 +34,8 @@ from transformers import TrainerCallback
 
 from testtask.io import atomic_write_text
 from testtask.lm.hf import load_tokenizer
+from testtask.lm.settings import FinetunePrecision, Lora, LossOn, Recipe, Side, recipe_record
+from testtask.schema import to_plain
 
 log = logging.getLogger("testtask.finetune")
 
@@ -40,12 +43,14 @@ IGNORE = -100  # the label the loss skips
 Example = tuple[str, str] | str
 
 
-def peak_learning_rate(recipe: Mapping[str, Any], parameters: float, override: float | None = None) -> float:
+def peak_learning_rate(recipe: Recipe, parameters: float, override: float | None = None) -> float:
     """2e-5 below the size threshold (10B), 2e-6 at or above it, unless the model's entry overrides it."""
     if override is not None:
         return float(override)
-    small, large = float(recipe["learning_rate_small"]), float(recipe["learning_rate_large"])
-    return large if parameters >= float(recipe["large_model_threshold"]) else small
+    if recipe.learning_rate_small is None or recipe.learning_rate_large is None:
+        raise ValueError("the recipe has no size rule (learning_rate_small/large): give the learning rate")
+    small, large = float(recipe.learning_rate_small), float(recipe.learning_rate_large)
+    return large if parameters >= float(recipe.large_model_threshold) else small
 
 
 def world_size() -> int:
@@ -128,7 +133,7 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text)["input_ids"]) if text else []
 
 
-def encode(tokenizer: Any, example: Example, recipe: Mapping[str, Any]) -> dict[str, list[int]]:
+def encode(tokenizer: Any, example: Example, recipe: Recipe) -> dict[str, list[int]]:
     """input_ids and labels of one example, unpadded.
 
     Prompt + completion are tokenised together; the prompt's length comes from tokenising it alone
@@ -136,39 +141,27 @@ def encode(tokenizer: Any, example: Example, recipe: Mapping[str, Any]) -> dict[
     appended (`add_eos`) and trained unless `train_eos` is false; then the sequence is cut to `max_length`
     from the `truncation_side` (left: the last tokens, so the answer and EOS survive)."""
     prompt, completion = as_pair(example)
-    loss_on = str(recipe.get("loss_on", "completion"))
-    if loss_on not in {"completion", "all"}:
-        raise ValueError(f"recipe.loss_on must be 'completion' or 'all', got {loss_on!r}")
     ids = _ids(tokenizer, prompt + completion)
-    masked = len(_ids(tokenizer, prompt)) if loss_on == "completion" and prompt else 0
+    masked = len(_ids(tokenizer, prompt)) if recipe.loss_on == LossOn.completion and prompt else 0
     masked = min(masked, len(ids))
     labels = [IGNORE] * masked + ids[masked:]
     eos = tokenizer.eos_token_id
-    add_eos = bool(recipe.get("add_eos", True)) and eos is not None
-    max_length = int(recipe["max_length"])
-    side = str(recipe.get("truncation_side", "left"))
-    if side == "left":
+    add_eos = recipe.add_eos and eos is not None
+    max_length = recipe.max_length
+    if recipe.truncation_side == Side.left:
         if add_eos:
-            ids, labels = ids + [eos], labels + [eos if recipe.get("train_eos", True) else IGNORE]
+            ids, labels = ids + [eos], labels + [eos if recipe.train_eos else IGNORE]
         ids, labels = ids[-max_length:], labels[-max_length:]
-    elif side == "right":
+    else:
         keep = max_length - int(add_eos)  # the end of the text is cut, EOS still closes the sequence
         ids, labels = ids[:keep], labels[:keep]
         if add_eos:
-            ids, labels = ids + [eos], labels + [eos if recipe.get("train_eos", True) else IGNORE]
-    else:
-        raise ValueError(f"recipe.truncation_side must be 'left' or 'right', got {side!r}")
+            ids, labels = ids + [eos], labels + [eos if recipe.train_eos else IGNORE]
     return {"input_ids": ids, "labels": labels}
 
 
-def tokenize(
-    tokenizer: Any, examples: Sequence[Example], recipe_or_max_length: Any
-) -> list[dict[str, list[int]]]:
-    """Every example encoded (see `encode`); an int in place of the recipe is the old call: whole documents,
-    right truncation, EOS trained."""
-    recipe = recipe_or_max_length
-    if isinstance(recipe, int):
-        recipe = {"max_length": recipe, "loss_on": "all", "truncation_side": "right"}
+def tokenize(tokenizer: Any, examples: Sequence[Example], recipe: Recipe) -> list[dict[str, list[int]]]:
+    """Every example encoded (see `encode`)."""
     return [encode(tokenizer, example, recipe) for example in examples]
 
 
@@ -178,11 +171,11 @@ class PadCollator:
     Padding is masked in the labels by position (so EOS stays trained when pad == EOS); `attend_padding` gives
     the pads attention mask 1, as the authors' collator did (no attention_mask column, so all ones)."""
 
-    def __init__(self, pad_id: int, recipe: Mapping[str, Any], padding_side: str):
+    def __init__(self, pad_id: int, recipe: Recipe, padding_side: str):
         self.pad_id = int(pad_id)
-        self.length = int(recipe["max_length"]) if recipe.get("pad_to_max_length", False) else None
-        self.attend_padding = bool(recipe.get("attend_padding", False))
-        if padding_side not in {"left", "right"}:
+        self.length = recipe.max_length if recipe.pad_to_max_length else None
+        self.attend_padding = recipe.attend_padding
+        if padding_side not in set(Side):  # the tokenizer's own side may be anything
             raise ValueError(f"padding side must be 'left' or 'right', got {padding_side!r}")
         self.side = padding_side
 
@@ -202,7 +195,7 @@ class PadCollator:
         return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
 
 
-PRECISIONS = ("bf16", "bf16-mixed", "fp32")
+PRECISIONS = tuple(p.value for p in FinetunePrecision)  # what a run can train in (the recipe's choice set)
 PRECISION_MEANING = {
     "bf16": "bf16 weights and AdamW state, bf16 autocast (the authors' --bf16 on a bf16-loaded model)",
     "bf16-mixed": "fp32 master weights and AdamW state, bf16 autocast",
@@ -211,35 +204,31 @@ PRECISION_MEANING = {
 
 
 def resolve_precision(
-    recipe: Mapping[str, Any], device: str, parameters: float = 0.0, explicit: str | None = None
+    recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None
 ) -> str:
     """The run's precision, one of PRECISIONS.
 
     `explicit` (finetune's `precision=` argument) wins on any device, CPU included. Otherwise on a GPU:
-    `precision_large` at or above `large_model_threshold` parameters when set, else `precision` (the old
-    `bf16: bool` when neither is set); on the CPU fp32. Defaults (App. B.2 by size): `bf16` below 10B, as the
+    `precision_large` at or above `large_model_threshold` parameters when set, else `precision`; on the CPU
+    fp32. The authors' code (App. B.2 by size): `bf16` below 10B, as the
     authors trained (bf16-loaded weights, AdamW on them, train.py:35, jobs_train.py:99); `bf16-mixed` at or above,
     which is what their `--bf16` under ZeRO-3 ran (DeepSpeed's bf16 mode keeps fp32 master weights);
-    `protocol=training_on_the_test_task/paper_text` trains those fp32 ("full precision")."""
+    `protocol=paper_text` trains those fp32 ("full precision")."""
     if explicit is not None:
         choice = explicit
     elif not device.startswith("cuda"):
         return "fp32"
     else:
-        choice = recipe.get("precision")
-        large = recipe.get("precision_large")
-        if large and parameters >= float(recipe.get("large_model_threshold", 1.0e10)):
+        choice = recipe.precision
+        large = recipe.precision_large
+        if large and parameters >= float(recipe.large_model_threshold):
             choice = large
-        if choice is None:
-            choice = "bf16" if recipe.get("bf16", True) else "fp32"
     if choice not in PRECISIONS:
         raise ValueError(f"recipe precision must be one of {', '.join(PRECISIONS)}, got {choice!r}")
     return str(choice)
 
 
-def uses_bf16(
-    recipe: Mapping[str, Any], device: str, parameters: float = 0.0, explicit: str | None = None
-) -> bool:
+def uses_bf16(recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None) -> bool:
     """Whether the Trainer runs bf16 autocast (`--bf16`): for `bf16` and `bf16-mixed`, see `resolve_precision`."""
     return resolve_precision(recipe, device, parameters, explicit) != "fp32"
 
@@ -249,19 +238,19 @@ def weights_dtype(choice: str) -> torch.dtype:
     return torch.bfloat16 if choice == "bf16" else torch.float32
 
 
-def deepspeed_config(recipe: Mapping[str, Any]) -> str | None:
+def deepspeed_config(recipe: Recipe) -> str | None:
     """`deepspeed` when set; else, under `accelerate launch` with DeepSpeed, `zero3_config` (the authors'
     zero3.json semantics by default) instead of the file the accelerate config names. Relative paths are
     taken from the repository root."""
     from testtask.paths import resolve
 
-    path = recipe.get("deepspeed")
+    path = recipe.deepspeed
     if not path and os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true":
-        path = recipe.get("zero3_config")
+        path = recipe.zero3_config
     return str(resolve(path)) if path else None
 
 
-def start_deepspeed_distributed(recipe: Mapping[str, Any], device: str) -> None:
+def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
     """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments (NCCL on
     GPUs, gloo on the CPU). On the CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch
     check fails ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
@@ -288,38 +277,33 @@ def zero3_partition(model: Any) -> dict[str, int] | None:
     }
 
 
-def warmup(recipe: Mapping[str, Any]) -> float:
+def warmup(recipe: Recipe) -> float:
     """Warm-up for TrainingArguments: `warmup_steps` when set above 0, else `warmup_ratio` of the total steps
     (the Trainer rounds the ratio up: ceil(total × ratio))."""
-    steps = recipe.get("warmup_steps")
-    if steps:
-        return int(steps)
-    ratio = float(recipe.get("warmup_ratio") or 0.0)
-    if not 0.0 <= ratio < 1.0:
-        raise ValueError(f"recipe.warmup_ratio must be in [0, 1), got {ratio}")
-    return ratio
+    if recipe.warmup_steps:
+        return recipe.warmup_steps
+    return float(recipe.warmup_ratio)
 
 
-def scheduler(recipe: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def scheduler(recipe: Recipe) -> tuple[str, dict[str, Any]]:
     """The Trainer's scheduler name and kwargs; cosine_with_min_lr decays to `final_lr_fraction` of the peak."""
-    name = str(recipe.get("lr_scheduler_type", "cosine_with_min_lr"))
-    kwargs = dict(recipe.get("lr_scheduler_kwargs") or {})
-    if name == "cosine_with_min_lr" and "min_lr" not in kwargs:
-        kwargs.setdefault("min_lr_rate", float(recipe.get("final_lr_fraction", 0.1)))
+    name = recipe.lr_scheduler_type
+    kwargs: dict[str, Any] = {}
+    if name == "cosine_with_min_lr":
+        kwargs["min_lr_rate"] = float(recipe.final_lr_fraction)
     return name, kwargs
 
 
-def gradient_checkpointing(recipe: Mapping[str, Any], parameters: float) -> bool:
+def gradient_checkpointing(recipe: Recipe, parameters: float) -> bool:
     """`gradient_checkpointing` true/false, or null: only at or above `gradient_checkpointing_threshold`
     parameters (the authors flag exactly their ≥ 11B models, model_utils.py)."""
-    flag = recipe.get("gradient_checkpointing")
-    if flag is None:
-        return parameters >= float(recipe.get("gradient_checkpointing_threshold", 1.0e10))
-    return bool(flag)
+    if recipe.gradient_checkpointing is None:
+        return parameters >= float(recipe.gradient_checkpointing_threshold)
+    return recipe.gradient_checkpointing
 
 
 def training_arguments(
-    recipe: Mapping[str, Any],
+    recipe: Recipe,
     *,
     output_dir: Path,
     learning_rate: float,
@@ -334,23 +318,23 @@ def training_arguments(
     from transformers import TrainingArguments
 
     cuda = device.startswith("cuda")
-    per_device = int(recipe["per_device_batch_size"])
+    per_device = recipe.per_device_batch_size
     name, kwargs = scheduler(recipe)
+    if recipe.epochs is None:
+        raise ValueError("the recipe's epochs are null: the runner sets them for each run")
     return TrainingArguments(
         output_dir=str(output_dir),
-        num_train_epochs=float(recipe["epochs"]),
-        max_steps=int(recipe.get("max_steps") or -1),
+        num_train_epochs=float(recipe.epochs),
+        max_steps=recipe.max_steps or -1,  # -1: the Trainer's "no cap"
         per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=gradient_accumulation(
-            int(recipe["batch_size"]), per_device, world_size()
-        ),
+        gradient_accumulation_steps=gradient_accumulation(recipe.batch_size, per_device, world_size()),
         learning_rate=learning_rate,
-        optim=str(recipe.get("optim") or "adamw_torch_fused"),
-        adam_beta1=float(recipe["adam_beta1"]),
-        adam_beta2=float(recipe["adam_beta2"]),
-        adam_epsilon=float(recipe["adam_epsilon"]),
-        weight_decay=float(recipe["weight_decay"]),
-        max_grad_norm=float(recipe["max_grad_norm"]),
+        optim=recipe.optim,
+        adam_beta1=float(recipe.adam_beta1),
+        adam_beta2=float(recipe.adam_beta2),
+        adam_epsilon=float(recipe.adam_epsilon),
+        weight_decay=float(recipe.weight_decay),
+        max_grad_norm=float(recipe.max_grad_norm),
         warmup_steps=warmup(recipe),
         lr_scheduler_type=name,
         lr_scheduler_kwargs=kwargs,
@@ -360,12 +344,12 @@ def training_arguments(
         use_cpu=not cuda,
         seed=seed,
         data_seed=seed,
-        logging_steps=int(recipe.get("logging_steps", 10)),
+        logging_steps=recipe.logging_steps,
         logging_first_step=True,
         save_strategy="no",  # SaveAtSteps asks for every checkpoint
-        save_total_limit=recipe.get("save_total_limit"),
-        report_to=list(recipe.get("report_to", [])),
-        disable_tqdm=not bool(recipe.get("progress", True)),
+        save_total_limit=recipe.save_total_limit,
+        report_to=[],
+        disable_tqdm=not recipe.progress,
     )
 
 
@@ -374,17 +358,17 @@ def _checkpoints(output_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
-def padding_side(recipe: Mapping[str, Any], tokenizer: Any) -> str:
-    """`padding_side` left/right, or null for the tokenizer's own side."""
-    return str(recipe.get("padding_side") or tokenizer.padding_side or "right")
+def padding_side(recipe: Recipe, tokenizer: Any) -> str:
+    """`padding_side` left/right, or null for the tokenizer's own side (right when it has none)."""
+    return str(recipe.padding_side or tokenizer.padding_side or Side.right)
 
 
-def attention(recipe: Mapping[str, Any], device: str, precision: str = "bf16") -> str | None:
+def attention(recipe: Recipe, device: str, precision: str = "bf16") -> str | None:
     """`attn_implementation`: a transformers name, null (its default), or `auto`: FlashAttention-2 on a GPU of
     compute capability >= 8 when flash-attn is installed, else the default (the authors' try/except, train.py:48-63).
     `auto` never picks FlashAttention-2 for fp32 runs: its kernels take only fp16/bf16 inputs, and fp32 weights
     without autocast would hand it fp32 queries (bf16-mixed runs under autocast, so it gets bf16)."""
-    choice = recipe.get("attn_implementation")
+    choice = recipe.attn_implementation
     if choice != "auto":
         return choice or None
     if precision == "fp32" or not device.startswith("cuda") or torch.cuda.get_device_capability(0)[0] < 8:
@@ -399,9 +383,9 @@ def _load_model(
     *,
     device: str,
     parameters: float,
-    recipe: Mapping[str, Any],
+    recipe: Recipe,
     trust_remote_code: bool,
-    lora: Mapping[str, Any] | None,
+    lora: Lora | None,
     adapter: str | Path | None,
     precision: str | None = None,
     model_kwargs: Mapping[str, Any] | None = None,
@@ -416,19 +400,20 @@ def _load_model(
         attn_implementation=attention(recipe, device, chosen),
         **dict(model_kwargs or {}),
     )
-    if not (lora and lora.get("enabled")):
+    if not (lora and lora.enabled):
         return model
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if adapter:  # continue training an adapter (stage e1+2 on top of e1's LoRA)
         return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+    targets = lora.target_modules
     return get_peft_model(
         model,
         LoraConfig(
-            r=int(lora["r"]),
-            lora_alpha=int(lora["alpha"]),
-            lora_dropout=float(lora["dropout"]),
-            target_modules=lora.get("target_modules", "all-linear"),
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=float(lora.dropout),
+            target_modules=targets if targets is None or isinstance(targets, str) else list(targets),
             task_type="CAUSAL_LM",
         ),
     )
@@ -438,13 +423,13 @@ def finetune(
     model_name: str,
     texts: Sequence[Example],
     output_dir: str | Path,
-    recipe: Mapping[str, Any],
+    recipe: Recipe,
     *,
     parameters: float,
     learning_rate: float | None = None,
     device: str = "cpu",
     seed: int = 0,
-    lora: Mapping[str, Any] | None = None,
+    lora: Lora | None = None,
     trust_remote_code: bool = False,
     adapter: str | Path | None = None,
     precision: str | None = None,
@@ -497,10 +482,10 @@ def finetune(
         "world_size": int(args.world_size),
     }
     batch["effective"] = batch["per_device"] * batch["accumulation"] * batch["world_size"]
-    if batch["effective"] != int(recipe["batch_size"]):  # WORLD_SIZE disagreed with the process group
+    if batch["effective"] != recipe.batch_size:  # WORLD_SIZE disagreed with the process group
         raise RuntimeError(
             f"effective batch {batch['per_device']} × {batch['accumulation']} × {batch['world_size']} processes = "
-            f"{batch['effective']}, the recipe's batch_size is {recipe['batch_size']}"
+            f"{batch['effective']}, the recipe's batch_size is {recipe.batch_size}"
         )
     # `model_kwargs`: more from_pretrained arguments (a pinned `revision`, the registry's `model_args`); the
     # tokenizer is read at the same revision.
@@ -526,7 +511,7 @@ def finetune(
             partition["world_size"],
         )
     features = tokenize(tokenizer, texts, recipe)
-    callbacks = [SaveAtSteps(recipe.get("save_steps") or [], recipe.get("save_every"))]
+    callbacks = [SaveAtSteps(recipe.save_steps or [], recipe.save_every)]
     collate = PadCollator(tokenizer.pad_token_id, recipe, padding_side(recipe, tokenizer))
     trainer = Trainer(
         model=model,
@@ -593,10 +578,10 @@ def finetune(
 def _fingerprint(
     model_name: str,
     texts: Sequence[Example],
-    recipe: Mapping[str, Any],
+    recipe: Recipe,
     lr: float,
     seed: int,
-    lora: Any,
+    lora: Lora | None,
     adapter: str | Path | None = None,
     precision: str | None = None,
     model_kwargs: Mapping[str, Any] | None = None,
@@ -610,10 +595,10 @@ def _fingerprint(
         digest.update(b"\0")
     settings = {
         "model": model_name,
-        "recipe": dict(recipe),
+        "recipe": recipe_record(recipe),
         "lr": lr,
         "seed": seed,
-        "lora": dict(lora or {}),
+        "lora": to_plain(lora) if lora is not None else {},
         "adapter": str(adapter) if adapter else None,
     }
     if precision is not None:  # an explicit precision (absent otherwise, so earlier fingerprints still match)

@@ -41,15 +41,18 @@ def _record_batches(seen: list[str]) -> None:
 
 def train(spec: dict[str, Any]) -> dict[str, Any]:
     from testtask.lm.finetune import finetune
+    from testtask.lm.settings import Lora, Recipe
+    from testtask.schema import load
 
     pairs = [tuple(p) for p in spec["pairs"]]
     out = Path(spec["out"]) / "run"
+    recipe = load(Recipe, spec["recipe"], "recipe")  # the spec's plain recipe, typed as the runners read it
     if spec["mode"] == "tott":
         result = finetune(
             spec["model"],
             pairs,
             out,
-            spec["recipe"],
+            recipe,
             parameters=float(spec["parameters"]),
             device=spec["device"],
             seed=0,
@@ -70,10 +73,10 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             spec["model"],
             pairs,
             out,
-            spec["recipe"],
+            recipe,
             learning_rate=float(spec["learning_rate"]),
             epochs=int(spec["epochs"]),
-            lora=spec["lora"],
+            lora=load(Lora, spec["lora"], "lora"),
             device=spec["device"],
             seed=0,
         )

@@ -19,6 +19,7 @@ from testtask.pretrain_on_test import (
     report,
     tables,
 )
+from testtask.pretrain_on_test.runner import settings as runner_settings
 from testtask.pretrain_on_test.settings import Settings
 
 Builder = Callable[[Context], dict]
@@ -54,5 +55,10 @@ PAPER = Paper(
     paper_text=("analysis", "runner"),
     actions=ACTIONS,
     report=report.FUNCTIONS,
-    runner=Runner("pretrain_on_test_run", "testtask.pretrain_on_test.runner.main:run"),
+    runner=Runner(
+        "pretrain_on_test_run",
+        "testtask.pretrain_on_test.runner.main:run",
+        settings=runner_settings.Settings,
+        user_files=runner_settings.USER_FILES,
+    ),
 )

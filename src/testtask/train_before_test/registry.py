@@ -11,6 +11,7 @@ from testtask.train_before_test import pca_figures as pf
 from testtask.train_before_test import perplexity_figures as pp
 from testtask.train_before_test import report, tables
 from testtask.train_before_test.actions import ACTIONS
+from testtask.train_before_test.runner import settings as runner_settings
 from testtask.train_before_test.settings import Settings
 
 Builder = Callable[[Context], dict]
@@ -45,6 +46,10 @@ PAPER = Paper(
     paper_text=("analysis", "runner"),
     actions=ACTIONS,
     report=report.FUNCTIONS,
-    runner=Runner("train_before_test_run", "testtask.train_before_test.runner.main:run"),
+    runner=Runner(
+        "train_before_test_run",
+        "testtask.train_before_test.runner.main:run",
+        settings=runner_settings.Settings,
+    ),
     overlay=True,  # inputs.results lays a run's all_results.json over the release's
 )

@@ -11,6 +11,7 @@ from testtask.training_on_the_test_task import comparison_figures as cmp
 from testtask.training_on_the_test_task import emergence_figures as em
 from testtask.training_on_the_test_task import mini_figure, report, tables
 from testtask.training_on_the_test_task.actions import ACTIONS
+from testtask.training_on_the_test_task.runner import settings as runner_settings
 from testtask.training_on_the_test_task.settings import Settings
 
 Builder = Callable[[Context], dict]
@@ -53,6 +54,8 @@ PAPER = Paper(
     runner=Runner(
         "training_on_the_test_task_run",
         "testtask.training_on_the_test_task.runner.main:run",
-        {"--train-job": "testtask.training_on_the_test_task.runner.main:train_job"},
+        settings=runner_settings.Settings,
+        user_files=runner_settings.USER_FILES,
+        subcommands={"--train-job": "testtask.training_on_the_test_task.runner.main:train_job"},
     ),
 )

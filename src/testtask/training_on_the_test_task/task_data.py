@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from testtask.errors import InputError
+from testtask.training_on_the_test_task.runner.settings import SourceFormat
 
 LETTERS = "ABCDEFGHIJ"
 Pair = tuple[str, str]
@@ -89,18 +90,18 @@ def openbookqa(doc: Mapping[str, Any]) -> Pair:
     return _keyed_choices(doc, "question_stem", "OpenBookQA")
 
 
-FORMATTERS: dict[str, Callable[[Mapping[str, Any]], Pair]] = {
-    "mmlu_auxiliary": mmlu_auxiliary,
-    "metamath": metamath,
-    "orca_math": orca_math,
-    "arc": arc,
-    "openbookqa": openbookqa,
+FORMATTERS: dict[SourceFormat, Callable[[Mapping[str, Any]], Pair]] = {
+    SourceFormat.mmlu_auxiliary: mmlu_auxiliary,
+    SourceFormat.metamath: metamath,
+    SourceFormat.orca_math: orca_math,
+    SourceFormat.arc: arc,
+    SourceFormat.openbookqa: openbookqa,
 }
 
 
 def load_source(source: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """Rows of one configured source: a Hub dataset (`path`, `name`, `split`), a `save_to_disk` folder (`disk`)
-    or a JSON-lines file (`json`)."""
+    """Rows of one configured source (runner.settings.Source): a Hub dataset (`path`, `name`, `split`), a
+    `save_to_disk` folder (`disk`) or a JSON-lines file (`json`)."""
     import datasets
 
     from testtask.paths import resolve
@@ -110,9 +111,7 @@ def load_source(source: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     elif source.get("json"):
         ds = datasets.load_dataset("json", data_files=str(resolve(source["json"])), split="train")
     else:
-        ds = datasets.load_dataset(
-            str(source["path"]), source.get("name"), split=str(source.get("split", "train"))
-        )
+        ds = datasets.load_dataset(str(source["path"]), source.get("name"), split=str(source["split"]))
     if source.get("limit"):
         ds = ds.select(range(min(int(source["limit"]), len(ds))))
     return ds
@@ -142,8 +141,8 @@ def build_texts(
     """Every configured source formatted, each filtered to `max_chars`, concatenated in order, then shuffled."""
     pairs: list[Pair] = []
     for source in sources:
-        name = str(source["format"])
-        if name not in FORMATTERS:
-            raise TaskDataError(f"unknown format {name!r}; known: {', '.join(FORMATTERS)}")
-        pairs += keep_short([FORMATTERS[name](row) for row in load_source(source)], max_chars)
+        name = source["format"]
+        if name not in set(SourceFormat):
+            raise TaskDataError(f"unknown format {name!r}; known: {', '.join(SourceFormat)}")
+        pairs += keep_short([FORMATTERS[SourceFormat(name)](row) for row in load_source(source)], max_chars)
     return shuffled(pairs, shuffle_seed)

@@ -66,8 +66,8 @@ def run_repetition(
     """One repetition of a cell with `lm=<lm_name>` on the tiny `kind` model: (protocol, accuracies, record)."""
     from testtask.pretrain_on_test.runner import subsample
     from testtask.pretrain_on_test.runner.cell import make_protocol
-    from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset
-    from testtask.pretrain_on_test.runner.settings import effective_lm
+    from testtask.pretrain_on_test.runner.datasets import load_dataset
+    from testtask.runners import settings_of
 
     folder, spec_config = _data(ctx)
     cfg = compose(
@@ -81,11 +81,11 @@ def run_repetition(
         "show_step_progress=false",
         *overrides,
     )
-    # the fixture's spec alone: the registry's other datasets are not this check's business
-    spec = DatasetSpec.from_config(fixtures.DATASET, spec_config)
-    lm = effective_lm(cfg.lm, spec.key)
+    cfg.datasets[fixtures.DATASET] = spec_config  # the fixture joins the registry, as an own dataset would
+    settings = settings_of("pretrain-on-test", cfg)
+    spec, lm = settings.spec, settings.lm_for_task()
     data = load_dataset(spec, folder)
-    seed = int(cfg.seed)
+    seed = settings.seed
     sub = subsample.draw(
         data["label"].to_numpy(),
         cell["m"],
@@ -93,7 +93,7 @@ def run_repetition(
         seed=seed,
         dataset=spec.key,
         repetition=0,
-        stratification=str(cfg.stratification),
+        stratification=settings.stratification,
     )
     protocol = make_protocol(lm, spec, ctx.device, False)
     acc, record = protocol.run(data, sub, subsample.training_seed(seed, 0))
@@ -116,7 +116,7 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
     """The authors' QLoRA recipe (NF4, paged 8-bit AdamW) on the device: on the CPU as on a GPU."""
     lm_name = "mistral_qlora_packing" if mode == "packing" else "mistral_qlora"
     protocol, acc, record = run_repetition(ctx, lm_name, "llama", ZERO_SHOT)
-    quantization = str(protocol.lm["quantization"])
+    quantization = str(protocol.lm.quantization)
     four_bit, storage = _four_bit_layers(protocol.model)
     trained_four_bit, _ = _four_bit_layers(protocol.training_model)
     if quantization != "nf4":
@@ -129,8 +129,8 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
     optim = record["pretrain_extra_optim"]
     prefix = "pretrain_extra_optimizer_"  # TrainStats.as_dict's keys of describe_optimizer
     optimizer = {k.removeprefix(prefix): v for k, v in record.items() if k.startswith(prefix)}
-    if optim != str(protocol.lm["pretrain"]["optim"]):
-        raise AssertionError(f"the optimizer should be {protocol.lm['pretrain']['optim']}, ran {optim}")
+    if optim != protocol.lm.pretrain.optim:
+        raise AssertionError(f"the optimizer should be {protocol.lm.pretrain.optim}, ran {optim}")
     if optim == "paged_adamw_8bit" and not (
         optimizer.get("class", "").startswith("bitsandbytes.")
         and optimizer.get("paging_requested")
@@ -148,7 +148,7 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
         "optimizer_8bit_states": optimizer.get("eight_bit"),
         # paged (CUDA unified memory) states: parameters of >= 100,000 elements on CUDA; none on the CPU
         "optimizer_paged_states": optimizer.get("paged"),
-        "precision": str(protocol.lm["pretrain"]["precision"]) if ctx.cuda else "fp32",
+        "precision": str(protocol.lm.pretrain.precision) if ctx.cuda else "fp32",
         "training_sequences": sequences,
         "tokens_per_second": record["pretrain_test_tokens_per_second"],
         "positions_per_second": record["pretrain_test_positions"] / record["pretrain_test_seconds"],

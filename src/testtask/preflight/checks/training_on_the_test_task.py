@@ -108,12 +108,14 @@ def weight_change(before: Path, after: Path) -> tuple[str, float]:
 
 def finetune_in(ctx, precision: str) -> dict[str, Any]:
     from testtask.lm import finetune as ft
+    from testtask.lm.settings import Recipe
+    from testtask.schema import load
 
     supported = supported_precisions()
     if precision not in supported:
         raise Skip(f"the recipe offers no precision {precision!r} (it accepts {', '.join(supported)})")
     model = _model(ctx)
-    settings = recipe(precision=precision)
+    settings = load(Recipe, recipe(precision=precision), "recipe")
     parameters = models.parameter_count(model)
     out = ctx.folder(f"tott-finetune-{precision}")
     start = time.perf_counter()
@@ -142,7 +144,7 @@ def finetune_in(ctx, precision: str) -> dict[str, Any]:
         )
     if changed == 0.0:
         raise AssertionError("training changed no weight")
-    positions = result.steps * int(settings["batch_size"]) * int(settings["max_length"])
+    positions = result.steps * settings.batch_size * settings.max_length
     return {
         "precision": ran or (precision if ctx.cuda else "fp32"),
         "weight_dtype": dtype,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,15 @@ from testtask.io import atomic_write_text
 from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner import subsample as subsampling
-from testtask.pretrain_on_test.runner.datasets import DatasetSpec, load_dataset, registry
+from testtask.pretrain_on_test.runner.datasets import load_dataset
 from testtask.pretrain_on_test.runner.estimate import estimate
-from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.settings import (
+    DatasetSpec,
+    FewShotLm,
+    Settings,
+    ZeroShotLm,
+    effective_lm,
+)
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_share
 
 log = logging.getLogger("testtask.runner")
@@ -28,29 +33,27 @@ class ResumeError(InputError, RuntimeError):
     pass
 
 
-def make_protocol(lm: Mapping[str, Any], spec: DatasetSpec, device: str, show_progress: bool) -> Any:
-    protocol = str(lm["protocol"])
-    if protocol == "few_shot":
+def make_protocol(lm: FewShotLm | ZeroShotLm, spec: DatasetSpec, device: str, show_progress: bool) -> Any:
+    if isinstance(lm, FewShotLm):
         from testtask.pretrain_on_test.runner.fewshot import FewShot
 
         return FewShot(lm, num_classes=spec.num_classes, device=device, show_progress=show_progress)
-    if protocol == "zero_shot":
-        from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
+    from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
-        return ZeroShot(lm, spec, device=device, show_progress=show_progress)
-    raise ValueError(f"lm.protocol must be few_shot or zero_shot, got {protocol!r}")
+    return ZeroShot(lm, spec, device=device, show_progress=show_progress)
 
 
-def _identity(cfg: DictConfig, lm: Mapping[str, Any]) -> dict[str, Any]:
-    """What must not change between a run and its resumption (`lm`: the effective settings for this dataset)."""
+def identity(settings: Settings, config: DictConfig) -> dict[str, Any]:
+    """What must not change between a run and its resumption (cell.yaml): the cell, the LM's settings for its
+    dataset and the dataset's spec as the composed config `config` writes them."""
     return {
-        "dataset": cfg.dataset,
-        "m": int(cfg.m),
-        "n": int(cfg.n),
-        "seed": int(cfg.seed),
-        "stratification": str(cfg.stratification),
-        "lm": dict(lm),
-        "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
+        "dataset": settings.dataset,
+        "m": settings.m,
+        "n": settings.n,
+        "seed": settings.seed,
+        "stratification": settings.stratification.value,
+        "lm": effective_lm(config.lm, settings.dataset),
+        "dataset_spec": OmegaConf.to_container(config.datasets[settings.dataset], resolve=True),
     }
 
 
@@ -78,29 +81,23 @@ def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
     atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
 
 
-def run_cell(cfg: DictConfig) -> Path:
-    """Compute the missing repetitions of one cell; returns the cell's `accuracies.csv`."""
+def run_cell(settings: Settings, config: DictConfig) -> Path:
+    """Compute the missing repetitions of one cell; returns the cell's `accuracies.csv`. `config`: the composed
+    config `settings` were read from, which cell.yaml records."""
     from tqdm.auto import tqdm
 
-    specs = registry(cfg.datasets)
-    if cfg.dataset not in specs:
-        raise KeyError(f"dataset {cfg.dataset!r} is not in the registry; known: {', '.join(specs)}")
-    spec = specs[cfg.dataset]
-    m, n, seed = int(cfg.m), int(cfg.n), int(cfg.seed)
-    repetitions = (
-        int(cfg.repetitions)
-        if cfg.get("repetitions") is not None
-        else subsampling.repetitions_for(n, {int(k): int(v) for k, v in cfg.repetitions_by_n.items()})
-    )
-    stratification = str(cfg.stratification)
-    lm = effective_lm(cfg.lm, spec.key)
-    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(lm["lm_type"]), spec.key))
-    _check_resume(store, _identity(cfg, lm))
+    spec = settings.spec
+    m, n, seed = settings.m, settings.n, settings.seed
+    repetitions = settings.repetitions_of_cell()
+    stratification = settings.stratification
+    lm = settings.lm_for_task()
+    store = CellStore(cell_dir(resolve(settings.results_dir), m, n, lm.lm_type, spec.key))
+    _check_resume(store, identity(settings, config))
     done = store.done()
     if done >= repetitions:
         log.info("%s: all %d repetitions done, nothing to run", store.csv, repetitions)
         return store.csv
-    data = load_dataset(spec, cfg.assets_dir)
+    data = load_dataset(spec, settings.assets_dir)
     labels = data["label"].to_numpy()
     records = store.log_records()
     if records:  # the same seed and data must redraw the same subsample, else the rows would not pair
@@ -118,17 +115,17 @@ def run_cell(cfg: DictConfig) -> Path:
             raise ResumeError(
                 f"{store.log}: the dataset changed since repetition {last['repetition']} was drawn"
             )
-    device = pick_device(str(cfg.device))
-    protocol = make_protocol(lm, spec, device, bool(cfg.show_step_progress))
+    device = pick_device(settings.device)
+    protocol = make_protocol(lm, spec, device, settings.show_step_progress)
     log.info("%s: %d/%d repetitions done; running on %s", store.directory, done, repetitions, device)
     # Said before the first repetition: at the paper's 100 repetitions a CPU cell takes half an hour or more.
-    guess = estimate(resolve(cfg.results_dir), lm, device, m, n)
+    guess = estimate(resolve(settings.results_dir), lm, device, m, n)
     log.info("%s", guess.message(spec.key, repetitions - done, device))
     bar = tqdm(
         range(done, repetitions),
         initial=done,
         total=repetitions,
-        desc=f"{lm['lm_type']}/{spec.key} m{m} n{n}",
+        desc=f"{lm.lm_type}/{spec.key} m{m} n{n}",
     )
     for k in bar:
         sub = subsampling.draw(

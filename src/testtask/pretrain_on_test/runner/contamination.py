@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,9 @@ from testtask.paths import resolve
 from testtask.pretrain_on_test.contamination import ShardedTest, run_test
 from testtask.pretrain_on_test.runner import subsample as subsampling
 from testtask.pretrain_on_test.runner.cell import ResumeError, baseline_columns, make_protocol
-from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
+from testtask.pretrain_on_test.runner.datasets import load_dataset
 from testtask.pretrain_on_test.runner.likelihood import sequence_logliks
-from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.settings import Settings, effective_lm
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir
 
 log = logging.getLogger("testtask.runner")
@@ -51,21 +51,21 @@ def example_strings(prompts: Any, texts: Sequence[str], labels: Sequence[int], f
     ]
 
 
-def _settings(cfg: DictConfig, lm: Mapping[str, Any]) -> dict[str, Any]:
-    """What must not change between a run and its resumption."""
+def _settings(settings: Settings, config: DictConfig) -> dict[str, Any]:
+    """What must not change between a run and its resumption, as the composed config `config` writes it."""
     return {
-        "dataset": str(cfg.dataset),
-        "m": int(cfg.m),
-        "n": int(cfg.n),
-        "seed": int(cfg.seed),
-        "repetition": int(cfg.contamination.repetition),
-        "stratification": str(cfg.stratification),
-        "lm": dict(lm),
-        "dataset_spec": OmegaConf.to_container(cfg.datasets[cfg.dataset], resolve=True),
+        "dataset": settings.dataset,
+        "m": settings.m,
+        "n": settings.n,
+        "seed": settings.seed,
+        "repetition": settings.contamination.repetition,
+        "stratification": settings.stratification.value,
+        "lm": effective_lm(config.lm, settings.dataset),
+        "dataset_spec": OmegaConf.to_container(config.datasets[settings.dataset], resolve=True),
         # batch_size changes speed only (padded batches score like single sequences), so a resumed run may change it
         "contamination": {
             k: v
-            for k, v in OmegaConf.to_container(cfg.contamination, resolve=True).items()
+            for k, v in OmegaConf.to_container(config.contamination, resolve=True).items()
             if k != "batch_size"
         },
     }
@@ -96,29 +96,22 @@ def _save(path: Path, result: dict[str, Any], seconds: float) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(result), indent=2) + "\n")
 
 
-def run_contamination(cfg: DictConfig) -> Path:
-    """Run (or finish) the §9.2 cell; returns its `contamination.json`."""
+def run_contamination(settings: Settings, config: DictConfig) -> Path:
+    """Run (or finish) the §9.2 cell; returns its `contamination.json`. `config`: the composed config `settings`
+    were read from, which the JSON's settings record."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
-    specs = registry(cfg.datasets)
-    if cfg.dataset not in specs:
-        raise KeyError(f"dataset {cfg.dataset!r} is not in the registry; known: {', '.join(specs)}")
-    spec = specs[cfg.dataset]
-    m, n, seed = int(cfg.m), int(cfg.n), int(cfg.seed)
-    c = cfg.contamination
-    repetition = int(c.repetition)
-    lm = effective_lm(cfg.lm, spec.key)
-    if lm["protocol"] != "zero_shot":
-        raise ValueError(
-            f"task=contamination needs a zero-shot causal LM (lm.protocol = zero_shot); lm={lm['lm_type']} has "
-            f"lm.protocol = {lm['protocol']!r}. Use lm=mistral_qlora_packing or lm=smollm2_qlora_packing"
-        )
-    if not bool(lm.get("packing", False)):
+    spec = settings.spec
+    m, n, seed = settings.m, settings.n, settings.seed
+    c = settings.contamination
+    repetition = c.repetition
+    lm = settings.lm_for_task()  # zero-shot: the settings' relation for task=contamination
+    if not lm.packing:
         log.warning("lm.packing is false: §9.2 runs the §9.1 packing experiment (lm=*_packing)")
-    store = CellStore(cell_dir(resolve(cfg.results_dir), m, n, str(lm["lm_type"]), spec.key))
+    store = CellStore(cell_dir(resolve(settings.results_dir), m, n, lm.lm_type, spec.key))
     path = store.directory / RESULT
-    result = _load(path, _settings(cfg, lm))
+    result = _load(path, _settings(settings, config))
     before = float(result.get("seconds", 0.0))  # wall time of earlier, interrupted runs of this cell
 
     def elapsed() -> float:
@@ -127,9 +120,9 @@ def run_contamination(cfg: DictConfig) -> Path:
     if result.get("complete") and store.done() > 0:
         log.info("%s: finished; nothing to run", path)
         return path
-    test = ShardedTest(int(c.num_shards), int(c.permutations), int(c.ddof))
+    test = ShardedTest(c.num_shards, c.permutations, c.ddof)
 
-    data = load_dataset(spec, cfg.assets_dir)
+    data = load_dataset(spec, settings.assets_dir)
     labels = data["label"].to_numpy()
     sub = subsampling.draw(
         labels,
@@ -138,22 +131,20 @@ def run_contamination(cfg: DictConfig) -> Path:
         seed=seed,
         dataset=spec.key,
         repetition=repetition,
-        stratification=str(cfg.stratification),
+        stratification=settings.stratification,
     )
     if result.get("subsample", sub.as_dict()) != sub.as_dict():
         raise ResumeError(f"{path}: the dataset changed since the subsample was drawn; move it away to rerun")
     result["subsample"] = sub.as_dict()
     test_frame = data.iloc[sub.test]
-    device = pick_device(str(cfg.device))
-    protocol = make_protocol(lm, spec, device, bool(cfg.show_step_progress))
+    device = pick_device(settings.device)
+    protocol = make_protocol(lm, spec, device, settings.show_step_progress)
     tokenizer = protocol.tokenizer
     examples = example_strings(
         protocol.prompts, list(test_frame["text"]), list(test_frame["label"]), c.example
     )
     # Each example tokenized on its own, special tokens included (Oren et al.: `tokenizer.encode(example)`).
-    tokens = [
-        list(tokenizer(e, add_special_tokens=bool(c.add_special_tokens))["input_ids"]) for e in examples
-    ]
+    tokens = [list(tokenizer(e, add_special_tokens=c.add_special_tokens)["input_ids"]) for e in examples]
     result["examples"] = {"count": len(examples), "first": examples[:2], "tokens": sum(map(len, tokens))}
 
     def score(model: Any, sequences: list[list[int]], arm: str) -> list[float]:
@@ -164,9 +155,9 @@ def run_contamination(cfg: DictConfig) -> Path:
                     sequences,
                     pad_id=int(tokenizer.pad_token_id),
                     device=device,
-                    batch_size=int(c.batch_size),
-                    context_len=int(c.context_len),
-                    stride=int(c.stride),
+                    batch_size=c.batch_size,
+                    context_len=c.context_len,
+                    stride=c.stride,
                     progress=bar,
                 )
             )
@@ -179,7 +170,7 @@ def run_contamination(cfg: DictConfig) -> Path:
         }
         _save(path, result, elapsed())
     training_seed = subsampling.training_seed(seed, repetition)
-    bar = tqdm(ARMS, desc=f"§9.2 {lm['lm_type']}/{spec.key} n{n}")
+    bar = tqdm(ARMS, desc=f"§9.2 {lm.lm_type}/{spec.key} n{n}")
     for arm in bar:
         if arm in result["arms"]:
             continue
@@ -216,8 +207,8 @@ def run_contamination(cfg: DictConfig) -> Path:
             "dataset": spec.key,
             "m": m,
             "n": n,
-            "lm_type": str(lm["lm_type"]),
-            "model": str(lm["model"]),
+            "lm_type": lm.lm_type,
+            "model": lm.model,
             "device": device,
             "test": {"name": "sharded likelihood comparison test (Oren et al. 2024)", **vars(test)},
             "accuracies": accuracies,

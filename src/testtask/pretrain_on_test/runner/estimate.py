@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from testtask.pretrain_on_test.runner.settings import FewShotLm, ZeroShotLm
 
 # Sustained training FLOP/s, rough (a laptop's CPU cores in fp32; one data-centre GPU): a factor of a few either way.
 FLOPS = {"cpu": 2e10, "cuda": 5e13, "mps": 2e12}
@@ -26,6 +26,8 @@ PARAMETERS = {  # Hub ids of conf/lm/*.yaml: parameter counts from their model c
     "gpt2": 124e6,
     "mistralai/Mistral-7B-v0.1": 7.24e9,
 }
+# Tokens per text where a stage sets no cut (zero-shot pretraining, classification without a stage): a guess
+GUESSED_LENGTH = 512
 _CELL = re.compile(r"^m(\d+)$")
 
 
@@ -76,13 +78,15 @@ def parameters(model: str) -> float | None:
     return PARAMETERS.get(model)
 
 
-def from_model_size(lm: Mapping[str, Any], device: str, m: int, n: int) -> Estimate | None:
+def from_model_size(lm: FewShotLm | ZeroShotLm, device: str, m: int, n: int) -> Estimate | None:
     """Step 2: 6 × parameters × tokens FLOPs at FLOPS[device]."""
-    count = parameters(str(lm.get("model", "")))
-    pretrain, classify = lm.get("pretrain") or {}, lm.get("classify") or {}
-    tokens = float(pretrain.get("epochs", 1)) * n * float(pretrain.get("max_length", 512)) + float(
-        classify.get("epochs", 1)
-    ) * m * float(classify.get("max_length", 512))
+    count = parameters(lm.model)
+    if isinstance(lm, FewShotLm):
+        pretrain_length, classify = float(lm.pretrain.max_length), lm.classify
+        classify_tokens = float(classify.epochs) * m * float(classify.max_length or GUESSED_LENGTH)
+    else:  # zero-shot: pretraining only (no classification stage: one epoch's worth of m texts, as an upper bound)
+        pretrain_length, classify_tokens = float(GUESSED_LENGTH), float(m) * GUESSED_LENGTH
+    tokens = float(lm.pretrain.epochs) * n * pretrain_length + classify_tokens
     if count is None or device not in FLOPS:
         return None
     seconds = 6 * count * tokens / FLOPS[device]
@@ -91,10 +95,10 @@ def from_model_size(lm: Mapping[str, Any], device: str, m: int, n: int) -> Estim
     )
 
 
-def estimate(results_dir: Path, lm: Mapping[str, Any], device: str, m: int, n: int) -> Estimate:
+def estimate(results_dir: Path, lm: FewShotLm | ZeroShotLm, device: str, m: int, n: int) -> Estimate:
     """Seconds per repetition of a cell (see the module's docstring for the order)."""
     kind = device.split(":")[0]
-    found = from_run_logs(results_dir, str(lm["lm_type"]), device, m, n) or from_model_size(lm, kind, m, n)
+    found = from_run_logs(results_dir, lm.lm_type, device, m, n) or from_model_size(lm, kind, m, n)
     if found is not None:
         return found
-    return Estimate(None, f"no earlier {lm['lm_type']} run on {device} in {results_dir}, model size unknown")
+    return Estimate(None, f"no earlier {lm.lm_type} run on {device} in {results_dir}, model size unknown")

@@ -13,7 +13,7 @@ and `lm.classify.max_length`.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from testtask.lm.hf import load_tokenizer
+from testtask.pretrain_on_test.runner.settings import Classify, FewShotLm, Objective
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
 
@@ -28,15 +29,13 @@ from testtask.pretrain_on_test.runner.training import TrainStats, train
 class FewShot:
     """One LM type's few-shot protocol (config: `lm` group with protocol few_shot)."""
 
-    def __init__(self, lm: Mapping[str, Any], *, num_classes: int, device: str, show_progress: bool = True):
+    def __init__(self, lm: FewShotLm, *, num_classes: int, device: str, show_progress: bool = True):
         self.lm = lm
-        self.objective = str(lm["objective"])
-        if self.objective not in ("mlm", "clm"):
-            raise ValueError(f"lm.objective must be mlm or clm, got {self.objective!r}")
+        self.objective = lm.objective
         self.num_classes = num_classes
         self.device = device
         self.show_progress = show_progress
-        self.tokenizer = load_tokenizer(str(lm["model"]))
+        self.tokenizer = load_tokenizer(lm.model)
 
     def _encode(
         self, texts: Sequence[str], max_length: int | None, labels: Sequence[int] | None = None
@@ -63,19 +62,21 @@ class FewShot:
         )
 
         set_seed(seed)
-        auto = AutoModelForMaskedLM if self.objective == "mlm" else AutoModelForCausalLM
-        model = auto.from_pretrained(str(self.lm["model"]))
-        hp = self.lm["pretrain"]
-        masking = {"mlm_probability": float(hp["mlm_probability"])} if self.objective == "mlm" else {}
-        collate = DataCollatorForLanguageModeling(self.tokenizer, mlm=self.objective == "mlm", **masking)
+        mlm = self.objective == Objective.mlm
+        auto = AutoModelForMaskedLM if mlm else AutoModelForCausalLM
+        model = auto.from_pretrained(self.lm.model)
+        hp = self.lm.pretrain
+        masking = {"mlm_probability": hp.mlm_probability} if mlm else {}
+        collate = DataCollatorForLanguageModeling(self.tokenizer, mlm=mlm, **masking)
         stats = train(
             model,
-            self._encode(texts, hp["max_length"]),
+            self._encode(texts, hp.max_length),
             collate,
             hp,
             device=self.device,
             seed=seed,
             show_progress=self.show_progress,
+            gradient_checkpointing=False,  # the authors' few-shot Trainer calls never checkpoint
         )
         model.save_pretrained(out_dir)
         self.tokenizer.save_pretrained(out_dir)
@@ -90,27 +91,28 @@ class FewShot:
         set_seed(seed)
         model = AutoModelForSequenceClassification.from_pretrained(weights, num_labels=self.num_classes)
         model.config.pad_token_id = self.tokenizer.pad_token_id
-        hp = self.lm["classify"]
+        hp = self.lm.classify
         collate = DataCollatorWithPadding(self.tokenizer)
         stats = train(
             model,
-            self._encode(train_frame["text"], hp["max_length"], train_frame["label"]),
+            self._encode(train_frame["text"], hp.max_length, train_frame["label"]),
             collate,
             hp,
             device=self.device,
             seed=seed,
             show_progress=self.show_progress,
+            gradient_checkpointing=False,
         )
         predictions = self.predict(model, test_frame["text"], hp, collate)
         return float(np.mean(predictions == test_frame["label"].to_numpy())), stats
 
     @torch.no_grad()
-    def predict(self, model: Any, texts: Sequence[str], hp: Mapping[str, Any], collate: Any) -> np.ndarray:
+    def predict(self, model: Any, texts: Sequence[str], hp: Classify, collate: Any) -> np.ndarray:
         """argmax of the head's logits (= argmax of the authors' softmax, experiment.py:195-197)."""
         model.eval()
         model.to(self.device)
-        batch_size = int(hp["eval_batch_size"])
-        rows = self._encode(list(texts), hp["max_length"])
+        batch_size = hp.eval_batch_size
+        rows = self._encode(list(texts), hp.max_length)
         out = []
         for start in range(0, len(rows), batch_size):
             batch = {k: v.to(self.device) for k, v in collate(rows[start : start + batch_size]).items()}
@@ -122,7 +124,7 @@ class FewShot:
         train_frame, test_frame = data.iloc[sub.train], data.iloc[sub.test]
         record: dict[str, Any] = {}
         acc: dict[str, float] = {}
-        base_acc, stats = self.classify(str(self.lm["model"]), train_frame, test_frame, seed)
+        base_acc, stats = self.classify(self.lm.model, train_frame, test_frame, seed)
         acc["base"] = base_acc
         record.update(stats.as_dict("classify_base"))
         for name, texts in (("extra", data["text"].iloc[sub.extra]), ("test", test_frame["text"])):

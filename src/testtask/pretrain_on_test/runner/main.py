@@ -13,35 +13,32 @@ import logging
 
 from omegaconf import DictConfig
 
-from testtask import user_files
-from testtask.config_checks import check_pretrain_on_test_run
+from testtask import runners
+from testtask.pretrain_on_test.runner.settings import USER_FILES, Settings, Task
 
-USER_FILES = {"datasets.yaml": "testtask.pretrain_on_test.runner.datasets:merge_user_datasets"}
+__all__ = ["USER_FILES", "run"]
 
 
 def run(cfg: DictConfig) -> str:
-    user_files.apply(cfg, USER_FILES)  # own datasets join the registry before the config is checked
-    check_pretrain_on_test_run(cfg)  # every setting validated before anything is loaded or written
+    # own datasets join the registry, then every setting is read, typed, before anything is loaded or written
+    settings: Settings = runners.settings_of("pretrain-on-test", cfg)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if cfg.get("threads"):
+    if settings.threads:
         import torch
 
-        torch.set_num_threads(int(cfg.threads))
-    if cfg.get("quiet_transformers", True):
+        torch.set_num_threads(settings.threads)
+    if settings.quiet_transformers:
         import transformers
 
         transformers.logging.set_verbosity_error()  # load reports for every fresh model drown the progress bars
-    task = str(cfg.get("task", "cell"))
-    if task == "packing_speed":
+    if settings.task == Task.packing_speed:
         from testtask.pretrain_on_test.runner.packing_speed import run as run_speed
 
-        return str(run_speed(cfg))
-    if task == "contamination":  # §9.2
+        return str(run_speed(settings))
+    if settings.task == Task.contamination:  # §9.2
         from testtask.pretrain_on_test.runner.contamination import run_contamination
 
-        return str(run_contamination(cfg))
-    if task != "cell":
-        raise ValueError(f"task must be cell, packing_speed or contamination, got {task!r}")
+        return str(run_contamination(settings, cfg))
     from testtask.pretrain_on_test.runner.cell import run_cell
 
-    return str(run_cell(cfg))
+    return str(run_cell(settings, cfg))

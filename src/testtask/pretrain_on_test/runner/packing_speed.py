@@ -8,6 +8,7 @@ number.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import platform
@@ -16,38 +17,41 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
 from testtask.io import atomic_write_text, to_jsonable
 from testtask.lm.hf import pick_device
 from testtask.paths import resolve
-from testtask.pretrain_on_test.runner.datasets import load_dataset, registry
-from testtask.pretrain_on_test.runner.settings import effective_lm
+from testtask.pretrain_on_test.runner.datasets import load_dataset
+from testtask.pretrain_on_test.runner.settings import Settings, ZeroShotLm
 from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
 log = logging.getLogger("testtask.runner")
 
 
-def measure(cfg: DictConfig) -> dict[str, Any]:
-    spec = registry(cfg.datasets)[cfg.dataset]
-    data = load_dataset(spec, cfg.assets_dir)
-    rng = np.random.default_rng(int(cfg.seed))
-    texts = list(data["text"].iloc[rng.choice(len(data), size=int(cfg.n), replace=False)])
-    device = pick_device(str(cfg.device))
-    base_lm = effective_lm(cfg.lm, spec.key)
+def measure(settings: Settings) -> dict[str, Any]:
+    spec = settings.spec
+    data = load_dataset(spec, settings.assets_dir)
+    rng = np.random.default_rng(settings.seed)
+    texts = list(data["text"].iloc[rng.choice(len(data), size=settings.n, replace=False)])
+    device = pick_device(settings.device)
+    base_lm = settings.lm_for_task()
+    assert isinstance(base_lm, ZeroShotLm)  # the settings' relation: task=packing_speed needs a zero-shot LM
     runs = {}
     protocol = None
     for mode in ("padding", "packing"):
-        lm = {**base_lm, "packing": mode == "packing"}
+        lm = dataclasses.replace(base_lm, packing=mode == "packing")
         if mode == "packing":  # one pack per step, not cut below the packs' length (lm=mistral_qlora_packing)
-            lm["pretrain"] = {**lm["pretrain"], "batch_size": 1}
-            lm["max_seq_length"] = int(cfg.speed.packing_max_seq_length)
+            lm = dataclasses.replace(
+                lm,
+                pretrain=dataclasses.replace(lm.pretrain, batch_size=1),
+                max_seq_length=settings.speed.packing_max_seq_length,
+            )
         if protocol is None:
-            protocol = ZeroShot(lm, spec, device=device, show_progress=bool(cfg.show_step_progress))
+            protocol = ZeroShot(lm, spec, device=device, show_progress=settings.show_step_progress)
         protocol.lm = lm
         trials = []
-        for repeat in range(int(cfg.speed.repeats)):
-            model, stats = protocol.pretrain(texts, int(cfg.seed) + repeat)
+        for repeat in range(settings.speed.repeats):
+            model, stats = protocol.pretrain(texts, settings.seed + repeat)
             protocol.drop_adapters(model)
             trials.append(
                 {
@@ -61,18 +65,18 @@ def measure(cfg: DictConfig) -> dict[str, Any]:
                 }
             )
         runs[mode] = {
-            "batch_size": lm["pretrain"]["batch_size"],
+            "batch_size": lm.pretrain.batch_size,
             "sequences": len(protocol.pretraining_features(texts)),
             "trials": trials,
             "tokens_per_second": float(np.median([t["tokens_per_second"] for t in trials])),
             "texts_per_second": float(np.median([t["texts_per_second"] for t in trials])),
         }
     return {
-        "model": base_lm["model"],
-        "lm_type": base_lm["lm_type"],
+        "model": base_lm.model,
+        "lm_type": base_lm.lm_type,
         "dataset": spec.key,
         "texts": len(texts),
-        "pack_size": base_lm["pack_size"],
+        "pack_size": base_lm.pack_size,
         "device": device,
         "device_name": torch.cuda.get_device_name()
         if device.startswith("cuda")
@@ -83,9 +87,9 @@ def measure(cfg: DictConfig) -> dict[str, Any]:
     }
 
 
-def run(cfg: DictConfig) -> Path:
-    result = measure(cfg)
-    out = resolve(cfg.speed.out) / f"packing-{result['lm_type']}-{result['device']}.json"
+def run(settings: Settings) -> Path:
+    result = measure(settings)
+    out = resolve(settings.speed.out) / f"packing-{result['lm_type']}-{result['device']}.json"
     atomic_write_text(out, json.dumps(to_jsonable(result), indent=2) + "\n")
     for mode, r in result["runs"].items():
         print(

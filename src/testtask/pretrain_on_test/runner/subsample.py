@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from testtask.errors import InputError
-
-STRATIFICATIONS = ("balanced_floor", "proportional")
+from testtask.pretrain_on_test.runner.settings import Stratification
 
 
 class SubsampleError(InputError, ValueError):
@@ -35,14 +34,6 @@ class Subsample:
 
     def as_dict(self) -> dict[str, list[int]]:
         return {k: getattr(self, k).tolist() for k in ("extra", "train", "test")}
-
-
-def repetitions_for(n: int, table: dict[int, int]) -> int:
-    """The paper's number of repetitions for test size n (100 for n <= 100, 50 for 200, 20 for 500)."""
-    for bound in sorted(table):
-        if n <= bound:
-            return int(table[bound])
-    raise SubsampleError(f"no repetition count for n={n}; table covers n <= {max(table)}")
 
 
 def rng_for(seed: int, dataset: str, m: int, n: int, repetition: int) -> np.random.Generator:
@@ -91,14 +82,14 @@ def proportional_counts(class_sizes: np.ndarray, m: int) -> np.ndarray:
     return _check_sizes(class_sizes, counts, m)
 
 
-def stratified_counts(class_sizes: np.ndarray, m: int, stratification: str) -> np.ndarray:
+def stratified_counts(class_sizes: np.ndarray, m: int, stratification: Stratification | str) -> np.ndarray:
     """Per-class draws of train under `stratification` (balanced_floor | proportional)."""
     class_sizes = np.asarray(class_sizes)
-    if stratification == "balanced_floor":
+    if stratification == Stratification.balanced_floor:
         return balanced_floor_counts(class_sizes, m)
-    if stratification == "proportional":
+    if stratification == Stratification.proportional:
         return proportional_counts(class_sizes, m)
-    raise SubsampleError(f"stratification must be one of {STRATIFICATIONS}, got {stratification!r}")
+    raise SubsampleError(f"stratification must be one of {', '.join(Stratification)}, got {stratification!r}")
 
 
 def draw(
@@ -109,7 +100,7 @@ def draw(
     seed: int,
     dataset: str,
     repetition: int,
-    stratification: str,
+    stratification: Stratification | str,
 ) -> Subsample:
     """Draw repetition `repetition`'s subsample from a dataset whose labels are `labels` (0..K-1)."""
     labels = np.asarray(labels)

@@ -1,7 +1,7 @@
 """Shared training mechanics: Trainer arguments from an LM config stage, training and timing.
 
-Every optimisation setting is read from the config stage (`lm.pretrain` or `lm.classify`); none has a default
-here, so a config that omits one fails with the key's name instead of silently running a recipe nobody chose.
+Every optimisation setting is read from the typed config stage (`lm.pretrain` or `lm.classify`,
+`settings.Stage`); none has a default here.
 """
 
 from __future__ import annotations
@@ -13,60 +13,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from testtask.errors import InputError
 from testtask.lm.hf import DeviceError, pick_device  # noqa: F401 -- re-exported for the runners
+from testtask.pretrain_on_test.runner.settings import Stage, StagePrecision
 
 log = logging.getLogger("testtask.runner")
 
-REQUIRED = (
-    "epochs",
-    "batch_size",
-    "gradient_accumulation_steps",
-    "learning_rate",
-    "weight_decay",
-    "warmup_ratio",
-    "lr_scheduler",
-    "max_grad_norm",
-    "optim",
-    "precision",
-)
-PRECISIONS = ("fp32", "bf16", "fp16")
-
-
-class ConfigError(InputError, KeyError):
-    pass
-
-
-def _require(hp: Mapping[str, Any]) -> None:
-    missing = [k for k in REQUIRED if k not in hp]
-    if missing:
-        raise ConfigError(f"the LM config stage lacks {missing}; every optimisation setting must be set")
-    if str(hp["precision"]) not in PRECISIONS:
-        raise ConfigError(f"precision must be one of {PRECISIONS}, got {hp['precision']!r}")
-
 
 def training_arguments(
-    hp: Mapping[str, Any], *, device: str, seed: int, output_dir: str, show_progress: bool
+    hp: Stage,
+    *,
+    device: str,
+    seed: int,
+    output_dir: str,
+    show_progress: bool,
+    gradient_checkpointing: bool,
 ) -> Any:
     from transformers import TrainingArguments
 
-    _require(hp)
-    cuda = device.startswith("cuda")
-    precision = str(hp["precision"])  # half precision only on CUDA; CPU training is fp32
+    cuda = device.startswith("cuda")  # half precision only on CUDA; CPU training is fp32
     return TrainingArguments(
         output_dir=output_dir,
-        num_train_epochs=float(hp["epochs"]),
-        per_device_train_batch_size=int(hp["batch_size"]),
-        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]),
-        learning_rate=float(hp["learning_rate"]),
-        weight_decay=float(hp["weight_decay"]),
-        warmup_steps=float(hp["warmup_ratio"]),  # a float in [0, 1) is a ratio of all steps
-        lr_scheduler_type=str(hp["lr_scheduler"]),
-        max_grad_norm=float(hp["max_grad_norm"]),
-        bf16=cuda and precision == "bf16",
-        fp16=cuda and precision == "fp16",
-        activation_checkpointing=bool(hp.get("gradient_checkpointing", False)),
-        optim=str(hp["optim"]),  # bitsandbytes' paged 8-bit AdamW runs on the CPU too (bitsandbytes >= 0.49)
+        num_train_epochs=float(hp.epochs),
+        per_device_train_batch_size=hp.batch_size,
+        gradient_accumulation_steps=hp.gradient_accumulation_steps,
+        learning_rate=float(hp.learning_rate),
+        weight_decay=float(hp.weight_decay),
+        warmup_steps=float(hp.warmup_ratio),  # a float in [0, 1) is a ratio of all steps
+        lr_scheduler_type=hp.lr_scheduler,
+        max_grad_norm=float(hp.max_grad_norm),
+        bf16=cuda and hp.precision == StagePrecision.bf16,
+        fp16=cuda and hp.precision == StagePrecision.fp16,
+        activation_checkpointing=gradient_checkpointing,
+        optim=hp.optim,  # bitsandbytes' paged 8-bit AdamW runs on the CPU too (bitsandbytes >= 0.49)
         use_cpu=not cuda,
         seed=seed,
         data_seed=seed,
@@ -145,18 +123,26 @@ def train(
     model: Any,
     features: Sequence[Mapping[str, Any]],
     collate: Any,
-    hp: Mapping[str, Any],
+    hp: Stage,
     *,
     device: str,
     seed: int,
     show_progress: bool,
+    gradient_checkpointing: bool,
 ) -> TrainStats:
     """Train `model` in place on tokenized `features` with the transformers Trainer."""
     from transformers import Trainer
 
     counting = _Counting(collate)
     with tempfile.TemporaryDirectory(prefix="testtask-train-") as tmp:
-        args = training_arguments(hp, device=device, seed=seed, output_dir=tmp, show_progress=show_progress)
+        args = training_arguments(
+            hp,
+            device=device,
+            seed=seed,
+            output_dir=tmp,
+            show_progress=show_progress,
+            gradient_checkpointing=gradient_checkpointing,
+        )
         trainer = Trainer(model=model, args=args, train_dataset=list(features), data_collator=counting)
         start = time.perf_counter()
         out = trainer.train()

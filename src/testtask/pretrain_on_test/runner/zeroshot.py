@@ -25,8 +25,7 @@ trained adapter weights onto the scoring model before scoring.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,48 +33,34 @@ import pandas as pd
 import torch
 
 from testtask.lm.hf import load_tokenizer
-from testtask.pretrain_on_test.runner.datasets import DatasetSpec
+from testtask.pretrain_on_test.runner.settings import (
+    DatasetSpec,
+    Prediction,
+    PromptTemplate,
+    Quantization,
+    ScoringTokenization,
+    ZeroShotLm,
+)
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
 
 log = logging.getLogger("testtask.runner")
-
-PREDICTIONS = ("mean_logprob", "sum_logprob")
-SCORING_TOKENIZATIONS = ("segments", "joint")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # prompt strings
 
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    """The prompt's pieces (`lm.prompt`); strings are str.format templates."""
-
-    instruction: str  # {classes} and {description}
-    class_separator: str
-    query: str  # {text}
-    answer: str
-    pack_separator: str
-    segment_separator: str
-    max_text_chars: int
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> PromptTemplate:
-        template = cls(**{k: cfg[k] for k in cls.__dataclass_fields__})
-        if "{text}" not in template.query:
-            raise ValueError("lm.prompt.query must contain {text}")
-        return template
-
-
 class PromptBuilder:
     """The authors' prompt strings for one dataset, and their token ids."""
 
     def __init__(
-        self, tokenizer: Any, spec: DatasetSpec, template: PromptTemplate, scoring_tokenization: str
+        self,
+        tokenizer: Any,
+        spec: DatasetSpec,
+        template: PromptTemplate,
+        scoring_tokenization: ScoringTokenization,
     ):
-        if scoring_tokenization not in SCORING_TOKENIZATIONS:
-            raise ValueError(f"lm.scoring_tokenization must be one of {SCORING_TOKENIZATIONS}")
         self.tokenizer = tokenizer
         self.template = template
         self.classes = spec.classes
@@ -113,7 +98,9 @@ class PromptBuilder:
 
     def scoring_ids(self, text: str) -> tuple[list[int], list[list[int]]]:
         """The prompt's ids and each class name's continuation ids."""
-        if self.scoring_tokenization == "segments":  # CAPPr: instruction | text and answer | class name
+        if (
+            self.scoring_tokenization == ScoringTokenization.segments
+        ):  # CAPPr: instruction | text and answer | class name
             prompt = self.encode(self.instruction) + self._bare(
                 self.space + self.query(text) + self.template.answer
             )
@@ -143,11 +130,9 @@ def needs_prepended_space(tokenizer: Any) -> bool:
 # prediction rule
 
 
-def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: str) -> np.ndarray:
+def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: Prediction) -> np.ndarray:
     """Per text (rows) and class (columns): exp(mean) or exp(sum) of the class tokens' log-probs, normalised."""
-    if rule not in PREDICTIONS:
-        raise ValueError(f"lm.prediction must be one of {PREDICTIONS}, got {rule!r}")
-    aggregate = np.mean if rule == "mean_logprob" else np.sum
+    aggregate = np.mean if rule == Prediction.mean_logprob else np.sum
     scores = np.array([[float(aggregate(lp)) for lp in row] for row in token_logprobs])
     scores -= scores.max(axis=1, keepdims=True)  # exp() of the largest is 1: no underflow of every class
     likelihoods = np.exp(scores)
@@ -158,13 +143,9 @@ def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: st
 # models
 
 
-def compute_dtype(lm: Mapping[str, Any]) -> torch.dtype:
+def compute_dtype(lm: ZeroShotLm) -> torch.dtype:
     """`lm.bnb_4bit_compute_dtype`: the dtype NF4 weights are dequantized to for each matmul."""
-    name = str(lm.get("bnb_4bit_compute_dtype", "bfloat16"))
-    dtype = getattr(torch, name, None)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ValueError(f"lm.bnb_4bit_compute_dtype must be a torch float dtype name, got {name!r}")
-    return dtype
+    return getattr(torch, lm.bnb_4bit_compute_dtype.value)
 
 
 def keep_nf4_layout(model: Any) -> None:
@@ -178,15 +159,14 @@ def keep_nf4_layout(model: Any) -> None:
             module.support_avx512bf16_for_cpu = False
 
 
-def load_causal_lm(lm: Mapping[str, Any], device: str, *, prepare: bool) -> Any:
+def load_causal_lm(lm: ZeroShotLm, device: str, *, prepare: bool) -> Any:
     """The base model: 4-bit NF4 with bitsandbytes (QLoRA), prepared for k-bit training if `prepare`; or
     unquantized. NF4 runs on CUDA and, with bitsandbytes >= 0.49, on the CPU."""
     from transformers import AutoModelForCausalLM
 
-    quantization = str(lm["quantization"])
-    name = str(lm["model"])
+    name = lm.model
     cuda = device.startswith("cuda")
-    if quantization == "nf4":
+    if lm.quantization == Quantization.nf4:
         from transformers import BitsAndBytesConfig
 
         bnb = BitsAndBytesConfig(  # A _dum.py:188-193
@@ -205,57 +185,51 @@ def load_causal_lm(lm: Mapping[str, Any], device: str, *, prepare: bool) -> Any:
         from peft import prepare_model_for_kbit_training
 
         return prepare_model_for_kbit_training(  # A _dum.py:273-275
-            model, use_gradient_checkpointing=bool(lm["pretrain"]["gradient_checkpointing"])
+            model, use_gradient_checkpointing=lm.pretrain.gradient_checkpointing
         )
-    if quantization != "none":
-        raise ValueError(f"lm.quantization must be nf4 or none, got {quantization!r}")
     dtype = torch.bfloat16 if cuda else torch.float32
     return AutoModelForCausalLM.from_pretrained(name, dtype=dtype).to(device)
 
 
-def lora_config(lm: Mapping[str, Any]) -> Any:
+def lora_config(lm: ZeroShotLm) -> Any:
     from peft import LoraConfig
 
-    lora = lm["lora"]
-    targets = lora["target_modules"]
+    lora = lm.lora
+    targets = lora.target_modules
     return LoraConfig(  # A _dum.py:277-284
-        r=int(lora["r"]),
-        lora_alpha=int(lora["alpha"]),
-        lora_dropout=float(lora["dropout"]),
-        bias=str(lora["bias"]),
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=float(lora.dropout),
+        bias=lora.bias.value,
         target_modules=targets if isinstance(targets, str) else list(targets),
         task_type="CAUSAL_LM",
     )
 
 
 class ZeroShot:
-    def __init__(self, lm: Mapping[str, Any], spec: DatasetSpec, *, device: str, show_progress: bool = True):
+    def __init__(self, lm: ZeroShotLm, spec: DatasetSpec, *, device: str, show_progress: bool = True):
         self.lm = lm
         self.spec = spec
         self.device = device
         self.show_progress = show_progress
-        self.rule = str(lm["prediction"])
-        if self.rule not in PREDICTIONS:
-            raise ValueError(f"lm.prediction must be one of {PREDICTIONS}, got {self.rule!r}")
-        self.tokenizer = load_tokenizer(str(lm["model"]))
-        self.prompts = PromptBuilder(
-            self.tokenizer, spec, PromptTemplate.from_config(lm["prompt"]), str(lm["scoring_tokenization"])
-        )
+        self.rule = lm.prediction
+        self.tokenizer = load_tokenizer(lm.model)
+        self.prompts = PromptBuilder(self.tokenizer, spec, lm.prompt, lm.scoring_tokenization)
         # Loaded once per cell; adapters come and go. A separate training model only where preparing for k-bit
         # training changes the model (nf4) and scoring should see the plain load.
-        separate = str(lm["quantization"]) == "nf4" and bool(lm["score_on_plain_load"])
+        separate = lm.quantization == Quantization.nf4 and lm.score_on_plain_load
         self.model = load_causal_lm(lm, device, prepare=not separate)
         self.training_model = load_causal_lm(lm, device, prepare=True) if separate else self.model
         self.shared = not separate
 
     # pretraining ------------------------------------------------------------------------------------------------
     def pretraining_texts(self, texts: Sequence[str]) -> list[str]:
-        if bool(self.lm["packing"]):
-            return self.prompts.packed(list(texts), int(self.lm["pack_size"]))
+        if self.lm.packing:
+            return self.prompts.packed(list(texts), self.lm.pack_size)
         return [self.prompts.prompt(t) for t in texts]
 
     def pretraining_features(self, texts: Sequence[str]) -> list[dict[str, list[int]]]:
-        limit = int(self.lm["max_seq_length"])
+        limit = self.lm.max_seq_length
         seqs = [self.prompts.encode(s, limit) for s in self.pretraining_texts(texts)]
         return [{"input_ids": s, "attention_mask": [1] * len(s)} for s in seqs]
 
@@ -271,10 +245,11 @@ class ZeroShot:
             model,
             self.pretraining_features(texts),
             collate,
-            self.lm["pretrain"],
+            self.lm.pretrain,
             device=self.device,
             seed=seed,
             show_progress=self.show_progress,
+            gradient_checkpointing=self.lm.pretrain.gradient_checkpointing,
         )
         return model, stats
 
@@ -306,7 +281,7 @@ class ZeroShot:
             prompt, names = self.prompts.scoring_ids(text)
             items += [(i, k, prompt, name) for k, name in enumerate(names)]
         out: list[list[np.ndarray]] = [[np.empty(0)] * len(self.spec.classes) for _ in texts]
-        batch_size = int(self.lm["eval_batch_size"])
+        batch_size = self.lm.eval_batch_size
         for start in range(0, len(items), batch_size):
             chunk = items[start : start + batch_size]
             logp = self._logprobs(model, [p + c for _, _, p, c in chunk])

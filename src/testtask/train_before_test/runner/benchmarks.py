@@ -14,22 +14,23 @@ its lm-eval task (`lm_eval_tasks/`) scores rolling log-likelihood in bits per by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from testtask import schema
 from testtask.errors import InputError
+from testtask.paths import conf_dir
+from testtask.train_before_test.runner.settings import (
+    Benchmark,
+    BenchmarkDefaults,
+    CorpusSource,
+    with_defaults,
+)
 
-_REQUIRED = ("task", "metric")
-_SPLITS_REQUIRED = ("train", "test")
-_OPTIONAL = {
-    "validation": None,
-    "filter": "none",
-    "higher_is_better": True,
-    "validation_is_test": False,
-    "source": None,
-}
-_SOURCE_KEYS = {"path": None, "name": None, "split": "train", "text": "text", "where": None}
+__all__ = ["CORPUS_SPLITS", "BenchmarkSpec", "CorpusSource", "SpecError", "lookup", "spec_of"]
+
 # The splits a corpus's lm-eval task reads (lm_eval_tasks/*_2025.yaml): the 8:1:1 parts are saved under them.
 CORPUS_SPLITS = {"train": "train", "validation": "validation", "test": "test"}
 
@@ -39,50 +40,20 @@ class SpecError(InputError, ValueError):
 
 
 @dataclass(frozen=True)
-class CorpusSource:
-    """Where a perplexity corpus's documents come from: `load_dataset(path, name, split=split)[text]`."""
-
-    path: str | None
-    name: str | None = None
-    split: str = "train"
-    text: str = "text"
-    where: dict[str, list[Any]] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    @classmethod
-    def from_config(cls, where_from: str, entry: Mapping[str, Any]) -> CorpusSource:
-        if not isinstance(entry, Mapping):
-            raise SpecError(f"{where_from}: source must be a mapping, got {type(entry).__name__}")
-        unknown = set(entry) - set(_SOURCE_KEYS)
-        if unknown:
-            raise SpecError(f"{where_from}: unknown source field(s) {sorted(unknown)}")
-        values = {**_SOURCE_KEYS, **dict(entry)}
-        where = values["where"] or {}
-        if not isinstance(where, Mapping):
-            raise SpecError(f"{where_from}: source.where must map column -> allowed values")
-        return cls(
-            path=None if values["path"] is None else str(values["path"]),
-            name=None if values["name"] is None else str(values["name"]),
-            split=str(values["split"]),
-            text=str(values["text"]),
-            where={str(k): list(v) if isinstance(v, list | tuple) else [v] for k, v in where.items()},
-        )
-
-
-@dataclass(frozen=True)
 class BenchmarkSpec:
+    """A benchmark as the cell runs it: its typed spec (`settings.Benchmark`) under its name, a corpus's parts
+    named by CORPUS_SPLITS."""
+
     name: str
     task: str
     train: str
     validation: str | None
     test: str
     metric: str
-    filter: str = "none"
-    higher_is_better: bool = True
-    validation_is_test: bool = False
-    source: CorpusSource | None = None
+    filter: str
+    higher_is_better: bool
+    validation_is_test: bool
+    source: CorpusSource | None
 
     @property
     def metric_key(self) -> str:
@@ -98,68 +69,60 @@ class BenchmarkSpec:
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["source"] = None if self.source is None else self.source.as_dict()
+        out["source"] = None if self.source is None else corpus_record(self.source)
         return out
 
     @classmethod
-    def from_config(cls, name: str, entry: Mapping[str, Any]) -> BenchmarkSpec:
-        where = f"benchmark {name!r} (conf/train_before_test/benchmarks)"
-        if not isinstance(entry, Mapping):
-            raise SpecError(f"{where}: expected a mapping, got {type(entry).__name__}")
-        unknown = set(entry) - {*_REQUIRED, *_SPLITS_REQUIRED, *_OPTIONAL}
-        if unknown:
-            raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
-        corpus = entry.get("source") is not None
-        required = _REQUIRED if corpus else (*_REQUIRED, *_SPLITS_REQUIRED)
-        missing = [k for k in required if not entry.get(k)]
-        if missing:
-            raise SpecError(f"{where}: missing field(s) {missing}")
-        values = {**_OPTIONAL, **(CORPUS_SPLITS if corpus else {}), **dict(entry)}
-        if corpus:
-            return cls._corpus(name, where, values)
-        if values["validation_is_test"]:
-            if values["validation"] is not None:
-                raise SpecError(
-                    f"{where}: validation_is_test takes validation from the test split; set validation: null"
-                )
-        elif values["validation"] is not None and values["validation"] == values["test"]:
-            raise SpecError(
-                f"{where}: validation and test name the same split {values['test']!r}; "
-                "set validation: null to carve validation out of train (or validation_is_test: true to select "
-                "on test documents, as the authors' code does for MedMCQA)"
-            )
-        if values["train"] in (values["validation"], values["test"]):
-            raise SpecError(f"{where}: train split {values['train']!r} is also a validation or test split")
+    def of(cls, name: str, spec: Benchmark) -> BenchmarkSpec:
+        splits = CORPUS_SPLITS if spec.source is not None else {}
         return cls(
             name=name,
-            task=str(values["task"]),
-            train=str(values["train"]),
-            validation=None if values["validation"] is None else str(values["validation"]),
-            test=str(values["test"]),
-            metric=str(values["metric"]),
-            filter=str(values["filter"]),
-            higher_is_better=bool(values["higher_is_better"]),
-            validation_is_test=bool(values["validation_is_test"]),
-        )
-
-    @classmethod
-    def _corpus(cls, name: str, where: str, values: Mapping[str, Any]) -> BenchmarkSpec:
-        if values["validation_is_test"]:
-            raise SpecError(f"{where}: a corpus is split 8:1:1; validation_is_test does not apply")
-        return cls(
-            name=name,
-            task=str(values["task"]),
-            train=str(values["train"]),
-            validation=str(values["validation"]),
-            test=str(values["test"]),
-            metric=str(values["metric"]),
-            filter=str(values["filter"]),
-            higher_is_better=bool(values["higher_is_better"]),
-            source=CorpusSource.from_config(where, values["source"]),
+            task=spec.task,
+            train=splits.get("train", spec.train),
+            validation=splits.get("validation", spec.validation),
+            test=splits.get("test", spec.test),
+            metric=spec.metric,
+            filter=spec.filter,
+            higher_is_better=spec.higher_is_better,
+            validation_is_test=spec.validation_is_test,
+            source=spec.source,
         )
 
 
-def lookup(benchmarks: Mapping[str, Any], name: str) -> BenchmarkSpec:
+def corpus_record(source: CorpusSource) -> dict[str, Any]:
+    """A corpus source as the cell's settings record it (`where`: {} for every document)."""
+    return {
+        "path": source.path,
+        "name": source.name,
+        "split": source.split,
+        "text": source.text,
+        "where": filters(source),
+    }
+
+
+def filters(source: CorpusSource) -> dict[str, list[Any]]:
+    """Column -> kept values ({}: every document)."""
+    return {str(k): list(v) for k, v in (source.where or {}).items()}
+
+
+@functools.cache
+def _shipped_defaults() -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(conf_dir() / "train_before_test_run.yaml").benchmark_defaults
+    return schema.load(BenchmarkDefaults, node, "benchmark_defaults")
+
+
+def spec_of(name: str, entry: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> BenchmarkSpec:
+    """The spec of benchmark `name` from its entry (the keys it gives) over `defaults` (those of the runner's
+    config, conf/train_before_test_run.yaml, unless given); ConfigError naming every bad key."""
+    defaults = _shipped_defaults() if defaults is None else defaults
+    typed = schema.load(Benchmark, with_defaults(schema.plain(entry), defaults), f"benchmarks.{name}")
+    return BenchmarkSpec.of(name, typed)
+
+
+def lookup(benchmarks: Mapping[str, Benchmark], name: str) -> BenchmarkSpec:
+    """The spec of `name` among the typed `benchmarks` (settings.benchmarks)."""
     if name not in benchmarks:
         raise SpecError(f"benchmark {name!r} has no specification; known: {sorted(benchmarks)}")
-    return BenchmarkSpec.from_config(name, benchmarks[name])
+    return BenchmarkSpec.of(name, benchmarks[name])

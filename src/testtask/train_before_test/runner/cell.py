@@ -18,21 +18,25 @@ The chat variant fine-tunes with `chat_recipe` over the recipe (no EOS after the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from testtask.lm.hf import load_tokenizer
+from testtask.lm.settings import Lora, Recipe, recipe_record
+from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
 from testtask.train_before_test.runner.data import VIEWS, build_manager, load_task, prepare, view_config
 from testtask.train_before_test.runner.scoring import Score, Scorer
 from testtask.train_before_test.runner.selection import Point, base_points, best
+from testtask.train_before_test.runner.settings import PER_RUN, ChatTemplate, Keep, SplitRule, TextFormat
 from testtask.train_before_test.runner.store import (
     check_settings,
     claim,
@@ -42,17 +46,15 @@ from testtask.train_before_test.runner.store import (
     slug,
     write_record,
 )
-from testtask.train_before_test.runner.texts import TextFormat, chat_template, training_examples
+from testtask.train_before_test.runner.texts import chat_template, training_examples
 from testtask.train_before_test.runner.training import train_epochs
 
 log = logging.getLogger(__name__)
-KEEP = ("all", "best", "none")
 # Recipe keys that change how a run fits the hardware, not what it computes (same effective batch, same steps):
 # changing them mid-sweep (e.g. after running out of GPU memory) is not a different configuration.
 _HOW = (
     "progress",
     "logging_steps",
-    "report_to",
     "per_device_batch_size",
     "gradient_checkpointing",
     "deepspeed",
@@ -61,7 +63,8 @@ _HOW = (
 
 @dataclass
 class CellConfig:
-    """Everything one cell needs; `settings()` is the part its numbers depend on."""
+    """Everything one cell needs (the typed settings, paths resolved, the benchmark's spec looked up, the prompt
+    variants chosen: runner.main.cell_config); `settings()` is the part its numbers depend on."""
 
     model: str  # the model id (the key in all_results.json)
     model_path: str  # what is loaded: the id itself, or a local copy
@@ -72,32 +75,32 @@ class CellConfig:
     caps: dict[str, int | None]
     validation_fraction: float
     seed: int
-    recipe: dict[str, Any]
-    lora: dict[str, Any]
-    fallback_to_base: bool = True
-    texts: TextFormat = field(default_factory=TextFormat)
-    chat_recipe: dict[str, Any] = field(default_factory=dict)  # recipe keys that differ for the chat variant
-    training_seed: int = 42  # the Trainer's seed (data order, dropout, LoRA init); `seed` picks the documents
-    split_rule: str = "authors"
-    corpus_fractions: list[float] = field(default_factory=lambda: [0.8, 0.1, 0.1])
-    eager_attention_for: list[str] = field(default_factory=list)
-    num_fewshot: int = 0
-    bootstrap_iters: int = 100000
-    model_args: dict[str, Any] = field(default_factory=dict)
+    recipe: Recipe
+    lora: Lora
+    fallback_to_base: bool
+    texts: TextFormat
+    chat_recipe: Mapping[str, Any]  # recipe keys that differ for the chat variant
+    training_seed: int  # the Trainer's seed (data order, dropout, LoRA init); `seed` picks the documents
+    split_rule: SplitRule
+    corpus_fractions: list[float]
+    eager_attention_for: list[str]
+    num_fewshot: int
+    bootstrap_iters: int
+    model_args: dict[str, Any]
     # how, not what: not part of the settings
-    results_dir: Path = Path("results/train-before-test/local")
-    work_dir: Path = Path("checkpoints/train-before-test/local")
-    include_paths: list[Path] = field(default_factory=list)
-    local_data: Path | None = None
-    device: str = "cpu"
-    batch_size: int | str = "auto"
-    max_batch_size: int | None = None
-    log_samples: bool = False
-    keep_checkpoints: str = "best"
-    progress: bool = True
+    results_dir: Path
+    work_dir: Path
+    include_paths: list[Path]
+    local_data: Path | None
+    device: str
+    batch_size: int | str
+    max_batch_size: int | None
+    log_samples: bool
+    keep_checkpoints: Keep
+    progress: bool
 
     def settings(self) -> dict[str, Any]:
-        recipe = {k: v for k, v in self.recipe.items() if k not in _HOW}
+        recipe = {k: v for k, v in recipe_record(self.recipe).items() if k not in (*_HOW, *PER_RUN)}
         return {
             "model": self.model,
             "benchmark": self.spec.as_dict(),
@@ -108,15 +111,15 @@ class CellConfig:
             "validation_fraction": float(self.validation_fraction),
             "seed": int(self.seed),
             "recipe": recipe,
-            "chat_recipe": dict(self.chat_recipe),
+            "chat_recipe": to_plain(self.chat_recipe),
             "texts": self.texts.as_dict(),
             "training_seed": int(self.training_seed),
-            "split_rule": self.split_rule,
+            "split_rule": self.split_rule.value,
             **(
                 {"corpus_fractions": [float(f) for f in self.corpus_fractions]} if self.spec.is_corpus else {}
             ),
             "eager_attention_for": list(self.eager_attention_for),
-            "lora": dict(self.lora),
+            "lora": to_plain(self.lora),
             "fallback_to_base": bool(self.fallback_to_base),
             "num_fewshot": int(self.num_fewshot),
             "bootstrap_iters": int(self.bootstrap_iters),
@@ -164,10 +167,10 @@ def _versions() -> dict[str, str]:
 
 def _prune(work: Path, cc: CellConfig, chosen: Point) -> None:
     """Free the disk of a finished cell: every checkpoint but the selected one (`best`), or all (`none`)."""
-    if cc.keep_checkpoints == "all":
+    if cc.keep_checkpoints == Keep.all:
         return
     keep = None
-    if cc.keep_checkpoints == "best" and not chosen.is_base:
+    if cc.keep_checkpoints == Keep.best and not chosen.is_base:
         keep = work / chosen.variant / _lr_name(chosen.learning_rate) / f"checkpoint-{chosen.step}"
     for variant in cc.variants:
         for lr in cc.learning_rates:
@@ -268,8 +271,6 @@ class _CellRun:
 
 def run_cell(cc: CellConfig) -> dict[str, Any]:
     """Run (or resume, or find finished) one cell; returns its record and merges it into all_results.json."""
-    if cc.keep_checkpoints not in KEEP:
-        raise ValueError(f"keep_checkpoints must be one of {KEEP}, got {cc.keep_checkpoints!r}")
     spec, settings = cc.spec, cc.settings()
     where = f"cell {cc.model} × {spec.name}"
     record_file = record_path(cc.results_dir, spec.name, cc.model)
@@ -348,9 +349,9 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
     return record
 
 
-def variant_recipe(recipe: Mapping[str, Any], chat_recipe: Mapping[str, Any], variant: str) -> dict[str, Any]:
+def variant_recipe(recipe: Recipe, chat_recipe: Mapping[str, Any], variant: str) -> Recipe:
     """The fine-tuning recipe of a prompt variant: the chat variant's own keys (`chat_recipe`) over `recipe`."""
-    return {**recipe, **chat_recipe} if variant == "chat" else dict(recipe)
+    return dataclasses.replace(recipe, **chat_recipe) if variant == "chat" else recipe
 
 
 def uses_eager_attention(model: str, patterns: list[str]) -> bool:
@@ -366,17 +367,19 @@ def scoring_model_args(cc: CellConfig) -> dict[str, Any]:
     return args
 
 
-def resolve_variants(mode: str, instruct: bool, tokenizer: Any, corpus: bool = False) -> list[str]:
+def resolve_variants(mode: ChatTemplate, instruct: bool, tokenizer: Any, corpus: bool = False) -> list[str]:
     """Prompt variants of a model: `auto` tries the chat template too for instruction-tuned models that have one.
     A perplexity corpus has no prompt, so it is scored and trained on plain text only."""
     if corpus:
         return ["plain"]
     has_template = chat_template(tokenizer) is not None
-    if mode == "auto":
+    if mode == ChatTemplate.auto:
         return ["plain", "chat"] if instruct and has_template else ["plain"]
-    table: Mapping[str, list[str]] = {"plain": ["plain"], "chat": ["chat"], "both": ["plain", "chat"]}
-    if mode not in table:
-        raise ValueError(f"chat_template must be auto, plain, chat or both, got {mode!r}")
+    table: Mapping[str, list[str]] = {
+        ChatTemplate.plain: ["plain"],
+        ChatTemplate.chat: ["chat"],
+        ChatTemplate.both: ["plain", "chat"],
+    }
     if "chat" in table[mode] and not has_template:
         raise ValueError(f"chat_template={mode}: the model's tokenizer has no chat template")
     return list(table[mode])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from testtask.train_before_test.runner.benchmarks import CorpusSource, SpecError
+from testtask.train_before_test.runner.benchmarks import CorpusSource, SpecError, filters
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -66,12 +66,13 @@ def load_corpus(
 
         cache = None if cache_dir is None else str(cache_dir)
         data = load_dataset(source.path, source.name, split=source.split, cache_dir=cache)
-    missing = [c for c in [source.text, *source.where] if c not in data.column_names]
+    where = filters(source)
+    missing = [c for c in [source.text, *where] if c not in data.column_names]
     if missing:
         raise SpecError(
             f"benchmark {name!r}: the corpus has no column(s) {missing} (columns: {data.column_names})"
         )
-    for column, allowed in source.where.items():
+    for column, allowed in where.items():
         keep = set(allowed)
         data = data.filter(lambda value, keep=keep: value in keep, input_columns=[column])
     data = data.select_columns([source.text])

@@ -10,81 +10,73 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from testtask.config_checks import check_train_before_test_run
+from testtask import runners
 from testtask.lm.hf import load_tokenizer, pick_device
 from testtask.paths import resolve
+from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import lookup
 from testtask.train_before_test.runner.cell import CellConfig, resolve_variants, run_cell
-from testtask.train_before_test.runner.texts import TextFormat
+from testtask.train_before_test.runner.settings import Settings
 
 log = logging.getLogger("testtask.tbt_runner")
+PAPER = "train-before-test"
 
 
-def _plain(node: Any) -> Any:
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+def settings_of(cfg: DictConfig) -> Settings:
+    """The runner's typed settings of a composed config."""
+    return runners.settings_of(PAPER, cfg)
 
 
-def is_instruct(cfg: DictConfig) -> bool:
-    """`instruct` when given, else the model table's flag (conf/train_before_test/models), else False."""
-    if cfg.get("instruct") is not None:
-        return bool(cfg.instruct)
-    for entry in cfg.get("models") or []:
-        if str(entry["id"]) == str(cfg.model):
-            return bool(entry.get("instruct", False))
-    return False
-
-
-def cell_config(cfg: DictConfig) -> CellConfig:
-    """The cell of the composed config: the benchmark spec looked up, paths resolved, prompt variants chosen."""
-    spec = lookup(_plain(cfg.benchmarks), str(cfg.benchmark))
-    model_path = str(resolve(cfg.model_path)) if cfg.get("model_path") else str(cfg.model)
+def cell_config(settings: Settings) -> CellConfig:
+    """The cell of the typed settings: the benchmark spec looked up, paths resolved, prompt variants chosen."""
+    spec = lookup(settings.benchmarks, settings.benchmark)
+    model_path = str(resolve(settings.model_path)) if settings.model_path else settings.model
     variants = resolve_variants(
-        str(cfg.chat_template), is_instruct(cfg), load_tokenizer(model_path), corpus=spec.is_corpus
+        settings.chat_template, settings.is_instruct(), load_tokenizer(model_path), corpus=spec.is_corpus
     )
-    local = _plain(cfg.get("local_data") or {})
-    caps = {k: (None if v is None else int(v)) for k, v in _plain(cfg.caps).items()}
+    local = settings.local_data
     return CellConfig(
-        model=str(cfg.model),
+        model=settings.model,
         model_path=model_path,
         spec=spec,
         variants=variants,
-        learning_rates=[float(x) for x in cfg.learning_rates],
-        epochs=int(cfg.epochs),
-        caps=caps,
-        validation_fraction=float(cfg.validation_fraction),
-        seed=int(cfg.seed),
-        recipe=_plain(cfg.recipe),
-        lora=_plain(cfg.lora),
-        fallback_to_base=bool(cfg.fallback_to_base),
-        texts=TextFormat.from_config(_plain(cfg.texts)),
-        chat_recipe=_plain(cfg.get("chat_recipe") or {}),
-        training_seed=int(cfg.training_seed),
-        split_rule=str(cfg.split_rule),
-        corpus_fractions=[float(f) for f in cfg.corpus_fractions],
-        eager_attention_for=[str(p) for p in cfg.get("eager_attention_for") or []],
-        num_fewshot=int(cfg.num_fewshot),
-        bootstrap_iters=int(cfg.bootstrap_iters),
-        model_args=_plain(cfg.get("model_args") or {}),
-        results_dir=resolve(cfg.results_dir),
-        work_dir=resolve(cfg.work_dir),
-        include_paths=[resolve(p) for p in cfg.get("include_paths") or []],
+        learning_rates=[float(x) for x in settings.learning_rates],
+        epochs=settings.epochs,
+        caps=to_plain(settings.caps),
+        validation_fraction=float(settings.validation_fraction),
+        seed=settings.seed,
+        recipe=settings.recipe,
+        lora=settings.lora,
+        fallback_to_base=settings.fallback_to_base,
+        texts=settings.texts,
+        chat_recipe=settings.chat_recipe,
+        training_seed=settings.training_seed,
+        split_rule=settings.split_rule,
+        corpus_fractions=[float(f) for f in settings.corpus_fractions],
+        eager_attention_for=list(settings.eager_attention_for),
+        num_fewshot=settings.num_fewshot,
+        bootstrap_iters=settings.bootstrap_iters,
+        model_args=dict(settings.model_args),
+        results_dir=resolve(settings.results_dir),
+        work_dir=resolve(settings.work_dir),
+        include_paths=[resolve(p) for p in settings.include_paths],
         local_data=resolve(local[spec.name]) if spec.name in local else None,
-        device=pick_device(str(cfg.device)),
-        batch_size=cfg.batch_size,
-        max_batch_size=cfg.get("max_batch_size"),
-        log_samples=bool(cfg.log_samples),
-        keep_checkpoints=str(cfg.keep_checkpoints),
-        progress=bool(cfg.progress),
+        device=pick_device(settings.device),
+        batch_size=settings.batch_size,
+        max_batch_size=settings.max_batch_size,
+        log_samples=settings.log_samples,
+        keep_checkpoints=settings.keep_checkpoints,
+        progress=settings.progress,
     )
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    check_train_before_test_run(cfg)  # every setting validated before anything is loaded or written
+    settings = settings_of(cfg)  # every setting read, typed, before anything is loaded or written
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if cfg.get("threads"):
+    if settings.threads:
         import torch
 
-        torch.set_num_threads(int(cfg.threads))
-    return run_cell(cell_config(cfg))
+        torch.set_num_threads(settings.threads)
+    return run_cell(cell_config(settings))

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from testtask.errors import InputError
+from testtask.train_before_test.runner.settings import PARTS, SplitRule
 
 _STREAMS = {"carve": 0, "train": 1, "validation": 2, "test": 3}
-SETS = ("train", "validation", "test")
-RULES = ("authors", "streams")
 
 
 class SplitError(InputError, ValueError):
@@ -104,25 +103,17 @@ class SplitPlan:
 
     def counts(self) -> dict[str, dict[str, int]]:
         used = {"train": len(self.train), "validation": len(self.validation), "test": len(self.test)}
-        return {s: {"available": int(self.available[s]), "used": int(used[s])} for s in SETS}
-
-
-def _check(caps: Mapping[str, int | None], rule: str) -> None:
-    unknown = set(caps) - set(SETS)
-    if unknown:
-        raise SplitError(f"caps: unknown set(s) {sorted(unknown)}; expected {list(SETS)}")
-    if rule not in RULES:
-        raise SplitError(f"split_rule must be one of {list(RULES)}, got {rule!r}")
+        return {s: {"available": int(self.available[s]), "used": int(used[s])} for s in PARTS}
 
 
 def _capped(
-    parts: Mapping[str, np.ndarray], caps: Mapping[str, int | None], seed: int, rule: str, carved: bool
+    parts: Mapping[str, np.ndarray], caps: Mapping[str, int | None], seed: int, rule: SplitRule, carved: bool
 ) -> SplitPlan:
-    if rule == "authors":
-        chosen = {s: cap_authors(parts[s], caps.get(s), seed) for s in SETS}
+    if rule == SplitRule.authors:
+        chosen = {s: cap_authors(parts[s], caps.get(s), seed) for s in PARTS}
     else:
-        chosen = {s: cap(parts[s], caps.get(s), seed, s) for s in SETS}
-    available = {s: len(parts[s]) for s in SETS}
+        chosen = {s: cap(parts[s], caps.get(s), seed, s) for s in PARTS}
+    available = {s: len(parts[s]) for s in PARTS}
     return SplitPlan(chosen["train"], chosen["validation"], chosen["test"], carved, available)
 
 
@@ -137,9 +128,8 @@ def plan(
     rule: str = "authors",
 ) -> SplitPlan:
     """The documents of each set; `n_validation=None` carves validation out of train first."""
-    _check(caps, rule)
     if n_validation is None:
-        if rule == "authors":
+        if rule == SplitRule.authors:
             if not 0.0 < validation_fraction < 1.0:
                 raise SplitError(
                     f"validation_fraction must lie strictly between 0 and 1, got {validation_fraction}"
@@ -163,10 +153,9 @@ def plan_corpus(
 ) -> SplitPlan:
     """Train / validation / test positions of a corpus of `n` documents cut by `fractions` (the paper: 8:1:1),
     then capped; all three index the one source split."""
-    _check(caps, rule)
     if len(fractions) != 3:
         raise SplitError(f"corpus_fractions must give train, validation and test, got {list(fractions)}")
-    if rule == "authors":
+    if rule == SplitRule.authors:
         train, validation, test = carve_authors(n, fractions, seed)
     else:
         order = _rng(seed, "carve").permutation(n)

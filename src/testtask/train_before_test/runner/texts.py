@@ -24,50 +24,15 @@ token ids are then TRL's (`chat_ids_match` checks it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from testtask.train_before_test.runner.settings import TextFormat, TrainingText
 
 log = logging.getLogger(__name__)
 ChatTemplate = Callable[..., str]
 Example = tuple[str, str] | str
-FORMATS = ("authors", "lm_eval")
-
-
-@dataclass(frozen=True)
-class TextFormat:
-    """How a training document becomes text (conf/train_before_test_run.yaml `texts`)."""
-
-    format: str = "authors"
-    separator: str = " "
-    join_answers: str | None = " "  # None: the first reference answer only
-    system_prompt: str | None = "You are helpful"
-    no_system_for: tuple[str, ...] = field(default=("gemma",))
-
-    def __post_init__(self) -> None:
-        if self.format not in FORMATS:
-            raise ValueError(f"texts.format must be one of {FORMATS}, got {self.format!r}")
-
-    @classmethod
-    def from_config(cls, entry: Mapping[str, Any] | None) -> TextFormat:
-        values = dict(entry or {})
-        unknown = set(values) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"texts: unknown key(s) {sorted(unknown)}")
-        if "no_system_for" in values:
-            values["no_system_for"] = tuple(str(x) for x in values["no_system_for"] or ())
-        return cls(**values)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["no_system_for"] = list(self.no_system_for)
-        return out
-
-    def system_for(self, model: str) -> str | None:
-        """The system turn for `model` (main.py:100 tests `"gemma" in base_model.lower()`)."""
-        if any(pattern.lower() in str(model).lower() for pattern in self.no_system_for):
-            return None
-        return self.system_prompt or None
 
 
 def chat_template(tokenizer: Any) -> ChatTemplate | None:
@@ -220,14 +185,14 @@ def authors_example(
 
 def training_examples(
     task: Any,
-    fmt: TextFormat | None = None,
+    fmt: TextFormat,
     *,
     chat_tokenizer: Any = None,
     model: str = "",
 ) -> list[Example]:
     """One example per training document of `task` (its `training_docs()`, processed as lm-eval processes
-    them); the chat variant when `chat_tokenizer` (with a chat template) is given."""
-    fmt = fmt or TextFormat()
+    them) in the format `fmt` (the settings' `texts`); the chat variant when `chat_tokenizer` (with a chat
+    template) is given."""
     docs = task.training_docs()
     if docs is None:
         raise ValueError(f"task {task.config.task!r} has no training documents")
@@ -235,7 +200,7 @@ def training_examples(
         return [str(task.doc_to_target(doc)) for doc in docs]
     if chat_tokenizer is not None and chat_template(chat_tokenizer) is None:
         raise ValueError(f"{model or 'the model'}: the chat variant needs a tokenizer with a chat template")
-    if fmt.format == "lm_eval":
+    if fmt.format == TrainingText.lm_eval:
         template = None if chat_tokenizer is None else chat_template(chat_tokenizer)
         return [lm_eval_example(task, doc, template) for doc in docs]
     chat = None if chat_tokenizer is None else AuthorsChat(chat_tokenizer, fmt.system_for(model))

@@ -10,14 +10,15 @@ Trainer starts torch.distributed; tests/test_distributed.py runs it on two proce
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from testtask.errors import InputError
 from testtask.lm.finetune import finetune, gradient_accumulation, world_size
+from testtask.lm.settings import Lora, Recipe
 
 
 class CheckpointError(InputError, RuntimeError):
@@ -47,29 +48,29 @@ def train_epochs(
     model: str,
     texts: Sequence[tuple[str, str] | str],
     output_dir: Path,
-    recipe: Mapping[str, Any],
+    recipe: Recipe,
     *,
     learning_rate: float,
     epochs: int,
-    lora: Mapping[str, Any],
+    lora: Lora,
     device: str,
     seed: int,
 ) -> EpochRun:
     """Fine-tune `model` on `texts` ((prompt, completion) pairs or whole documents) for `epochs` epochs at
     `learning_rate`; one checkpoint per epoch."""
-    per_device = int(recipe["per_device_batch_size"])
+    per_device = recipe.per_device_batch_size
     world = world_size()  # from WORLD_SIZE: torch.distributed is not up before the Trainer starts it
-    accumulation = gradient_accumulation(int(recipe["batch_size"]), per_device, world)
+    accumulation = gradient_accumulation(recipe.batch_size, per_device, world)
     per_epoch = steps_per_epoch(len(texts), per_device, accumulation, world)
     steps = [per_epoch * e for e in range(1, int(epochs) + 1)]
-    plan = {
-        **dict(recipe),
-        "epochs": int(epochs),
-        "max_steps": None,
-        "save_steps": steps,
-        "save_every": None,
-        "save_total_limit": None,  # every epoch's checkpoint is a candidate
-    }
+    plan = dataclasses.replace(
+        recipe,
+        epochs=int(epochs),
+        max_steps=None,
+        save_steps=steps,
+        save_every=None,
+        save_total_limit=None,  # every epoch's checkpoint is a candidate
+    )
     result = finetune(
         model,
         list(texts),
@@ -79,7 +80,7 @@ def train_epochs(
         learning_rate=float(learning_rate),
         device=device,
         seed=int(seed),
-        lora=dict(lora),
+        lora=lora,
     )
     folders = {
         e: Path(output_dir) / f"checkpoint-{s}" for e, s in zip(range(1, int(epochs) + 1), steps, strict=True)

@@ -1,5 +1,5 @@
 """The training-on-the-test-task runner (started by `testtask.runners`): fine-tune then evaluate (lm-eval), as the authors' code did
-(socialfoundations/training-on-the-test-task@c357810); `protocol=training_on_the_test_task/paper_text` gives the
+(socialfoundations/training-on-the-test-task@c357810); `protocol=paper_text` gives the
 paper's text where it differs (docs/protocols/training-on-the-test-task.md).
 
 Stages: base (no training), e1 / e2 / e3 (1, 2, 3 epochs), e1+2 (the e1 model trained 2 more epochs with a fresh
@@ -22,6 +22,7 @@ python experiments/training_on_the_test_task/run.py experiment=training_on_the_t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import logging
 import os
@@ -34,14 +35,29 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import runners, user_files
-from testtask.config_checks import check_training_on_the_test_task_run
+from testtask import runners
 from testtask.lm.hf import pick_device
+from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
+from testtask.schema import to_plain
+from testtask.training_on_the_test_task.runner.settings import (
+    BASE,
+    USER_FILES,
+    Emergence,
+    RemoteCode,
+    Settings,
+    Suite,
+)
 
 log = logging.getLogger("testtask.tott_runner")
+PAPER = "training-on-the-test-task"
 
-USER_FILES = {"models.yaml": "testtask.lm.models:merge_user_models_into_runner"}
+__all__ = ["USER_FILES", "run", "settings_of", "train_job"]
+
+
+def settings_of(cfg: DictConfig) -> Settings:
+    """The runner's typed settings of a composed config (own models merged in first)."""
+    return runners.settings_of(PAPER, cfg)
 
 
 _FIXED_REGISTRY: Any = None  # set by fixed_registry()
@@ -59,50 +75,54 @@ def fixed_registry(registry: Any) -> Iterator[None]:
         _FIXED_REGISTRY = previous
 
 
-def registry_entry(cfg: DictConfig) -> Any:
-    """The registry's ModelInfo of `cfg.model`, or None for a model outside the registry."""
+def registry_entry(settings: Settings) -> Any:
+    """The registry's ModelInfo of `settings.model`, or None for a model outside the registry."""
     from testtask.lm.models import ModelRegistry
 
-    registry = _FIXED_REGISTRY if _FIXED_REGISTRY is not None else ModelRegistry.from_config(cfg.models)
-    return registry.get(str(cfg.model)) if cfg.model in registry else None
+    registry = _FIXED_REGISTRY
+    if registry is None:
+        registry = ModelRegistry.from_config(to_plain(settings.models))
+    return registry.get(settings.model) if settings.model in registry else None
 
 
-def model_source(cfg: DictConfig) -> tuple[str, float]:
+def model_source(settings: Settings) -> tuple[str, float]:
     """What to load (local path or Hub id) and the parameter count that picks the learning rate."""
-    info = registry_entry(cfg)
-    path = cfg.get("model_path") or (info.hf_repo if info else None)
+    info = registry_entry(settings)
+    path = settings.model_path or (info.hf_repo if info else None)
     if not path:
         raise ValueError(
-            f"model {cfg.model!r}: no model_path given and the registry has no hf_repo for it "
+            f"model {settings.model!r}: no model_path given and the registry has no hf_repo for it "
             "(llama-1 has none: pass model_path=<a conversion>)"
         )
-    parameters = float(info.params_b) * 1e9 if info else float(cfg.get("parameters") or 0)
+    # a model outside the registry without `parameters`: counted as small (the size rule's small rate)
+    parameters = float(info.params_b) * 1e9 if info else float(settings.parameters or 0)
     return str(path), parameters
 
 
-def learning_rate(cfg: DictConfig) -> float | None:
+def learning_rate(settings: Settings) -> float | None:
     """An explicit `learning_rate` (the B.3 sweep), else the model's override, else None (the size rule)."""
-    if cfg.get("learning_rate") is not None:
-        return float(cfg.learning_rate)
-    overrides = cfg.recipe.get("learning_rate_overrides") or {}
-    return float(overrides[cfg.model]) if cfg.model in overrides else None
+    if settings.learning_rate is not None:
+        return float(settings.learning_rate)
+    overrides = settings.recipe.learning_rate_overrides or {}
+    return float(overrides[settings.model]) if settings.model in overrides else None
 
 
-def stage_folder(cfg: DictConfig) -> str:
+def stage_folder(settings: Settings) -> str:
     """Where below `evaluations/` the results go: base/, <stage>/<finetune>/, or an explicit folder (lr_sweep)."""
-    if cfg.get("evaluation_folder"):
-        return str(cfg.evaluation_folder)
-    if str(cfg.get("suite", "v1")) == "v2":  # the authors' layout for Leaderboard v2 runs (after e3 only)
-        return "new_evals/base" if cfg.stage == "base" else f"new_evals/{cfg.finetune_data.name}"
-    return "base" if cfg.stage == "base" else f"{cfg.stage}/{cfg.finetune_data.name}"
+    if settings.evaluation_folder:
+        return settings.evaluation_folder
+    name = settings.finetune_data.name
+    if settings.suite == Suite.v2:  # the authors' layout for Leaderboard v2 runs (after e3 only)
+        return "new_evals/base" if settings.stage == BASE else f"new_evals/{name}"
+    return "base" if settings.stage == BASE else f"{settings.stage}/{name}"
 
 
-def fewshot(cfg: DictConfig) -> int | dict[str, int] | None:
+def fewshot(settings: Settings) -> int | dict[str, int] | None:
     """One count for all tasks (`num_fewshot`), else the leaderboard v1 counts of the tasks evaluated."""
-    if cfg.get("num_fewshot") is not None:
-        return int(cfg.num_fewshot)
-    table = {str(k): int(v) for k, v in (cfg.get("fewshot_by_task") or {}).items()}
-    chosen = {b: table[b] for b in cfg.benchmarks if b in table}
+    if settings.num_fewshot is not None:
+        return settings.num_fewshot
+    table = settings.fewshot_by_task
+    chosen = {b: table[b] for b in settings.benchmarks if b in table}
     return chosen or None
 
 
@@ -112,63 +132,53 @@ def _trained(base: str, folder: Path, lora: bool) -> tuple[str, dict[str, str]]:
     return (base, {"peft": str(folder)}) if lora else (str(folder), {})
 
 
-def trust_remote_code(cfg: DictConfig, path: str) -> bool:
+def trust_remote_code(settings: Settings, path: str) -> bool:
     """Whether to run the repository's own code (tokenizer, model). `trust_remote_code`: null (default) = the
     registry entry's flag, off unless the entry says so (and off for models outside the registry); true/false
     force it; `authors` = the authors' rule, true unless the model's key or path names one of
     `trust_remote_code_except` (true except falcon, jobs_eval.py:30-31; train.py:29,36 loads falcon natively)."""
-    choice = cfg.get("trust_remote_code")
+    choice = settings.trust_remote_code
     if choice is None:
-        info = registry_entry(cfg)
+        info = registry_entry(settings)
         return bool(info is not None and info.trust_remote_code)
-    if isinstance(choice, str):
-        if choice != "authors":
-            raise ValueError(f"trust_remote_code must be null, true, false or authors, got {choice!r}")
-        names = f"{cfg.model} {path}".lower()
-        return not any(str(x).lower() in names for x in cfg.get("trust_remote_code_except") or [])
+    if choice == RemoteCode.authors:
+        names = f"{settings.model} {path}".lower()
+        return not any(x.lower() in names for x in settings.trust_remote_code_except)
     return bool(choice)
 
 
-def load_kwargs(cfg: DictConfig) -> dict[str, Any]:
+def load_kwargs(settings: Settings) -> dict[str, Any]:
     """from_pretrained keyword arguments of the model to load (training and lm-eval), besides trust_remote_code:
-    `revision` (the run's, else the registry entry's when its hf_repo is loaded; never a branch name) and
-    `model_args` (the entry's, then the run's)."""
-    info = registry_entry(cfg)
-    from_registry = info is not None and not cfg.get("model_path")
-    revision = cfg.get("revision") or (info.revision if from_registry else None)
-    if revision in ("main", "master"):
-        raise ValueError(f"revision {revision!r} is a branch, not a pin: give a commit hash, or null")
-    args = {**(info.model_args if info is not None else {}), **_plain(cfg.get("model_args"))}
+    `revision` (the run's, else the registry entry's when its hf_repo is loaded; never a branch name: the
+    settings' and the registry's checks) and `model_args` (the entry's, then the run's)."""
+    info = registry_entry(settings)
+    from_registry = info is not None and not settings.model_path
+    revision = settings.revision or (info.revision if from_registry else None)
+    args = {**(info.model_args if info is not None else {}), **(settings.model_args or {})}
     return {**({"revision": str(revision)} if revision else {}), **args}
 
 
-def _plain(node: Any) -> dict[str, Any]:
-    if node is None:
-        return {}
-    return dict(OmegaConf.to_container(node, resolve=True)) if isinstance(node, DictConfig) else dict(node)
-
-
-def add_bos_token(cfg: DictConfig, path: str, remote: bool) -> bool:
+def add_bos_token(settings: Settings, path: str, remote: bool) -> bool:
     """`add_bos_token`, or null: the authors' lm-eval fork's rule, BOS only for the model types listed in
     `add_bos_token_model_types` (gemma; RicardoDominguez/lm-evaluation-harness@sft huggingface.py:101,271-272)."""
     from testtask.lm.evaluation import model_type
 
-    if cfg.get("add_bos_token") is not None:
-        return bool(cfg.add_bos_token)
-    return model_type(path, trust_remote_code=remote) in set(cfg.get("add_bos_token_model_types") or [])
+    if settings.add_bos_token is not None:
+        return settings.add_bos_token
+    return model_type(path, trust_remote_code=remote) in set(settings.add_bos_token_model_types)
 
 
-def eval_model_args(cfg: DictConfig, path: str) -> dict[str, Any]:
+def eval_model_args(settings: Settings, path: str) -> dict[str, Any]:
     """lm-eval `hf` model_args besides `pretrained` (lm_eval.sh:8, jobs_eval.py:29-31): remote code, BOS, then the
     loading arguments (revision, model_args) and the lm-eval-only ones (the entry's and the run's eval_model_args,
     e.g. parallelize=True for the 70B model, as the authors' evaluations record)."""
-    remote = trust_remote_code(cfg, path)
-    info = registry_entry(cfg)
-    extra = {**(info.eval_model_args if info is not None else {}), **_plain(cfg.get("eval_model_args"))}
+    remote = trust_remote_code(settings, path)
+    info = registry_entry(settings)
+    extra = {**(info.eval_model_args if info is not None else {}), **(settings.eval_model_args or {})}
     return {
         "trust_remote_code": remote,
-        "add_bos_token": add_bos_token(cfg, path, remote),
-        **load_kwargs(cfg),
+        "add_bos_token": add_bos_token(settings, path, remote),
+        **load_kwargs(settings),
         **extra,
     }
 
@@ -185,46 +195,46 @@ class Trained:
     emergence: list[int]  # checkpoint steps of the emergence schedule
 
 
-def stage_recipe(cfg: DictConfig, stage: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def stage_recipe(settings: Settings, stage: str) -> tuple[Recipe, Emergence | None]:
     """The recipe of a stage (its epochs; the emergence checkpoints when the stage is in `emergence_stages`)
     and the emergence settings that apply (None when none)."""
-    recipe = {**OmegaConf.to_container(cfg.recipe, resolve=True), "epochs": int(cfg.stage_epochs[stage])}
-    spec = cfg.finetune_data.get("emergence")
-    if stage not in (cfg.get("emergence_stages") or []) or not spec:
+    recipe = dataclasses.replace(settings.recipe, epochs=settings.stage_epochs[stage])
+    spec = settings.finetune_data.emergence
+    if stage not in (settings.emergence_stages or []) or not spec:
         return recipe, None
-    spec = OmegaConf.to_container(spec, resolve=True)
-    recipe["save_steps"] = sorted({*(recipe.get("save_steps") or []), *spec.get("steps", [])})
-    recipe["save_every"] = spec.get("every") or recipe.get("save_every")
+    recipe = dataclasses.replace(
+        recipe,
+        save_steps=sorted({*(recipe.save_steps or []), *spec.steps}),
+        save_every=spec.every or recipe.save_every,
+    )
     return recipe, spec
 
 
 def train_stage(
-    cfg: DictConfig, stage: str, path: str, parameters: float, device: str, examples: list
+    settings: Settings, stage: str, path: str, parameters: float, device: str, examples: list
 ) -> Trained:
     """Fine-tune one stage. A stage in `stage_init` (e1+2: e1) first makes sure that stage is trained (a
     finished run is found, not redone), then starts from its final weights (or adapter) with a fresh optimizer
     and schedule, as the authors' README runs e1+2 (jobs_train.py --base_model_dir models/e1/)."""
     from testtask.lm.finetune import emergence_schedule, finetune
 
-    if stage not in cfg.stage_epochs:
-        raise ValueError(f"stage must be base or one of {list(cfg.stage_epochs)}, got {stage!r}")
-    work = resolve(cfg.checkpoints_dir) / str(cfg.finetune_data.name) / str(cfg.model) / stage
-    lora = bool(cfg.lora.enabled)
+    work = resolve(settings.checkpoints_dir) / settings.finetune_data.name / settings.model / stage
+    lora = settings.lora.enabled
     model, adapter = path, None
-    init = (cfg.get("stage_init") or {}).get(stage)
+    init = settings.stage_init.get(stage)
     if init:
-        previous = train_stage(cfg, str(init), path, parameters, device, examples).work / "final"
+        previous = train_stage(settings, init, path, parameters, device, examples).work / "final"
         model, adapter = (path, previous) if lora else (str(previous), None)
-    recipe, spec = stage_recipe(cfg, stage)
-    loading = (
-        load_kwargs(cfg) if model == path else {k: v for k, v in load_kwargs(cfg).items() if k != "revision"}
-    )
+    recipe, spec = stage_recipe(settings, stage)
+    loading = load_kwargs(settings)
+    if model != path:  # a fine-tuned folder, not the Hub model: no Hub revision
+        loading = {k: v for k, v in loading.items() if k != "revision"}
     log.info(
         "fine-tuning %s (%s) on %d %s examples -> %s",
         model,
         stage,
         len(examples),
-        cfg.finetune_data.name,
+        settings.finetune_data.name,
         work,
     )
     result = finetune(
@@ -233,15 +243,15 @@ def train_stage(
         work,
         recipe,
         parameters=parameters,
-        learning_rate=learning_rate(cfg),
+        learning_rate=learning_rate(settings),
         device=device,
-        seed=int(cfg.seed),
-        lora=OmegaConf.to_container(cfg.lora, resolve=True),
-        trust_remote_code=trust_remote_code(cfg, path),
+        seed=settings.seed,
+        lora=settings.lora,
+        trust_remote_code=trust_remote_code(settings, path),
         adapter=adapter,
         **_finetune_loading(finetune, loading),
     )
-    steps = emergence_schedule(spec.get("steps", []), spec.get("every"), result.steps) if spec else []
+    steps = emergence_schedule(spec.steps, spec.every, result.steps) if spec else []
     return Trained(work, result, [s for s in steps if s in result.checkpoints])
 
 
@@ -261,12 +271,11 @@ def _finetune_loading(finetune: Any, loading: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- several GPUs from one job
 
 
-def distributed_launch_needed(cfg: DictConfig, env: Any = None) -> bool:
+def distributed_launch_needed(settings: Settings, env: Any = None) -> bool:
     """True when this job should start the fine-tuning under `accelerate launch`: `distributed.accelerate_config`
     is set and this process is not already one of several (WORLD_SIZE unset or 1)."""
     env = os.environ if env is None else env
-    dist = cfg.get("distributed") or {}
-    return bool(dist.get("accelerate_config")) and int(env.get("WORLD_SIZE", "1") or 1) == 1
+    return bool(settings.distributed.accelerate_config) and int(env.get("WORLD_SIZE", "1") or 1) == 1
 
 
 def node_rank(env: Any = None) -> int:
@@ -275,11 +284,11 @@ def node_rank(env: Any = None) -> int:
     return int(env.get("SLURM_NODEID", "0") or 0)
 
 
-def main_process_ip(cfg: DictConfig, env: Any = None) -> str:
+def main_process_ip(settings: Settings, env: Any = None) -> str:
     """`distributed.main_process_ip`, else the first host of the SLURM job (SLURM_JOB_NODELIST), else localhost."""
     env = os.environ if env is None else env
-    if cfg.distributed.get("main_process_ip"):
-        return str(cfg.distributed.main_process_ip)
+    if settings.distributed.main_process_ip:
+        return settings.distributed.main_process_ip
     nodes = env.get("SLURM_JOB_NODELIST")
     if not nodes:
         return "127.0.0.1"
@@ -288,15 +297,12 @@ def main_process_ip(cfg: DictConfig, env: Any = None) -> str:
     return _parse_node_list(nodes)[0]
 
 
-def accelerate_command(cfg: DictConfig, job_file: Path, env: Any = None) -> list[str]:
+def accelerate_command(settings: Settings, job_file: Path, env: Any = None) -> list[str]:
     """`accelerate launch` of this runner's training entry (`--train-job`) with the job's distributed settings:
-    all processes over all machines, this node's rank, the first node as main process."""
-    dist = cfg.distributed
-    processes, machines = int(dist.num_processes), int(dist.num_machines)
-    if processes < machines or processes % machines:
-        raise ValueError(
-            f"distributed.num_processes {processes} is not a multiple of num_machines {machines}"
-        )
+    all processes over all machines (a multiple of the machines: the settings' check), this node's rank, the
+    first node as main process."""
+    dist = settings.distributed
+    processes, machines = dist.num_processes, dist.num_machines
     command = [
         sys.executable,
         "-m",
@@ -308,24 +314,30 @@ def accelerate_command(cfg: DictConfig, job_file: Path, env: Any = None) -> list
         "--num_machines",
         str(machines),
         "--main_process_port",
-        str(int(dist.get("main_process_port") or 29500)),
+        str(dist.main_process_port),
     ]
     if machines > 1:
-        command += ["--machine_rank", str(node_rank(env)), "--main_process_ip", main_process_ip(cfg, env)]
-    return [*command, *runners.command("training-on-the-test-task", "--train-job", str(job_file))]
+        command += [
+            "--machine_rank",
+            str(node_rank(env)),
+            "--main_process_ip",
+            main_process_ip(settings, env),
+        ]
+    return [*command, *runners.command(PAPER, "--train-job", str(job_file))]
 
 
-def launch_training(cfg: DictConfig, stage: str) -> Path:
-    """Write the job's resolved config next to its checkpoints and run the stage's fine-tuning under `accelerate
-    launch` (blocking; a failed launch fails the job). Returns the job file."""
-    work = resolve(cfg.checkpoints_dir) / str(cfg.finetune_data.name) / str(cfg.model) / stage
+def launch_training(settings: Settings, config: DictConfig, stage: str) -> Path:
+    """Write the job's resolved config (`config`, the composed config `settings` were read from) next to its
+    checkpoints and run the stage's fine-tuning under `accelerate launch` (blocking; a failed launch fails the
+    job). Returns the job file."""
+    work = resolve(settings.checkpoints_dir) / settings.finetune_data.name / settings.model / stage
     work.mkdir(parents=True, exist_ok=True)
     job_file = work / f"accelerate-job-node{node_rank()}.yaml"
-    job = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    job = OmegaConf.create(OmegaConf.to_container(config, resolve=True))
     job.stage = stage
     OmegaConf.save(job, job_file)
-    command = accelerate_command(cfg, job_file)
-    log.info("training %s (%s) under accelerate: %s", cfg.model, stage, " ".join(command))
+    command = accelerate_command(settings, job_file)
+    log.info("training %s (%s) under accelerate: %s", settings.model, stage, " ".join(command))
     _launch(command)
     return job_file
 
@@ -340,57 +352,53 @@ def train_job(job_file: str | Path) -> Any:
     """The `--train-job` entry, run in every process that `accelerate launch` starts: fine-tune the stage of the
     saved job config (finetune() skips work a finished run already did)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    cfg = OmegaConf.load(job_file)
-    path, parameters = model_source(cfg)
+    settings = settings_of(OmegaConf.load(job_file))
+    path, parameters = model_source(settings)
     return train_stage(
-        cfg, str(cfg.stage), path, parameters, pick_device(str(cfg.device)), training_examples(cfg)
+        settings, settings.stage, path, parameters, pick_device(settings.device), training_examples(settings)
     )
 
 
-def training_examples(cfg: DictConfig) -> list:
+def training_examples(settings: Settings) -> list:
     """(prompt, completion) pairs of the configured finetune data (filter and shuffle from its config)."""
     from testtask.training_on_the_test_task.task_data import build_texts
 
-    data = cfg.finetune_data
-    return build_texts(
-        OmegaConf.to_container(data.sources, resolve=True),
-        max_chars=data.get("max_chars"),
-        shuffle_seed=data.get("shuffle_seed"),
-    )
+    data = settings.finetune_data
+    return build_texts(data.sources, max_chars=data.max_chars, shuffle_seed=data.shuffle_seed)
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
-    user_files.apply(cfg, USER_FILES)  # own models join the registry before the config is checked
-    check_training_on_the_test_task_run(cfg)  # every setting validated before anything is loaded or written
+    # own models join the registry, then every setting is read, typed, before anything is loaded or written
+    settings = settings_of(cfg)
     from testtask.lm.evaluation import evaluate
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    device = pick_device(str(cfg.device))
-    path, parameters = model_source(cfg)
-    results = resolve(cfg.results_dir)
-    base_args = eval_model_args(cfg, path)
+    device = pick_device(settings.device)
+    path, parameters = model_source(settings)
+    results = resolve(settings.results_dir)
+    base_args = eval_model_args(settings, path)
     eval_kwargs = {
         "results_dir": results,
-        "model_name": str(cfg.model),
-        "num_fewshot": fewshot(cfg),
-        "limit": cfg.limit,
-        "batch_size": cfg.batch_size,
+        "model_name": settings.model,
+        "num_fewshot": fewshot(settings),
+        "limit": settings.limit,
+        "batch_size": settings.batch_size,
         "device": device,
-        "local_data": {k: resolve(v) for k, v in (cfg.local_data or {}).items()},
+        "local_data": {k: resolve(v) for k, v in settings.local_data.items()},
         "model_args": base_args,
-        "task_variants": dict(cfg.get("task_variants") or {}),
-        "overwrite": bool(cfg.get("overwrite_evaluations", False)),
+        "task_variants": dict(settings.task_variants),
+        "overwrite": settings.overwrite_evaluations,
     }
-    out: dict[str, Any] = {"model": str(cfg.model), "stage": str(cfg.stage)}
+    out: dict[str, Any] = {"model": settings.model, "stage": settings.stage}
     model_to_evaluate = path
-    if cfg.stage != "base":
-        stage = str(cfg.stage)
-        if distributed_launch_needed(cfg):
-            launch_training(cfg, stage)
+    if settings.stage != BASE:
+        stage = settings.stage
+        if distributed_launch_needed(settings):
+            launch_training(settings, cfg, stage)
             if node_rank() != 0:  # the other nodes only train; the first node evaluates
                 return {**out, "evaluated": False, "node": node_rank()}
-        trained = train_stage(cfg, stage, path, parameters, device, training_examples(cfg))
-        result, work, lora = trained.result, trained.work, bool(cfg.lora.enabled)
+        trained = train_stage(settings, stage, path, parameters, device, training_examples(settings))
+        result, work, lora = trained.result, trained.work, settings.lora.enabled
         out["finetune"] = {
             "steps": result.steps,
             "first_loss": result.first_loss,
@@ -398,8 +406,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         }
         # The weights at `work` are those of this training run: its fingerprint tells them from a retrained folder.
         trained_by = result.fingerprint
-        folder = f"intermediate/{cfg.finetune_data.name}/evals/{cfg.model}"
-        spec = cfg.finetune_data.get("emergence")
+        folder = f"intermediate/{settings.finetune_data.name}/evals/{settings.model}"
+        spec = settings.finetune_data.emergence
         for step in trained.emergence:  # the authors' emergence evaluations (train.py:96-107,158-177)
             model, extra = _trained(path, work / f"checkpoint-{step}", lora)
             evaluate(
@@ -408,18 +416,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 stage=f"{folder}/step_{step}",
                 **{
                     **eval_kwargs,
-                    "num_fewshot": spec.get("num_fewshot"),
+                    "num_fewshot": spec.num_fewshot,
                     "model_args": {**_for_model(base_args, model, path), **extra},
                     "model_fingerprint": f"{trained_by}/checkpoint-{step}",
                 },
             )
-        if cfg.evaluate_checkpoints:
-            wanted = cfg.get("evaluate_steps")
+        if settings.evaluate_checkpoints:
+            wanted = settings.evaluate_steps
             for step in [s for s in result.checkpoints if wanted is None or s in wanted]:
                 model, extra = _trained(path, work / f"checkpoint-{step}", lora)
                 evaluate(
                     model,
-                    list(cfg.benchmarks),
+                    list(settings.benchmarks),
                     stage=f"{folder}/step_{step}",
                     **{
                         **eval_kwargs,
@@ -430,6 +438,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         model_to_evaluate, extra = _trained(path, work / "final", lora)
         eval_kwargs["model_args"] = {**_for_model(base_args, model_to_evaluate, path), **extra}
         eval_kwargs["model_fingerprint"] = f"{trained_by}/final"
-    files = evaluate(model_to_evaluate, list(cfg.benchmarks), stage=stage_folder(cfg), **eval_kwargs)
+    files = evaluate(
+        model_to_evaluate, list(settings.benchmarks), stage=stage_folder(settings), **eval_kwargs
+    )
     out["files"] = {k: str(v) for k, v in files.items()}
     return out

@@ -22,6 +22,7 @@ Activation checkpointing (>= 10B) adds about a third to the training FLOPs and i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
             restore_gh_from_backup(running)
     OmegaConf.set_struct(cfg, False)
     from testtask import user_files
-    from testtask.training_on_the_test_task.runner.main import USER_FILES
+    from testtask.training_on_the_test_task.runner.settings import USER_FILES
 
     user_files.apply(cfg, USER_FILES)  # the plan sees the user's own models as the runner does
     return cfg
@@ -111,7 +112,7 @@ def sweep_values(cfg: DictConfig, key: str) -> list[str]:
     return [str(value)]
 
 
-def _precision(recipe: dict[str, Any], parameters: float) -> str:
+def _precision(recipe: Any, parameters: float) -> str:
     """What finetune trains in on a GPU (its own rule: resolve_precision, else uses_bf16)."""
     from testtask.lm import finetune as ft
 
@@ -131,12 +132,12 @@ def default_settings() -> Plan:
     return load(Plan, OmegaConf.load(path).plan, "training_on_the_test_task.plan")
 
 
-def _tokens_per_example(settings: Plan, recipe: dict[str, Any], finetune: str) -> float:
+def _tokens_per_example(settings: Plan, recipe: Any, finetune: str) -> float:
     table = settings.tokens_per_example
     if table is not None:
         return float(table[finetune] if isinstance(table, Mapping) else table)
-    if recipe.get("pad_to_max_length", True):
-        return float(recipe["max_length"])
+    if recipe.pad_to_max_length:
+        return float(recipe.max_length)
     raise ValueError(
         "recipe.pad_to_max_length is false: give plan.tokens_per_example (mean tokens per example, per dataset)"
     )
@@ -151,22 +152,27 @@ def _eval_tokens(settings: Plan, benchmarks: Sequence[str]) -> float:
 
 
 def job(
-    cfg: DictConfig, settings: Plan, experiment: str, model: str, stage: str, finetune: str | None
+    cfg: DictConfig,
+    settings: Plan,
+    experiment: str,
+    model: str,
+    stage: str,
+    finetune: str | None,
+    run: Any = None,
 ) -> Job:
-    """The plan line of one job (runner config `cfg`, plan `settings`), computed with the runner's and finetune's
-    own functions."""
+    """The plan line of one job (runner config `cfg`, its typed settings `run` when read already, plan
+    `settings`), computed with the runner's and finetune's own functions."""
     from testtask.lm import finetune as ft
     from testtask.training_on_the_test_task.runner import main as runner
 
-    cfg = cfg.copy()
-    cfg.model, cfg.stage = model, stage
+    run = dataclasses.replace(runner.settings_of(cfg) if run is None else run, model=model, stage=stage)
     launcher = cfg.hydra.launcher
     nodes = int(launcher.get("nodes") or 1)
     gpus = int(launcher.get("gpus_per_node") or 0) * nodes
-    path, parameters = runner.model_source(cfg)
+    path, parameters = runner.model_source(run)
     n = parameters
     eval_tflops = settings.eval_tflops * 1e12
-    evaluations = _eval_tokens(settings, [str(b) for b in cfg.benchmarks])
+    evaluations = _eval_tokens(settings, list(run.benchmarks))
     common = {
         "experiment": experiment,
         "launcher": str(launcher.get("name") or ""),
@@ -175,8 +181,8 @@ def job(
         "params_b": n / 1e9,
         "gpus": gpus,
         "nodes": nodes,
-        "remote_code": runner.trust_remote_code(cfg, path),
-        "revision": runner.load_kwargs(cfg).get("revision"),
+        "remote_code": runner.trust_remote_code(run, path),
+        "revision": runner.load_kwargs(run).get("revision"),
         "timeout_min": int(launcher.timeout_min) if launcher.get("timeout_min") else None,
     }
     if stage == "base":
@@ -195,29 +201,29 @@ def job(
             eval_tokens=evaluations,
             eval_gpu_hours=eval_hours,
         )
-    recipe, spec = runner.stage_recipe(cfg, stage)
-    dist = cfg.get("distributed") or {}
-    distributed = bool(dist.get("accelerate_config"))
-    ranks = int(dist.get("num_processes") or 1) if distributed else 1
+    recipe, spec = runner.stage_recipe(run, stage)
+    dist = run.distributed
+    distributed = bool(dist.accelerate_config)
+    ranks = dist.num_processes if distributed else 1
     if ranks > max(gpus, 1):
         raise ValueError(f"{experiment}: {ranks} training processes but the launcher holds {gpus} GPUs")
-    per_device = int(recipe["per_device_batch_size"])
-    batch = int(recipe["batch_size"])
+    per_device = recipe.per_device_batch_size
+    batch = recipe.batch_size
     accumulation = ft.gradient_accumulation(batch, per_device, ranks)
-    zero3 = bool(recipe.get("deepspeed")) or (
-        distributed and "zero3" in str(dist.get("accelerate_config")) and bool(recipe.get("zero3_config"))
+    zero3 = bool(recipe.deepspeed) or (
+        distributed and "zero3" in str(dist.accelerate_config) and bool(recipe.zero3_config)
     )
     examples = settings.finetune_examples[finetune]
-    steps = math.ceil(examples / batch) * int(recipe["epochs"])
-    if recipe.get("max_steps"):
-        steps = min(steps, int(recipe["max_steps"]))
+    steps = math.ceil(examples / batch) * recipe.epochs
+    if recipe.max_steps:
+        steps = min(steps, recipe.max_steps)
     tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
     train_hours = 6 * n * tokens / (settings.train_tflops * 1e12) / 3600
     checkpoints = 0
     if spec:  # the emergence checkpoints this stage saves and evaluates
-        saved = ft.emergence_schedule(spec.get("steps", []), spec.get("every"), steps)
+        saved = ft.emergence_schedule(spec.steps, spec.every, steps)
         checkpoints = len(saved)
-        evaluations += checkpoints * _eval_tokens(settings, [str(b) for b in spec.get("benchmarks", [])])
+        evaluations += checkpoints * _eval_tokens(settings, list(spec.benchmarks))
     return Job(
         **common,
         finetune=finetune,
@@ -226,7 +232,7 @@ def job(
         precision=_precision(recipe, n),
         per_device=per_device,
         accumulation=accumulation,
-        learning_rate=ft.peak_learning_rate(recipe, n, runner.learning_rate(cfg)),
+        learning_rate=ft.peak_learning_rate(recipe, n, runner.learning_rate(run)),
         train_tokens=tokens,
         train_gpu_hours=train_hours,
         eval_tokens=evaluations,
@@ -241,7 +247,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
     conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are applied to every composition of the
     runner's config (a DictConfig, composed here)."""
     from testtask.lm.models import ModelRegistry
-    from testtask.training_on_the_test_task.runner.main import fixed_registry
+    from testtask.training_on_the_test_task.runner.main import fixed_registry, settings_of
 
     settings = default_settings() if settings is None else settings
     overrides = list(settings.runner_overrides)
@@ -254,6 +260,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
                 data = cfg
                 if finetune != cfg.finetune_data.name:
                     data = compose([f"experiment={experiment}", f"finetune_data={finetune}", *overrides])
+                typed = settings_of(data)  # read once; each job changes its model and stage
                 for model in sweep_values(cfg, "model"):
                     if wanted is not None and model not in wanted:
                         continue
@@ -261,7 +268,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
                         if stage == "base" and any(j.model == model and j.stage == "base" for j in jobs):
                             continue  # launched once per finetune dataset; the second run finds the files
                         ft = None if stage == "base" else finetune
-                        jobs.append(job(data, settings, str(experiment), model, stage, ft))
+                        jobs.append(job(data, settings, str(experiment), model, stage, ft, typed))
     return jobs, settings
 
 

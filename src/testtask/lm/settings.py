@@ -1,0 +1,280 @@
+"""The settings of the shared fine-tuning (testtask.lm.finetune) and of lm-eval scoring: one schema for every
+runner that uses them (training-on-the-test-task's and train-before-test's `recipe`, `lora` and `batch_size`).
+
+Each key is declared here once, with its type and allowed values; the values are in YAML
+(conf/training_on_the_test_task/finetune/recipe.yaml, conf/train_before_test/recipe/paper.yaml and the runners'
+entry configs). transformers' optimizer and scheduler names are checked against transformers itself, imported
+only when a value is checked, so this module stays light (the runners check their config before loading models).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Strict
+from pydantic_core import PydanticCustomError
+
+from testtask.schema import (
+    Choice,
+    Flag,
+    Name,
+    NonNegativeInt,
+    NonNegativeNumber,
+    PositiveInt,
+    PositiveNumber,
+    Problem,
+    Text,
+    UnitInterval,
+    non_empty,
+    number,
+    partial,
+    require,
+    section,
+    to_plain,
+)
+
+
+class FinetunePrecision(Choice):
+    """What a fine-tuning run trains in on a GPU (on the CPU: fp32 unless given explicitly)."""
+
+    bf16 = "bf16"  # bf16 weights and AdamW state, bf16 autocast (the authors' --bf16 on a bf16-loaded model)
+    bf16_mixed = "bf16-mixed"  # fp32 master weights and AdamW state, bf16 autocast
+    fp32 = "fp32"  # fp32 weights, state and compute
+
+
+class LossOn(Choice):
+    """Which tokens are trained: the completion (labels -100 on the prompt) or the whole document."""
+
+    completion = "completion"
+    all = "all"
+
+
+class Side(Choice):
+    """A side of a token sequence (truncation, padding)."""
+
+    left = "left"
+    right = "right"
+
+
+# --- transformers' names (checked on use, against the installed transformers) -----------------------------------
+
+
+@functools.cache
+def transformers_names(kind: str) -> tuple[str, ...]:
+    """Optimizer (`optim`) or scheduler (`scheduler`) names transformers' TrainingArguments accept."""
+    if kind == "optim":
+        from transformers.training_args import OptimizerNames
+
+        return tuple(o.value for o in OptimizerNames)
+    from transformers.trainer_utils import SchedulerType
+
+    return tuple(s.value for s in SchedulerType)
+
+
+def _known(kind: str, words: str) -> Any:
+    def check(value: str) -> str:
+        if value not in transformers_names(kind):
+            raise PydanticCustomError("transformers_name", words)
+        return value
+
+    return AfterValidator(check)
+
+
+_OPTIMIZER = "an optimizer name of transformers' OptimizerNames"
+_SCHEDULER = "a scheduler name of transformers' SchedulerType"
+Optimizer = Annotated[str, Strict(), _known("optim", _OPTIMIZER), Text(_OPTIMIZER)]
+Scheduler = Annotated[str, Strict(), _known("scheduler", _SCHEDULER), Text(_SCHEDULER)]
+
+
+def _eval_batch_size(value: int | str) -> int | str:
+    ok = value >= 1 if isinstance(value, int) else re.fullmatch(r"auto(:[1-9][0-9]*)?", value) is not None
+    if not ok:
+        raise PydanticCustomError("batch_size", "lm-eval batch size")
+    return value
+
+
+_BATCH = "a positive integer, auto or auto:N"
+# lm-eval's `batch_size`: a number of documents, `auto` (the largest that fits) or `auto:N` (N recomputations)
+EvalBatchSize = Annotated[
+    Annotated[int, Strict()] | Annotated[str, Strict()], AfterValidator(_eval_batch_size), Text(_BATCH)
+]
+# lm-eval's `limit`: documents per task, or a fraction of each task's documents
+Limit = Annotated[PositiveInt | number(0, 1), Text("a positive integer (documents) or a fraction in (0, 1)")]
+# Modules that get adapters: a peft name or pattern (`all-linear`) or a list of module names
+TargetModules = Annotated[
+    Name | non_empty(Name), Text("a module name or pattern (all-linear) or a list of them")
+]
+# Keyword arguments of a loader (`from_pretrained`, lm-eval's `hf` model): any values, by name
+Kwargs = Annotated[dict[str, Any], Text("a mapping of keyword arguments")]
+
+
+@section
+class Lora:
+    """LoRA adapters (peft LoraConfig) instead of full fine-tuning, when `enabled`."""
+
+    enabled: Flag
+    r: PositiveInt
+    alpha: PositiveInt
+    dropout: number(0, 1, low_open=False)
+    target_modules: TargetModules | None  # null: peft's default for the architecture
+
+
+@section
+class Recipe:
+    """The fine-tuning recipe of `testtask.lm.finetune`: data to tokens, optimisation, precision, checkpoints."""
+
+    epochs: PositiveInt | None  # null: the runner sets it for each run
+    max_steps: PositiveInt | None  # a cap on the optimizer steps (tests, smoke runs); null: none
+    batch_size: PositiveInt  # effective: per_device × gradient accumulation × processes
+    per_device_batch_size: PositiveInt
+    max_length: PositiveInt  # context, tokens
+    # --- data → tokens
+    loss_on: LossOn
+    add_eos: Flag
+    train_eos: Flag
+    truncation_side: Side
+    pad_to_max_length: Flag
+    attend_padding: Flag
+    padding_side: Side | None  # null: the tokenizer's
+    attn_implementation: (
+        Name | None
+    )  # a transformers name, `auto` (FlashAttention-2 where it runs), null: default
+    # --- optimisation
+    learning_rate_small: (
+        PositiveNumber | None
+    )  # peak lr below large_model_threshold parameters (the size rule)
+    learning_rate_large: (
+        PositiveNumber | None
+    )  # at or above it; null (both): the runner gives the learning rate
+    large_model_threshold: PositiveNumber | None
+    learning_rate_overrides: dict[str, PositiveNumber] | None  # model -> peak lr, over the size rule
+    optim: Optimizer
+    adam_beta1: number(0, 1, low_open=False)
+    adam_beta2: number(0, 1, low_open=False)
+    adam_epsilon: PositiveNumber
+    weight_decay: NonNegativeNumber
+    max_grad_norm: NonNegativeNumber
+    lr_scheduler_type: Scheduler
+    final_lr_fraction: UnitInterval  # cosine_with_min_lr's floor, × the peak
+    warmup_steps: NonNegativeInt | None  # > 0: that many steps; null or 0: warmup_ratio of the steps
+    warmup_ratio: number(0, 1, low_open=False)
+    precision: FinetunePrecision
+    precision_large: FinetunePrecision | None  # at or above large_model_threshold; null: `precision`
+    gradient_checkpointing: Flag | None  # null: at or above gradient_checkpointing_threshold parameters
+    gradient_checkpointing_threshold: PositiveNumber | None
+    deepspeed: Name | None  # a DeepSpeed json for every run
+    zero3_config: Name | None  # under `accelerate launch` with DeepSpeed
+    # --- checkpoints
+    save_steps: list[PositiveInt] | None  # optimizer steps to checkpoint at
+    save_every: PositiveInt | None  # and every k steps
+    save_total_limit: PositiveInt | None
+    logging_steps: PositiveInt
+    progress: Flag
+
+    def __post_init__(self) -> None:
+        size_rule = (self.learning_rate_small, self.learning_rate_large)
+        require(
+            None
+            if self.batch_size % self.per_device_batch_size == 0
+            else Problem(
+                "batch_size",
+                self.batch_size,
+                "a multiple of {per_device_batch_size} "
+                f"({self.per_device_batch_size}), so that gradient accumulation is a whole number of steps >= 1",
+            ),
+            None
+            if all(x is None for x in size_rule) or all(x is not None for x in size_rule)
+            else Problem(
+                "learning_rate_small",
+                self.learning_rate_small,
+                "a number > 0 together with {learning_rate_large}, or both null",
+            ),
+            None
+            if (self.learning_rate_small is None and self.precision_large is None)
+            or self.large_model_threshold is not None
+            else Problem(
+                "large_model_threshold",
+                None,
+                "a number > 0: {learning_rate_small} or {precision_large} applies from this size",
+            ),
+            None
+            if self.gradient_checkpointing is not None or self.gradient_checkpointing_threshold is not None
+            else Problem(
+                "gradient_checkpointing_threshold",
+                None,
+                "a number > 0 while {gradient_checkpointing} is null (checkpointing from this size)",
+            ),
+        )
+
+
+# --- the model registry (conf/training_on_the_test_task/models/*.yaml, read by testtask.lm.models) ---------------
+
+
+@section
+class ModelEntry:
+    """Every field a registry entry may have; which ones an entry must have depends on its section
+    (ModelSections). testtask.lm.models.ModelRegistry checks the facts (dates, repositories, base models)."""
+
+    paper_name: Name | None  # the paper's spelling of the name, where the result files differ
+    train_date: Name  # YYYY-MM
+    params_b: PositiveNumber  # N, billions of parameters
+    tokens_t: PositiveNumber  # D, trillions of pretraining tokens
+    hf_repo: Name | None  # owner/name on the Hub; null: none (llama-1)
+    family: Name
+    language: Name  # EN | EN+CN
+    base_model: Name  # instruct models: the base model's key
+    source: Name  # extra models: where N and D come from
+    paper_hf_repo: Name | None  # the paper's spelling of hf_repo, where it is a typo
+    authors_tokens_t: PositiveNumber  # the authors' analysis code's D, where it differs
+    authors_train_date: Name  # the authors' analysis code's date, where it differs
+    # loading (the runner)
+    trust_remote_code: Flag
+    revision: Name | None  # a Hub commit; null: not pinned (revision_note says why)
+    revision_note: Name | None
+    model_args: Kwargs | None  # from_pretrained kwargs
+    eval_model_args: Kwargs | None  # lm-eval `hf` model args only
+
+
+_ENTRY = ("train_date", "hf_repo", "family", "language")
+
+
+@section
+class ModelSections:
+    """The model registry: the paper's models (Appendix B.1), its instruction-tuned ones (B.1.1, N and D from the
+    base model) and extra models with published result files."""
+
+    base: dict[
+        str,
+        partial(
+            ModelEntry, required=("paper_name", *_ENTRY, "params_b", "tokens_t"), exclude=("base_model",)
+        ),
+    ]
+    instruct: dict[
+        str, partial(ModelEntry, required=(*_ENTRY, "base_model"), exclude=("params_b", "tokens_t"))
+    ]
+    extra: dict[
+        str,
+        partial(ModelEntry, required=(*_ENTRY, "params_b", "tokens_t", "source"), exclude=("base_model",)),
+    ]
+
+
+# Keys the recipe declared for training-on-the-test-task alone before train-before-test's recipe stated every key:
+# records (finetune's fingerprint in finished.json, train-before-test's cell settings) leave them out when null,
+# so that a run recorded before they were declared still matches.
+RECORDED_WHEN_SET = (
+    "attn_implementation",
+    "learning_rate_small",
+    "learning_rate_large",
+    "large_model_threshold",
+    "learning_rate_overrides",
+    "precision_large",
+    "gradient_checkpointing_threshold",
+    "zero3_config",
+)
+
+
+def recipe_record(recipe: Recipe) -> dict[str, Any]:
+    """The recipe as records write it: every key, in the recipe's order, but those of RECORDED_WHEN_SET at null."""
+    return {k: v for k, v in to_plain(recipe).items() if not (k in RECORDED_WHEN_SET and v is None)}
