@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from testtask.errors import reported
 from testtask.paths import conf_dir
-from testtask.pipeline import check, compose_checked, run, with_user_files
+from testtask.pipeline import check, compose_checked, plain_overrides, run, with_user_files
 from testtask.schema import ConfigError
 
 
@@ -24,16 +24,6 @@ from testtask.schema import ConfigError
 def _hydra_main(cfg: DictConfig) -> None:
     with reported():  # a user's mistake: one message, no traceback (unless HYDRA_FULL_ERROR=1)
         run(with_user_files(cfg))
-
-
-def plain_overrides(args: Sequence[str]) -> bool:
-    """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the command
-    checks itself before Hydra starts."""
-    return all(
-        not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
-        and "," not in a.split("=", 1)[1]
-        for a in args
-    )
 
 
 def precheck(args: Sequence[str]) -> None:

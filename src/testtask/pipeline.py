@@ -541,6 +541,18 @@ def compose(overrides: Sequence[str] | None = None, config_name: str = "config")
     return cfg
 
 
+def plain_overrides(args: Sequence[str]) -> bool:
+    """Whether a command line `args` holds only overrides of the config (no Hydra flag, sweep or Hydra setting):
+    the `testtask` command and the runners then check it themselves, before Hydra starts."""
+    return all(
+        not a.startswith("-")
+        and "=" in a
+        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
+        and "," not in a.split("=", 1)[1]
+        for a in args
+    )
+
+
 def compose_checked(overrides: Sequence[str], config_name: str = "config") -> tuple[DictConfig | None, list[str]]:
     """`compose`, turning what Hydra refuses into config-error lines instead of its traceback: an override of a key
     the config does not have is composed as an addition (`+key=value`) so that the schema names it with the keys

@@ -94,18 +94,6 @@ def precheck(paper: str, args: Sequence[str]) -> None:
         raise ConfigError(lines)
 
 
-def plain_overrides(args: Sequence[str]) -> bool:
-    """Whether `args` are only overrides of the config (no Hydra flag, sweep or Hydra setting), which the runner
-    checks itself before Hydra starts (the rule of the `testtask` command's own precheck)."""
-    return all(
-        not a.startswith("-")
-        and "=" in a
-        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
-        and "," not in a.split("=", 1)[1]
-        for a in args
-    )
-
-
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     """Run `paper`'s runner on `argv` (default: the command line after the script name) as Hydra would."""
     spec = _runner(paper)
@@ -114,6 +102,8 @@ def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     if args and args[0] in spec.subcommands:  # e.g. a worker process started by a multi-process launcher
         with reported():
             return load(spec.subcommands[args[0]])(*args[1:])
+    from testtask.pipeline import plain_overrides
+
     if plain_overrides(args):
         with reported():
             precheck(paper, args)

@@ -29,7 +29,6 @@ from testtask.schema import (
     UnitInterval,
     non_empty,
     number,
-    partial,
     require,
     section,
     to_plain,
@@ -210,54 +209,6 @@ class Recipe:
 
 
 # --- the model registry (conf/training_on_the_test_task/models/*.yaml, read by testtask.lm.models) ---------------
-
-
-@section
-class ModelEntry:
-    """Every field a registry entry may have; which ones an entry must have depends on its section
-    (ModelSections). testtask.lm.models.ModelRegistry checks the facts (dates, repositories, base models)."""
-
-    paper_name: Name | None  # the paper's spelling of the name, where the result files differ
-    train_date: Name  # YYYY-MM
-    params_b: PositiveNumber  # N, billions of parameters
-    tokens_t: PositiveNumber  # D, trillions of pretraining tokens
-    hf_repo: Name | None  # owner/name on the Hub; null: none (llama-1)
-    family: Name
-    language: Name  # EN | EN+CN
-    base_model: Name  # instruct models: the base model's key
-    source: Name  # extra models: where N and D come from
-    paper_hf_repo: Name | None  # the paper's spelling of hf_repo, where it is a typo
-    authors_tokens_t: PositiveNumber  # the authors' analysis code's D, where it differs
-    authors_train_date: Name  # the authors' analysis code's date, where it differs
-    # loading (the runner)
-    trust_remote_code: Flag
-    revision: Name | None  # a Hub commit; null: not pinned (revision_note says why)
-    revision_note: Name | None
-    model_args: Kwargs | None  # from_pretrained kwargs
-    eval_model_args: Kwargs | None  # lm-eval `hf` model args only
-
-
-_ENTRY = ("train_date", "hf_repo", "family", "language")
-
-
-@section
-class ModelSections:
-    """The model registry: the paper's models (Appendix B.1), its instruction-tuned ones (B.1.1, N and D from the
-    base model) and extra models with published result files."""
-
-    base: dict[
-        str,
-        partial(
-            ModelEntry, required=("paper_name", *_ENTRY, "params_b", "tokens_t"), exclude=("base_model",)
-        ),
-    ]
-    instruct: dict[
-        str, partial(ModelEntry, required=(*_ENTRY, "base_model"), exclude=("params_b", "tokens_t"))
-    ]
-    extra: dict[
-        str,
-        partial(ModelEntry, required=(*_ENTRY, "params_b", "tokens_t", "source"), exclude=("base_model",)),
-    ]
 
 
 # Keys the recipe declared for training-on-the-test-task alone before train-before-test's recipe stated every key:

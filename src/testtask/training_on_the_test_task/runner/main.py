@@ -39,7 +39,6 @@ from testtask import runners
 from testtask.lm.hf import pick_device
 from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
-from testtask.schema import to_plain
 from testtask.training_on_the_test_task.runner.settings import (
     BASE,
     USER_FILES,
@@ -81,7 +80,7 @@ def registry_entry(settings: Settings) -> Any:
 
     registry = _FIXED_REGISTRY
     if registry is None:
-        registry = ModelRegistry.from_config(to_plain(settings.models))
+        registry = ModelRegistry.from_models(settings.models)
     return registry.get(settings.model) if settings.model in registry else None
 
 

@@ -3,7 +3,7 @@ composed (its groups `training_on_the_test_task/models`, the fine-tuning recipe,
 presets and the protocol preset).
 
 Each key is declared here once, with its type and allowed values; its value is in YAML. The recipe and LoRA keys are
-the shared fine-tuning's (`testtask.lm.settings`), the model registry's entries `testtask.lm.settings.ModelSections`.
+the shared fine-tuning's (`testtask.lm.settings`), the model registry `testtask.lm.models.Models` (the analysis reads the same).
 `runners.py` loads the composed config once (`testtask.schema.load`), before Hydra starts and again first thing in
 each job, and the runner reads the typed `Settings`.
 """
@@ -15,7 +15,8 @@ from typing import Annotated
 import annotated_types as at
 from pydantic import Strict
 
-from testtask.lm.settings import EvalBatchSize, Kwargs, Limit, Lora, ModelSections, Recipe
+from testtask.lm.models import Models
+from testtask.lm.settings import EvalBatchSize, Kwargs, Limit, Lora, Recipe
 from testtask.schema import (
     Choice,
     Flag,
@@ -181,7 +182,7 @@ class Settings:
     results_dir: Name
     checkpoints_dir: Name
     protocol: Protocol
-    models: ModelSections
+    models: Models
     recipe: Recipe
     finetune_data: FinetuneData
 
