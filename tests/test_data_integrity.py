@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the fetch fixtures `mirror` and `checksums` are imported from test_data_fetch
-"""Issue 14, findings 1-3, 7, 8: the mirror is never shared, failed fetches leave no analysable tree, a figure
-that was asked for and not built is an error, corrupt caches are refitted, outputs honour the umask."""
+"""The mirror is never shared, failed fetches leave no analysable tree, a figure that was asked for and not built is
+an error, corrupt caches are refitted, outputs honour the umask."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ FAST = ["sampler.draws=100", "sampler.tune=100", "sampler.chains=2", "sampler.pr
 
 
 def verify_release(*args, **kwargs):
-    from testtask.data.release import verify_release as verify  # imported here: absent before issue 14
+    from testtask.data.release import verify_release as verify  # imported here: absent before d6a26a1
 
     return verify(*args, **kwargs)
 
@@ -47,7 +47,7 @@ def _fetch(dest: Path, mirror: Path, checksums: Path, paper: str = POT) -> dict:
     return F.fetch([paper], SOURCES, dest, mirror, checksums_dir=checksums)[paper]
 
 
-# ------------------------------------------------------------------------- finding 1: never share the mirror
+# ------------------------------------------------------------------------------------ never share the mirror
 
 
 def test_fetched_files_share_no_inode_with_the_mirror_and_are_read_only(
@@ -60,7 +60,7 @@ def test_fetched_files_share_no_inode_with_the_mirror_and_are_read_only(
     files = [p for p in dest.rglob("*") if p.is_file() and p.name != F.STAMP_NAME]
     assert files and all(not stat.S_IMODE(p.stat().st_mode) & 0o222 for p in files)
 
-    # The pandas-style in-place edit of finding 1 (root ignores the read-only bit, so force it): the mirror
+    # A pandas-style in-place edit of a fetched file (root ignores the read-only bit, so force it): the mirror
     # keeps its bytes, and the next fetch repairs the copy.
     target = dest / POT / REL
     target.chmod(0o644)
@@ -97,7 +97,7 @@ def test_unchanged_refetch_keeps_the_tree_in_place(tmp_path: Path, mirror: Path,
     assert [p.name for p in dest.iterdir()] == [POT]  # no staging or old folders left behind
 
 
-# ------------------------------------------------------------------ finding 2: no analysable partial tree
+# ----------------------------------------------------------------------------- no analysable partial tree
 
 
 def test_failed_fetch_keeps_the_previous_good_tree(tmp_path: Path, mirror: Path, checksums: Path) -> None:
@@ -190,7 +190,7 @@ def test_release_against_a_changed_manifest_is_refused(tmp_path: Path, mirror: P
         verify_release(dest / POT, POT, checksums_dir=checksums)
 
 
-# --------------------------------------------------------------- finding 3: nothing built is not a success
+# -------------------------------------------------------------------------- nothing built is not a success
 
 
 def test_empty_mirror_then_a_numbered_table_exits_non_zero(
@@ -231,7 +231,7 @@ def test_all_figures_build_what_they_can_and_say_what_was_skipped(
     assert len(summary) == 1 and f"{len(built)} built" in summary[0] and "skipped table 1" in summary[0]
 
 
-# ------------------------------------------------------------------------- finding 7: corrupt posterior cache
+# ------------------------------------------------------------------------------------ corrupt posterior cache
 
 
 def test_truncated_posterior_cache_is_named_and_refitted(
@@ -268,7 +268,7 @@ def test_truncated_posterior_cache_is_named_and_refitted(
     assert np.allclose(again.idata.posterior[name].values, first.idata.posterior[name].values)  # same seed
 
 
-# ------------------------------------------------------------------------------------ finding 8: the umask
+# ----------------------------------------------------------------------------------------------- the umask
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])

@@ -1,4 +1,4 @@
-"""A cached posterior proves what it holds (issue 25, finding 8): its key and the model code's version are stored
+"""A cached posterior proves what it holds: its key and the model code's version are stored
 inside the file, and an entry that does not match them is named in a warning and refitted."""
 
 from __future__ import annotations

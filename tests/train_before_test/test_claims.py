@@ -37,7 +37,7 @@ def test_ledger_validates_and_names_only_hook_functions_and_built_outputs():
         assert not claim.needs  # the release is one file, whole on the mirror
     differs_known = {"tbt.s32.fig3.lu_direct_again", "tbt.s33.gemma_excluded", "tbt.c2.fig12.tau_b_ties"}
     assert all(c.note for c in loaded.claims if c.id in differs_known)
-    # every claim that differs on the release says why (issue 26)
+    # every claim that differs on the release says why in a category
     kinds = {c.id: c.category.kind for c in loaded.claims if c.category}
     assert kinds == {
         "tbt.s32.fig3.lu_direct_again": "inconsistent",  # §3.2 quotes 0.54, then 0.52

@@ -168,7 +168,7 @@ def test_unknown_model(registry: ModelRegistry) -> None:
     assert "nope" not in registry
 
 
-# --------------------------------------------------------------------------- loading fields (issue 13)
+# ---------------------------------------------------------------------------------------------------- loading fields
 
 REMOTE_CODE = {  # the repositories ship code transformers has no class for (model and/or tokenizer)
     "baichuan-7b",
