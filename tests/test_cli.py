@@ -45,7 +45,8 @@ def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):
 
 
 def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
-    """SOURCE=results reads runs in the published layout; the sidecar holds what the issue names."""
+    """SOURCE=results reads runs in the published layout; the sidecar holds every (m, n, effect) panel with its
+    average difference and 89% HDI, β's summary and diagnostics, and the seconds of each fit."""
     results = tmp_path / "results" / "pretrain-on-test"
     for n in (50, 100):
         write_accuracies(
