@@ -155,6 +155,25 @@ def offline_single_thread() -> Iterator[None]:
                 os.environ[key] = value
 
 
+def section_settings(schema: type, key: str, *overrides: str):
+    """Section `key` of the config composed with `overrides`, typed by `schema` (a paper's `Settings`)."""
+    from testtask.pipeline import compose
+    from testtask.schema import load
+
+    return load(schema, compose(list(overrides))[key], key)
+
+
+def section_violations(schema: type, key: str, *overrides: str) -> list[str]:
+    """The lines of the ConfigError that typing section `key` of the config composed with `overrides` raises
+    (each printed as one `invalid config: ...` line)."""
+    from testtask.schema import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        section_settings(schema, key, *overrides)
+    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
+    return err.value.violations
+
+
 def tmp_config(tmp_path: Path, *overrides: str):
     """The `testtask` config with every folder it writes or reads under `tmp_path` (pretrain-on-test by default)."""
     from testtask.pipeline import compose
