@@ -155,6 +155,15 @@ def offline_single_thread() -> Iterator[None]:
                 os.environ[key] = value
 
 
+def write_json(path: Path, payload: object) -> Path:
+    """Write `payload` as JSON to `path`, creating its folders."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+    return path
+
+
 def section_settings(schema: type, key: str, *overrides: str):
     """Section `key` of the config composed with `overrides`, typed by `schema` (a paper's `Settings`)."""
     from testtask.pipeline import compose

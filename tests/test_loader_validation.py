@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_json
 from testtask.context import Context
 from testtask.lm.models import ModelRegistry
 from testtask.lm.results import ResultsError, load_results
@@ -48,12 +49,6 @@ def mmlu_payload(acc: float) -> dict:
     }
 
 
-def _write_json(path: Path, payload: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload))
-    return path
-
-
 def tott_release(root: Path) -> Path:
     """data root of training-on-the-test-task: base and e3/mmluaux MMLU files of every base model that the
     authors' release has (the registry's qwen2 models have none there)."""
@@ -61,8 +56,8 @@ def tott_release(root: Path) -> Path:
     evaluations = root / PAPER / "evaluations"
     for i, name in enumerate(models):
         acc = 0.3 + 0.005 * i
-        _write_json(evaluations / "base" / f"{name}-mmlu.json", mmlu_payload(acc))
-        _write_json(evaluations / "e3" / "mmluaux" / f"{name}-mmlu.json", mmlu_payload(acc + 0.05))
+        write_json(evaluations / "base" / f"{name}-mmlu.json", mmlu_payload(acc))
+        write_json(evaluations / "e3" / "mmluaux" / f"{name}-mmlu.json", mmlu_payload(acc + 0.05))
     return evaluations
 
 
