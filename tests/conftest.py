@@ -92,6 +92,27 @@ def model_spec(**changes):
     return dataclasses.replace(configured("pretrain-on-test").model, **changes)
 
 
+SMALL_SAMPLER = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
+
+
+def small_model_data(effect: float, seed: int):
+    """pretrain-on-test's model data for three tasks, three subsamples and two LM types, 50 trials a cell; the
+    treatment arm `effect` more accurate."""
+    from testtask.pretrain_on_test.hierarchical import ModelData
+
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
+        for lm in ("a", "b")
+        for d in range(3)
+        for s in range(3)
+        for t in (0, 1)
+    ]
+    for row in rows:
+        row["correct"] = int(rng.binomial(50, 0.5 + effect * row["treatment"]))
+    return ModelData.from_long(pd.DataFrame(rows))
+
+
 def write_accuracies(
     root: Path,
     collection: str,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import model_spec, write_accuracies
+from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data, write_accuracies
 from tests.test_data_fetch import CSV, SOURCES, checksums, mirror  # noqa: F401 - fixtures
 from testtask.data import fetch as F
 from testtask.io import atomic_write_json, atomic_write_text
@@ -238,30 +238,16 @@ def test_truncated_posterior_cache_is_named_and_refitted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from testtask.pretrain_on_test.fits import fit_cached
-    from testtask.pretrain_on_test.hierarchical import ModelData
 
-    rng = np.random.default_rng(0)
-    long = [
-        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
-        for lm in ("a", "b")
-        for d in range(3)
-        for s in range(3)
-        for t in (0, 1)
-    ]
-    for row in long:
-        row["correct"] = int(rng.binomial(50, 0.5 + 0.1 * row["treatment"]))
-    import pandas as pd
-
-    data = ModelData.from_long(pd.DataFrame(long))
+    data = small_model_data(0.1, seed=0)
     spec = model_spec(backend="marginal")
-    sampler = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
     cache = tmp_path / "cache"
-    first = fit_cached(data, spec, sampler, 3, cache)
+    first = fit_cached(data, spec, SMALL_SAMPLER, 3, cache)
     (path,) = cache.glob("*.nc")
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 3])
     with caplog.at_level(logging.WARNING):
-        again = fit_cached(data, spec, sampler, 3, cache)
+        again = fit_cached(data, spec, SMALL_SAMPLER, 3, cache)
     assert str(path) in caplog.text and "fitting again" in caplog.text
     assert path.stat().st_size > len(raw) // 3  # written again, whole
     name = next(iter(first.idata.posterior.data_vars))
