@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data, write_accuracies
+from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data, tmp_config, write_accuracies
 from tests.test_data_fetch import CSV, SOURCES, checksums, mirror  # noqa: F401 - fixtures
 from testtask.data import fetch as F
 from testtask.io import atomic_write_json, atomic_write_text
-from testtask.pipeline import UsageError, compose, run
+from testtask.pipeline import UsageError, run
 
 POT = "pretrain-on-test"
 REL = "accuracies_from_paper/m50/n50/bert/ag_news/accuracies.csv"
@@ -128,17 +128,7 @@ def test_failed_first_fetch_leaves_nothing(tmp_path: Path, mirror: Path, checksu
 
 
 def _cli(tmp_path: Path, *extra: str):
-    return compose(
-        [
-            f"data.dest={tmp_path / 'published'}",
-            f"figures_dir={tmp_path / 'figures'}",
-            f"cache_dir={tmp_path / 'cache'}",
-            f"paper={POT}",
-            "seed=1",
-            *FAST,
-            *extra,
-        ]
-    )
+    return tmp_config(tmp_path, "seed=1", *FAST, *extra)
 
 
 def _partial_tree(tmp_path: Path) -> Path:
@@ -221,9 +211,7 @@ def test_all_figures_build_what_they_can_and_say_what_was_skipped(
         datasets=3,
         subsamples=4,
     )
-    cfg = _cli(
-        tmp_path, "action=tables", "source=results", f"results_dir={tmp_path / 'results'}", "results_run=null"
-    )
+    cfg = _cli(tmp_path, "action=tables", "source=results")  # results_dir under tmp_path, results_run=null
     with caplog.at_level(logging.INFO, logger="testtask"):
         built = run(cfg)
     assert built, "some table is buildable from zero-shot results alone"
