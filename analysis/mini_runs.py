@@ -3,7 +3,8 @@
 python analysis/mini_runs.py                 the committed results (the training-on-the-test-task table is
                                              computed from the JSONs, as `make figure-mini ... SOURCE=results`)
 python analysis/mini_runs.py --before REV    the same numbers for the results committed at REV, and the change
-                                             (e.g. REV = 5ed6098, the last commit before the protocols of issue 12)
+                                             (e.g. REV = 5ed6098, the last commit before the runners followed the
+                                             authors' protocols)
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def _print_tott(now: dict, before: dict | None) -> None:
         if _key(p) in old:
             o = old[_key(p)]
             line += (
-                f" | before issue: {o['before']['value']:.3f} -> {o['after']['value']:.3f} ({o['difference']:+.3f});"
+                f" | at the --before revision: {o['before']['value']:.3f} -> {o['after']['value']:.3f} ({o['difference']:+.3f});"
                 f" change of the difference {p['difference'] - o['difference']:+.3f}"
             )
         print(line)

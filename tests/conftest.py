@@ -92,6 +92,27 @@ def model_spec(**changes):
     return dataclasses.replace(configured("pretrain-on-test").model, **changes)
 
 
+SMALL_SAMPLER = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
+
+
+def small_model_data(effect: float, seed: int):
+    """pretrain-on-test's model data for three tasks, three subsamples and two LM types, 50 trials a cell; the
+    treatment arm `effect` more accurate."""
+    from testtask.pretrain_on_test.hierarchical import ModelData
+
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
+        for lm in ("a", "b")
+        for d in range(3)
+        for s in range(3)
+        for t in (0, 1)
+    ]
+    for row in rows:
+        row["correct"] = int(rng.binomial(50, 0.5 + effect * row["treatment"]))
+    return ModelData.from_long(pd.DataFrame(rows))
+
+
 def write_accuracies(
     root: Path,
     collection: str,
@@ -153,6 +174,34 @@ def offline_single_thread() -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def write_json(path: Path, payload: object) -> Path:
+    """Write `payload` as JSON to `path`, creating its folders."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def section_settings(schema: type, key: str, *overrides: str):
+    """Section `key` of the config composed with `overrides`, typed by `schema` (a paper's `Settings`)."""
+    from testtask.pipeline import compose
+    from testtask.schema import load
+
+    return load(schema, compose(list(overrides))[key], key)
+
+
+def section_violations(schema: type, key: str, *overrides: str) -> list[str]:
+    """The lines of the ConfigError that typing section `key` of the config composed with `overrides` raises
+    (each printed as one `invalid config: ...` line)."""
+    from testtask.schema import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        section_settings(schema, key, *overrides)
+    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
+    return err.value.violations
 
 
 def tmp_config(tmp_path: Path, *overrides: str):

@@ -354,7 +354,7 @@ def test_the_command_line_reader_finder_finds_them(tmp_path):
 
 
 def test_only_entry_modules_parse_a_command_line():
-    """Issue 15: Hydra for everything a user runs with choices (`testtask action=...`, the runners); no library
+    """Hydra for everything a user runs with choices (`testtask action=...`, the runners); no library
     module has an argparse or sys.argv main of its own."""
     readers = command_line_readers()
     assert {"testtask.runners", "testtask.preflight.cli"} <= set(readers)  # the entry modules are seen
@@ -382,7 +382,7 @@ def test_the_config_read_finder_finds_them():
 
 
 def test_paper_modules_read_typed_settings_not_the_config():
-    """Issue 15: a paper's figures, tables and actions read `ctx.settings` (typed, read once by `PAPER.settings`),
+    """A paper's figures, tables and actions read `ctx.settings` (typed, read once by `PAPER.settings`),
     never `ctx.cfg`. The runners (`<paper>/runner/`) read their own run config and are not concerned."""
     offenders = {}
     for paper in PAPERS:

@@ -1,4 +1,4 @@
-"""Issue 26's acceptance on the releases the offline mirror holds whole (training-on-the-test-task,
+"""The claim categories' acceptance test on the releases the offline mirror holds whole (training-on-the-test-task,
 train-before-test, and proxy-tasks, which reads those two): `make data figures tables report` under both presets,
 and every claim that does not match under the authors' code has a category (the report raises a LedgerError
 otherwise). pretrain-on-test's complete release is larger than the mirror (m = 100): its claims on the absent parts

@@ -45,7 +45,8 @@ def test_mirror_with_only_zero_shot_builds_what_it_can(tmp_path, monkeypatch):
 
 
 def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
-    """SOURCE=results reads runs in the published layout; the sidecar holds what the issue names."""
+    """SOURCE=results reads runs in the published layout; the sidecar holds every (m, n, effect) panel with its
+    average difference and 89% HDI, β's summary and diagnostics, and the seconds of each fit."""
     results = tmp_path / "results" / "pretrain-on-test"
     for n in (50, 100):
         write_accuracies(
@@ -160,7 +161,7 @@ def test_other_papers_roots_follow_the_source(tmp_path, source, run_level, expec
     assert ctx.paper_root("proxy-tasks") == ctx.data_root
 
 
-# --------------------------------------------------------------------------- install and logging papercuts (issue 13)
+# ---------------------------------------------------------------------------------------- install and logging papercuts
 
 
 def test_run_keeps_hydras_job_log_handlers(tmp_path):
@@ -240,10 +241,10 @@ def test_make_help_lists_every_target_and_phony_is_declared_once():
     makefile = (repo_root() / "Makefile").read_text()
     phonies = re.findall(r"^\.PHONY:(.*)$", makefile, flags=re.M)
     assert len(phonies) == 1, "declare .PHONY once"
-    targets = {
-        t for t in re.findall(r"^([a-zA-Z%_-]+):(?!=)", makefile, flags=re.M) if "%" not in t
-    }
-    shown = subprocess.run(["make", "-s", "help"], cwd=repo_root(), capture_output=True, text=True, check=True).stdout
+    targets = {t for t in re.findall(r"^([a-zA-Z%_-]+):(?!=)", makefile, flags=re.M) if "%" not in t}
+    shown = subprocess.run(
+        ["make", "-s", "help"], cwd=repo_root(), capture_output=True, text=True, check=True
+    ).stdout
     listed = set(re.findall(r"^make (\S+)", shown, flags=re.M))
     assert targets <= listed | {"install"} and "install" in listed, sorted(targets - listed)
     assert targets <= set(phonies[0].split()), sorted(targets - set(phonies[0].split()))
@@ -258,7 +259,7 @@ def test_make_help_lists_every_target_and_phony_is_declared_once():
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-c constraints.txt" in pip and any(p.startswith("-e .[") for p in pip)
-    # QLoRA and ZeRO-3 run on the CPU: bitsandbytes and deepspeed are core dependencies, pinned (issue 24)
+    # QLoRA and ZeRO-3 run on the CPU: bitsandbytes and deepspeed are core dependencies, pinned
     import tomllib
 
     deps = tomllib.loads((repo_root() / "pyproject.toml").read_text())["project"]["dependencies"]

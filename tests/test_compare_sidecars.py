@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
+
+from tests.conftest import write_json
 
 SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "compare_sidecars.py"
 spec = importlib.util.spec_from_file_location("compare_sidecars", SCRIPT)
@@ -15,9 +16,7 @@ SIDECAR = {"theta": 0.0731, "panels": [{"n": 53, "ok": True, "label": "mmlu"}], 
 
 
 def _write(root: Path, obj: dict, name: str = "paper/figure-1.json") -> None:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj))
+    write_json(root / name, obj)
 
 
 def test_equal_within_tolerance_and_added_keys_allowed(tmp_path, capsys):

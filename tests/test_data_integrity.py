@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the fetch fixtures `mirror` and `checksums` are imported from test_data_fetch
-"""Issue 14, findings 1-3, 7, 8: the mirror is never shared, failed fetches leave no analysable tree, a figure
-that was asked for and not built is an error, corrupt caches are refitted, outputs honour the umask."""
+"""The mirror is never shared, failed fetches leave no analysable tree, a figure that was asked for and not built is
+an error, corrupt caches are refitted, outputs honour the umask."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import model_spec, write_accuracies
+from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data, tmp_config, write_accuracies
 from tests.test_data_fetch import CSV, SOURCES, checksums, mirror  # noqa: F401 - fixtures
 from testtask.data import fetch as F
 from testtask.io import atomic_write_json, atomic_write_text
-from testtask.pipeline import UsageError, compose, run
+from testtask.pipeline import UsageError, run
 
 POT = "pretrain-on-test"
 REL = "accuracies_from_paper/m50/n50/bert/ag_news/accuracies.csv"
@@ -24,7 +24,7 @@ FAST = ["sampler.draws=100", "sampler.tune=100", "sampler.chains=2", "sampler.pr
 
 
 def verify_release(*args, **kwargs):
-    from testtask.data.release import verify_release as verify  # imported here: absent before issue 14
+    from testtask.data.release import verify_release as verify  # imported here: absent before d6a26a1
 
     return verify(*args, **kwargs)
 
@@ -47,7 +47,7 @@ def _fetch(dest: Path, mirror: Path, checksums: Path, paper: str = POT) -> dict:
     return F.fetch([paper], SOURCES, dest, mirror, checksums_dir=checksums)[paper]
 
 
-# ------------------------------------------------------------------------- finding 1: never share the mirror
+# ------------------------------------------------------------------------------------ never share the mirror
 
 
 def test_fetched_files_share_no_inode_with_the_mirror_and_are_read_only(
@@ -60,7 +60,7 @@ def test_fetched_files_share_no_inode_with_the_mirror_and_are_read_only(
     files = [p for p in dest.rglob("*") if p.is_file() and p.name != F.STAMP_NAME]
     assert files and all(not stat.S_IMODE(p.stat().st_mode) & 0o222 for p in files)
 
-    # The pandas-style in-place edit of finding 1 (root ignores the read-only bit, so force it): the mirror
+    # A pandas-style in-place edit of a fetched file (root ignores the read-only bit, so force it): the mirror
     # keeps its bytes, and the next fetch repairs the copy.
     target = dest / POT / REL
     target.chmod(0o644)
@@ -97,7 +97,7 @@ def test_unchanged_refetch_keeps_the_tree_in_place(tmp_path: Path, mirror: Path,
     assert [p.name for p in dest.iterdir()] == [POT]  # no staging or old folders left behind
 
 
-# ------------------------------------------------------------------ finding 2: no analysable partial tree
+# ----------------------------------------------------------------------------- no analysable partial tree
 
 
 def test_failed_fetch_keeps_the_previous_good_tree(tmp_path: Path, mirror: Path, checksums: Path) -> None:
@@ -128,17 +128,7 @@ def test_failed_first_fetch_leaves_nothing(tmp_path: Path, mirror: Path, checksu
 
 
 def _cli(tmp_path: Path, *extra: str):
-    return compose(
-        [
-            f"data.dest={tmp_path / 'published'}",
-            f"figures_dir={tmp_path / 'figures'}",
-            f"cache_dir={tmp_path / 'cache'}",
-            f"paper={POT}",
-            "seed=1",
-            *FAST,
-            *extra,
-        ]
-    )
+    return tmp_config(tmp_path, "seed=1", *FAST, *extra)
 
 
 def _partial_tree(tmp_path: Path) -> Path:
@@ -190,7 +180,7 @@ def test_release_against_a_changed_manifest_is_refused(tmp_path: Path, mirror: P
         verify_release(dest / POT, POT, checksums_dir=checksums)
 
 
-# --------------------------------------------------------------- finding 3: nothing built is not a success
+# -------------------------------------------------------------------------- nothing built is not a success
 
 
 def test_empty_mirror_then_a_numbered_table_exits_non_zero(
@@ -221,9 +211,7 @@ def test_all_figures_build_what_they_can_and_say_what_was_skipped(
         datasets=3,
         subsamples=4,
     )
-    cfg = _cli(
-        tmp_path, "action=tables", "source=results", f"results_dir={tmp_path / 'results'}", "results_run=null"
-    )
+    cfg = _cli(tmp_path, "action=tables", "source=results")  # results_dir under tmp_path, results_run=null
     with caplog.at_level(logging.INFO, logger="testtask"):
         built = run(cfg)
     assert built, "some table is buildable from zero-shot results alone"
@@ -231,44 +219,30 @@ def test_all_figures_build_what_they_can_and_say_what_was_skipped(
     assert len(summary) == 1 and f"{len(built)} built" in summary[0] and "skipped table 1" in summary[0]
 
 
-# ------------------------------------------------------------------------- finding 7: corrupt posterior cache
+# ------------------------------------------------------------------------------------ corrupt posterior cache
 
 
 def test_truncated_posterior_cache_is_named_and_refitted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from testtask.pretrain_on_test.fits import fit_cached
-    from testtask.pretrain_on_test.hierarchical import ModelData
 
-    rng = np.random.default_rng(0)
-    long = [
-        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
-        for lm in ("a", "b")
-        for d in range(3)
-        for s in range(3)
-        for t in (0, 1)
-    ]
-    for row in long:
-        row["correct"] = int(rng.binomial(50, 0.5 + 0.1 * row["treatment"]))
-    import pandas as pd
-
-    data = ModelData.from_long(pd.DataFrame(long))
+    data = small_model_data(0.1, seed=0)
     spec = model_spec(backend="marginal")
-    sampler = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
     cache = tmp_path / "cache"
-    first = fit_cached(data, spec, sampler, 3, cache)
+    first = fit_cached(data, spec, SMALL_SAMPLER, 3, cache)
     (path,) = cache.glob("*.nc")
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 3])
     with caplog.at_level(logging.WARNING):
-        again = fit_cached(data, spec, sampler, 3, cache)
+        again = fit_cached(data, spec, SMALL_SAMPLER, 3, cache)
     assert str(path) in caplog.text and "fitting again" in caplog.text
     assert path.stat().st_size > len(raw) // 3  # written again, whole
     name = next(iter(first.idata.posterior.data_vars))
     assert np.allclose(again.idata.posterior[name].values, first.idata.posterior[name].values)  # same seed
 
 
-# ------------------------------------------------------------------------------------ finding 8: the umask
+# ----------------------------------------------------------------------------------------------- the umask
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])

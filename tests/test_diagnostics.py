@@ -1,4 +1,4 @@
-"""Diagnostics are loud (issue 25, finding 5): a fit outside the r̂, ESS or divergence limits is warned about by
+"""Diagnostics are loud: a fit outside the r̂, ESS or divergence limits is warned about by
 cell, flagged in its sidecar, and the report marks the claims resting on it."""
 
 from __future__ import annotations

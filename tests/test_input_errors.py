@@ -1,4 +1,4 @@
-"""Issue 25 finding 6: a user's mistake prints one message from the command line, not a Hydra traceback.
+"""A user's mistake prints one message from the command line, not a Hydra traceback.
 
 The commands run in subprocesses, as a user runs them: the handler sits at the command-line edge, so only a real
 process shows what reaches the terminal (stderr, exit status)."""

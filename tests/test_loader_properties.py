@@ -1,4 +1,4 @@
-"""Property-based tests of the raw-result loaders (issue 14): corrupt one valid file at random.
+"""Property-based tests of the raw-result loaders: corrupt one valid file at random.
 
 The loader must either raise its own error naming the file, or return exactly what it returned for the clean file.
 For lm-eval outputs "the loader" is what every analysis of training-on-the-test-task runs: `load_results` then

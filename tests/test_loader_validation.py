@@ -1,7 +1,7 @@
-"""Issue 14, findings 4 and 5: no input can make an analysis silently wrong.
+"""No input can make an analysis silently wrong.
 
-Finding 4: the lm-eval loader of training-on-the-test-task dropped a model whose metric was missing, null, "N/A" or
-NaN, and accepted an accuracy of 1.7 or -0.5. Finding 5: accuracies.csv took a duplicated column, failed with a bare
+Before d6a26a1 the lm-eval loader of training-on-the-test-task dropped a model whose metric was missing, null, "N/A" or
+NaN, and accepted an accuracy of 1.7 or -0.5; accuracies.csv took a duplicated column, failed with a bare
 UnicodeDecodeError on UTF-16 or binary files, and gave no hint for a header with spaces. The same rule for the other
 raw-result readers that feed figures: train-before-test's all_results.json and the proxy-tasks matrices.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_json
 from testtask.context import Context
 from testtask.lm.models import ModelRegistry
 from testtask.lm.results import ResultsError, load_results
@@ -48,12 +49,6 @@ def mmlu_payload(acc: float) -> dict:
     }
 
 
-def _write_json(path: Path, payload: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload))
-    return path
-
-
 def tott_release(root: Path) -> Path:
     """data root of training-on-the-test-task: base and e3/mmluaux MMLU files of every base model that the
     authors' release has (the registry's qwen2 models have none there)."""
@@ -61,8 +56,8 @@ def tott_release(root: Path) -> Path:
     evaluations = root / PAPER / "evaluations"
     for i, name in enumerate(models):
         acc = 0.3 + 0.005 * i
-        _write_json(evaluations / "base" / f"{name}-mmlu.json", mmlu_payload(acc))
-        _write_json(evaluations / "e3" / "mmluaux" / f"{name}-mmlu.json", mmlu_payload(acc + 0.05))
+        write_json(evaluations / "base" / f"{name}-mmlu.json", mmlu_payload(acc))
+        write_json(evaluations / "e3" / "mmluaux" / f"{name}-mmlu.json", mmlu_payload(acc + 0.05))
     return evaluations
 
 
@@ -119,7 +114,7 @@ _DROP = object()
     ],
     ids=["missing-key", "null", "N/A", "NaN", "1.7", "-0.5", "null-in-a-subject"],
 )
-def test_finding_4_a_bad_metric_value_is_an_error_naming_file_and_field(tmp_path, entry, value, expected):
+def test_a_bad_lm_eval_metric_value_is_an_error_naming_file_and_field(tmp_path, entry, value, expected):
     """Today: the model silently leaves the fit (53 -> 52 models) or an impossible accuracy is fitted."""
     evaluations = tott_release(tmp_path / "published")
     path = evaluations / "base" / "pythia-410m-mmlu.json"
@@ -131,7 +126,7 @@ def test_finding_4_a_bad_metric_value_is_an_error_naming_file_and_field(tmp_path
     assert expected in str(err.value)
 
 
-def test_finding_4_brier_score_outside_its_range_is_an_error(tmp_path):
+def test_lm_eval_brier_score_outside_its_range_is_an_error(tmp_path):
     evaluations = tott_release(tmp_path / "published")
     path = evaluations / "e3" / "mmluaux" / "olmo-7b-mmlu.json"
     _corrupt(path, "mmlu", "brier_score,none", 2.5)
@@ -140,7 +135,7 @@ def test_finding_4_brier_score_outside_its_range_is_an_error(tmp_path):
     assert str(path) in str(err.value) and "'results.mmlu.brier_score,none'" in str(err.value)
 
 
-def test_finding_4_loader_refuses_null_and_out_of_range_but_keeps_lm_eval_na_stderr(tmp_path):
+def test_loader_refuses_null_and_out_of_range_but_keeps_lm_eval_na_stderr(tmp_path):
     evaluations = tott_release(tmp_path / "published")
     table = load_results(evaluations)
     brier = table[table["metric"] == "brier_score,none"]
@@ -153,7 +148,7 @@ def test_finding_4_loader_refuses_null_and_out_of_range_but_keeps_lm_eval_na_std
         assert str(path) in str(err.value) and expected in str(err.value)
 
 
-def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path, caplog, monkeypatch):
+def test_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path, caplog, monkeypatch):
     """A result missing from the source stops the figure unless config lists it; a listed one is named."""
     evaluations = tott_release(tmp_path / "published")
     gone = evaluations / "e3" / "mmluaux" / "olmo-7b-mmlu.json"
@@ -191,7 +186,7 @@ def test_finding_4_a_model_left_out_is_named_in_the_log_and_the_sidecar(tmp_path
     assert any("olmo-7b" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
 
 
-def test_finding_4_a_nan_in_the_file_is_read_only_where_config_lists_the_result(tmp_path):
+def test_a_nan_in_an_lm_eval_file_is_read_only_where_config_lists_the_result(tmp_path):
     """The authors' release holds NaN for three TruthfulQA results (listed in config); elsewhere NaN is refused."""
     evaluations = tott_release(tmp_path / "published")
     path = evaluations / "e3" / "mmluaux" / "pythia-70m-mmlu.json"
@@ -229,7 +224,7 @@ def _csv(tmp_path: Path, content: bytes | str) -> Path:
     return path
 
 
-def test_finding_5_duplicated_column_is_an_error_naming_file_and_column(tmp_path):
+def test_accuracies_csv_duplicated_column_is_an_error_naming_file_and_column(tmp_path):
     """Today: pandas renames the second `base` to `base.1` and the file is accepted."""
     rows = "".join(line + ",0.5\n" for line in CSV_ROWS.splitlines())
     path = _csv(tmp_path, f"{CSV_HEADER},base\n{rows}")
@@ -248,7 +243,7 @@ def test_finding_5_duplicated_column_is_an_error_naming_file_and_column(tmp_path
     ],
     ids=["utf-16", "utf-16-le", "binary", "latin-1-byte"],
 )
-def test_finding_5_non_utf8_or_binary_file_is_an_accuracy_data_error(tmp_path, encode):
+def test_accuracies_csv_non_utf8_or_binary_file_is_an_accuracy_data_error(tmp_path, encode):
     """Today: a bare UnicodeDecodeError (or a parser error) naming no file."""
     path = _csv(tmp_path, encode(f"{CSV_HEADER}\n{CSV_ROWS}"))
     with pytest.raises(AccuracyDataError) as err:
@@ -256,7 +251,7 @@ def test_finding_5_non_utf8_or_binary_file_is_an_accuracy_data_error(tmp_path, e
     assert str(path) in str(err.value) and "not a UTF-8 text CSV" in str(err.value)
 
 
-def test_finding_5_header_with_spaces_says_so(tmp_path):
+def test_accuracies_csv_header_with_spaces_says_so(tmp_path):
     """Today: 'missing column(s) extra, test, ...' with no hint that the names carry spaces."""
     path = _csv(tmp_path, f"{CSV_HEADER.replace(',', ', ')}\n{CSV_ROWS}")
     with pytest.raises(AccuracyDataError) as err:

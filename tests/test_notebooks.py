@@ -12,8 +12,8 @@ from tests.conftest import REPO
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 KERNEL = "python3"
 # Every notebook runs with `make test-slow` and `make notebooks` (13-30 s each on 2 cores), keeping `make test`
-# under its 10 minutes (issue 24 added the ZeRO-3 and QLoRA runs, issue 25 the worked examples, issue 26 both
-# analysis presets; `make test` measured 9 min 24 s before the last one moved here); the figures they draw are built
+# under its 10 minutes (the CPU ZeRO-3 and QLoRA runs, the worked examples and the two analysis presets each made
+# `make test` longer; it measured 9 min 24 s before the last one moved here); the figures they draw are built
 # and checked by the pipeline tests, and tests/test_source_separation.py runs the notebook helper's sidecar check.
 SLOW = {
     "training-on-the-test-task",

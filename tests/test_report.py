@@ -1,4 +1,4 @@
-"""The reproduction report's machinery (issue 16): the sidecar path language, the rule kinds (rounding edge cases
+"""The reproduction report's machinery: the sidecar path language, the rule kinds (rounding edge cases
 and the one zero rule), ledger validation, evaluation of claims on synthetic sidecars, provenance and rendering."""
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"rule": {"kind": "round"}}, "rule", "needs digits"),
         ({"rule": {"kind": "approx"}}, "rule", "unknown rule kind"),
         ({"rule": {"kind": "sign"}}, "paper", "positive, negative or zero"),
-        # Issue 25 finding 6: a paper value that does not fit its rule is a ledger error, not missing data.
+        # a paper value that does not fit its rule is a ledger error, not missing data.
         (
             {
                 "paper": 0,
@@ -246,7 +246,7 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"needs": "few/m50"}, "needs", "a list"),
         ({"needs": ["../up"]}, "needs", "without '..'"),
         ({"colour": "red"}, "colour", "unknown field"),
-        # Issue 26: the fixed category list, each kind with its fields
+        # the fixed category list, each kind with its fields
         ({"category": "rounding"}, "category", "a mapping with kind"),
         ({"category": {"kind": "rounding", "error": "x"}}, "category.kind", "is not a category"),
         ({"category": {"kind": "text-vs-code", "text": "§2.2"}}, "category.code", "needs code"),
@@ -314,7 +314,7 @@ def test_paper_values_that_fit_their_rule_load(tmp_path, overrides):
 
 
 def test_committed_ledgers_fit_their_rules():
-    """Every committed claim's paper value has the shape its rule needs (the check added for issue 25)."""
+    """Every committed claim's paper value has the shape its rule needs (checked when the ledger is read)."""
     from testtask.report.main import ledger_file
 
     for file in sorted(ledger_file("x").parent.glob("*.yaml")):
@@ -642,7 +642,7 @@ def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_pa
 
 
 def test_the_header_names_paths_relative_to_the_repository():
-    """Issue 26: the report's header names the repository's folders, not this machine's absolute paths."""
+    """The report's header names the repository's folders, not this machine's absolute paths."""
     from testtask.paths import repo_root
     from testtask.report.provenance import shown
 

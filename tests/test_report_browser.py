@@ -78,7 +78,7 @@ def test_every_figure_of_the_built_report_loads():
 
 @pytest.mark.slow
 def test_the_first_screen_shows_the_findings(tmp_path):
-    """Issue 26: what a reviewer sees on opening the report (1280 x 800) is the findings section: its heading, the
+    """What a reviewer sees on opening the report (1280 x 800) is the findings section: its heading, the
     first paper's headline and its first finding, above the provenance header and the claim tables."""
     from PIL import Image
 

@@ -1,4 +1,4 @@
-"""The report's findings (issue 26): both presets side by side, every non-matching claim by category, the first
+"""The report's findings: both presets side by side, every non-matching claim by category, the first
 section of the page; an uncategorized difference on the authors' release is a ledger error."""
 
 from __future__ import annotations
@@ -130,7 +130,13 @@ def test_a_report_run_evaluates_both_presets_and_refuses_uncategorized_claims(tm
     # the report composes each preset's configuration from its own command line: given under the text's preset,
     # it judges the same claims the same way
     again = run(
-        _cfg(root, "action=report", "source=published", "report.require_categories=false", "protocol=paper_text")
+        _cfg(
+            root,
+            "action=report",
+            "source=published",
+            "report.require_categories=false",
+            "protocol=paper_text",
+        )
     )
     assert again["papers"][PAPER]["claims"] == listed["papers"][PAPER]["claims"]
 

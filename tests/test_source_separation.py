@@ -1,4 +1,4 @@
-"""Outputs can never be read under the wrong source (issue 25, finding 1).
+"""Outputs can never be read under the wrong source.
 
 Replayed: a figure built from our own run (source=results) wrote the same `figure-1.json` as the published build,
 and a later `make report` (source=published) evaluated it without a warning. Now each source and run has its own
@@ -73,7 +73,7 @@ def _built(figures: Path, source: str) -> Path:
     return found
 
 
-def test_finding_1_a_results_build_is_never_read_by_the_published_report(root):
+def test_a_results_build_is_never_read_by_the_published_report(root):
     build(_cfg(root, "source=results"), "figure", [1])
     results_figure = _built(root / "figures", "results")
 
@@ -126,7 +126,7 @@ def test_output_folders_per_source_and_run():
     assert source_folder("results", None) == "results"
     assert output_dir("/f", "results", "a", "p") == Path("/f/p/results-a")
     assert output_dir("/r", "published") == Path("/r/published")
-    # issue 26: the other analysis preset's outputs go beside the default's, never into its folder
+    # the other analysis preset's outputs go beside the default's, never into its folder
     assert output_dir("/f", "published", None, "p", "authors") == Path("/f/p/published")
     assert output_dir("/f", "published", None, "p", "paper_text") == Path("/f/p/published.paper_text")
     assert output_dir("/f", "results", "a", "p", "paper_text") == Path("/f/p/results-a.paper_text")
@@ -172,9 +172,7 @@ def test_a_sidecar_of_the_other_protocol_preset_is_refused():
         check("f.json", _block("published", protocol="authors"), text)
     assert "built from source=published, the report was asked for source=published under " in str(err.value)
     assert "protocol=paper_text" in str(err.value)
-    with pytest.raises(
-        ProvenanceMismatch, match="built from source=published under protocol=paper_text"
-    ):
+    with pytest.raises(ProvenanceMismatch, match="built from source=published under protocol=paper_text"):
         check("f.json", _block("published", protocol="paper_text"), Expected.of("published"))
     # built before the preset was recorded: not compared
     assert check("f.json", _block("published"), text)["x"] == 1

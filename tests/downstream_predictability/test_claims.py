@@ -27,7 +27,7 @@ def test_ledger_validates_and_every_note_names_our_family():
     for claim in loaded.claims:
         assert claim.note and "CPU-mini family" in claim.note and "not the paper's" in claim.note, claim.id
         assert claim.rule.kind in ("equal", "sign", "all") and not claim.needs  # qualitative, on our runs
-    # the three that differ on our family (issue 26): the paper's per-sample scores are not released
+    # the three that differ on our family carry a category: the paper's per-sample scores are not released
     kinds = {c.id: c.category.kind for c in loaded.claims if c.category}
     assert kinds == {
         "dp.s3.fig3.share_above_075_falls": "release-gap",

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
+from tests.conftest import section_settings, section_violations
 from testtask import papers
 from testtask.downstream_predictability.settings import (
     Comparison,
@@ -21,23 +23,14 @@ from testtask.downstream_predictability.settings import (
 )
 from testtask.downstream_predictability.simulate import family_overrides, simulate_family
 from testtask.pipeline import compose, make_context
-from testtask.schema import ConfigError, load
 
 PAPER = "downstream-predictability"
 KEY = "downstream_predictability"
 FAMILY = "smollm2-135m-cpu-mini"
 
 
-def _settings(*overrides: str) -> Settings:
-    return load(Settings, compose(list(overrides))[KEY], KEY)
-
-
-def _violations(*overrides: str) -> list[str]:
-    """The lines of the ConfigError the section of `overrides` raises."""
-    with pytest.raises(ConfigError) as err:
-        _settings(*overrides)
-    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
-    return err.value.violations
+_settings = functools.partial(section_settings, Settings, KEY)
+_violations = functools.partial(section_violations, Settings, KEY)  # the lines of the ConfigError raised
 
 
 def test_the_default_config_gives_typed_settings():

@@ -1,4 +1,4 @@
-"""A cached posterior proves what it holds (issue 25, finding 8): its key and the model code's version are stored
+"""A cached posterior proves what it holds: its key and the model code's version are stored
 inside the file, and an entry that does not match them is named in a warning and refitted."""
 
 from __future__ import annotations
@@ -9,33 +9,16 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from tests.conftest import model_spec
+from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data
 from testtask.pretrain_on_test import cache_entry
 from testtask.pretrain_on_test.fits import fit_cached, fit_key
-from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData
+from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit
 from testtask.pretrain_on_test.meta_analysis_figures import _read_panel
 
-SAMPLER = {"name": "nutpie", "draws": 100, "tune": 100, "chains": 2, "progressbar": False}
 SPEC = model_spec(backend="marginal")
 SEED = 3
-
-
-def _data(effect: float, seed: int) -> ModelData:
-    """Three tasks, three subsamples, two LM types; the treatment arm `effect` more accurate."""
-    rng = np.random.default_rng(seed)
-    rows = [
-        {"lm_type": lm, "dataset": f"d{d}", "subsample": s, "treatment": t, "trials": 50}
-        for lm in ("a", "b")
-        for d in range(3)
-        for s in range(3)
-        for t in (0, 1)
-    ]
-    for row in rows:
-        row["correct"] = int(rng.binomial(50, 0.5 + effect * row["treatment"]))
-    return ModelData.from_long(pd.DataFrame(rows))
 
 
 def _beta(fit: Fit) -> np.ndarray:
@@ -48,11 +31,11 @@ def cache(tmp_path: Path) -> dict:
     folder = tmp_path / "cache"
     out = {"folder": folder}
     for name, effect in (("boost", 0.3), ("bias", 0.0)):
-        data = _data(effect, seed=len(name))
+        data = small_model_data(effect, seed=len(name))
         out[name] = {
             "data": data,
-            "fit": fit_cached(data, SPEC, SAMPLER, SEED, folder),
-            "path": folder / f"{fit_key(data, SPEC, SAMPLER, SEED)}.nc",
+            "fit": fit_cached(data, SPEC, SMALL_SAMPLER, SEED, folder),
+            "path": folder / f"{fit_key(data, SPEC, SMALL_SAMPLER, SEED)}.nc",
         }
     return out
 
@@ -62,13 +45,13 @@ def test_a_posterior_copied_over_another_is_named_and_refitted(cache: dict, capl
     assert _beta(boost["fit"]).mean() > _beta(bias["fit"]).mean() + 0.5  # the two are told apart
     shutil.copyfile(boost["path"], bias["path"])
     with caplog.at_level(logging.WARNING, logger="testtask"):
-        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+        again = fit_cached(bias["data"], SPEC, SMALL_SAMPLER, SEED, cache["folder"])
     assert not again.from_cache
     assert str(bias["path"]) in caplog.text and cache_entry.KEY in caplog.text
     assert np.allclose(_beta(again), _beta(bias["fit"]))  # the bias's posterior, not the boost's
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="testtask"):
-        third = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+        third = fit_cached(bias["data"], SPEC, SMALL_SAMPLER, SEED, cache["folder"])
     assert third.from_cache and not caplog.text  # the cache was rewritten with the right entry
     assert np.allclose(_beta(third), _beta(bias["fit"]))
 
@@ -77,7 +60,7 @@ def test_a_change_of_the_model_code_is_refitted(cache: dict, caplog, monkeypatch
     bias = cache["bias"]
     monkeypatch.setattr(cache_entry, "model_code_version", lambda: "edited-likelihood")
     with caplog.at_level(logging.WARNING, logger="testtask"):
-        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+        again = fit_cached(bias["data"], SPEC, SMALL_SAMPLER, SEED, cache["folder"])
     assert not again.from_cache
     assert str(bias["path"]) in caplog.text and cache_entry.VERSION in caplog.text
     assert "edited-likelihood" in caplog.text
@@ -86,7 +69,7 @@ def test_a_change_of_the_model_code_is_refitted(cache: dict, caplog, monkeypatch
 def test_an_intact_entry_is_reused(cache: dict, caplog) -> None:
     bias = cache["bias"]
     with caplog.at_level(logging.WARNING, logger="testtask"):
-        again = fit_cached(bias["data"], SPEC, SAMPLER, SEED, cache["folder"])
+        again = fit_cached(bias["data"], SPEC, SMALL_SAMPLER, SEED, cache["folder"])
     assert again.from_cache and not caplog.text
     assert np.array_equal(_beta(again), _beta(bias["fit"]))
 

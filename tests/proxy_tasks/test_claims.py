@@ -38,7 +38,7 @@ def test_ledger_validates_and_names_only_hook_functions():
     for claim in loaded.claims:
         if claim.id not in TABLE_5_MATCHES:
             assert claim.note, claim.id
-    # and says why in a category (issue 26): Table 5 and its reading disagree with Table 4 under §3.2's formula;
+    # and says why in a category: Table 5 and its reading disagree with Table 4 under §3.2's formula;
     # Table 3's matrix and target are not released (the claim is checked on other papers' matrices)
     kinds = {c.id: c.category.kind for c in loaded.claims if c.category}
     assert set(kinds) == {c.id for c in loaded.claims} - TABLE_5_MATCHES

@@ -4,9 +4,11 @@ output's settings), every bad, missing or unknown key one line naming it, and th
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
+from tests.conftest import section_settings, section_violations
 from testtask import papers
 from testtask.pipeline import compose, typed
 from testtask.proxy_tasks.settings import (
@@ -21,23 +23,14 @@ from testtask.proxy_tasks.settings import (
     Stage,
     TrainBeforeTestReader,
 )
-from testtask.schema import ConfigError, load
 
 PAPER = "proxy-tasks"
 KEY = "proxy_tasks"
 MATRICES = "tbt_direct, tbt_trained, tott_base, tott_adjusted"
 
 
-def _settings(*overrides: str) -> Settings:
-    return load(Settings, compose(list(overrides))[KEY], KEY)
-
-
-def _violations(*overrides: str) -> list[str]:
-    """The lines of the ConfigError the section of `overrides` raises."""
-    with pytest.raises(ConfigError) as err:
-        _settings(*overrides)
-    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
-    return err.value.violations
+_settings = functools.partial(section_settings, Settings, KEY)
+_violations = functools.partial(section_violations, Settings, KEY)  # the lines of the ConfigError raised
 
 
 def test_the_default_config_gives_typed_settings():

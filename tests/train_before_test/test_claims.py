@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.conftest import stamp_release
-from tests.train_before_test.test_figures import CATEGORIES, synthetic_results
+from tests.train_before_test.conftest import (
+    SMALL_BENCHMARKS,
+    output_folder,
+    sidecar,
+    small_config,
+    synthetic_results,
+    write_release,
+)
 from testtask.paths import resolve
-from testtask.pipeline import compose, run
+from testtask.pipeline import run
 from testtask.report import evaluate
 from testtask.report.evaluate import NotComputable, Sidecars
 from testtask.report.main import ledger_file, load_ledger
@@ -37,7 +43,7 @@ def test_ledger_validates_and_names_only_hook_functions_and_built_outputs():
         assert not claim.needs  # the release is one file, whole on the mirror
     differs_known = {"tbt.s32.fig3.lu_direct_again", "tbt.s33.gemma_excluded", "tbt.c2.fig12.tau_b_ties"}
     assert all(c.note for c in loaded.claims if c.id in differs_known)
-    # every claim that differs on the release says why (issue 26)
+    # every claim that differs on the release says why in a category
     kinds = {c.id: c.category.kind for c in loaded.claims if c.category}
     assert kinds == {
         "tbt.s32.fig3.lu_direct_again": "inconsistent",  # §3.2 quotes 0.54, then 0.52
@@ -151,21 +157,14 @@ def test_variants_are_read_beside_the_defaults_or_name_their_command(tmp_path: P
 
 def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):
     """Table 3 on a synthetic release holding Pythia-410M's bits per byte: the ledger's claim reads that row."""
-    results = synthetic_results([b for spec in CATEGORIES.values() for b in spec["benchmarks"]])
+    results = synthetic_results(SMALL_BENCHMARKS)
     bpb = {"arxiv_2025": 0.79069, "wiki_2025": 1.06544, "stackexchange_2025": 0.94546}  # the release's
     for field, shift in (("direct_eval", 0.03), ("train_before_test", 0.0)):
         for corpus, value in bpb.items():
             results[field][corpus][PYTHIA] = value + shift
-    path = tmp_path / "published" / PAPER / "all_results.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(results))
-    stamp_release(path.parent)
-    cfg = compose(
-        [f"paper={PAPER}", f"data.dest={tmp_path / 'published'}", f"figures_dir={tmp_path / 'figs'}"]
-    )
-    cfg.train_before_test.categories = OmegaConf.create(CATEGORIES)
-    run(OmegaConf.merge(cfg, {"action": "table", "table": 3}))
-    table = json.loads((tmp_path / "figs" / PAPER / "published" / "table-3.json").read_text())
+    write_release(tmp_path, results)
+    run(OmegaConf.merge(small_config(tmp_path), {"action": "table", "table": 3}))
+    table = sidecar(tmp_path, "table-3")
     assert table["reference_model"] == PYTHIA
     assert table["models_without_bits_per_byte"] == ["google/gemma-7b", "google/gemma-7b-it"]
     row = next(r for r in table["rows"] if r["model"] == PYTHIA and r["regime"] == "direct")
@@ -173,7 +172,7 @@ def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):
     claim = next(c for c in load_ledger(PAPER).claims if c.id == "tbt.b2.table3.pythia_410m")
     verdict = evaluate.evaluate_claim(
         claim,
-        Sidecars(tmp_path / "figs" / PAPER / "published"),
+        Sidecars(output_folder(tmp_path)),
         tmp_path / "published" / PAPER,
         functions.FUNCTIONS,
         PAPER,

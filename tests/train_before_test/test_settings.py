@@ -4,10 +4,12 @@ or unknown key one line naming it), own benchmark categories typed with them, an
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 import yaml
 
+from tests.conftest import section_settings, section_violations
 from testtask import papers
 from testtask.pipeline import compose, make_context, run
 from testtask.schema import ConfigError, load
@@ -27,16 +29,8 @@ PAPER = "train-before-test"
 KEY = "train_before_test"
 
 
-def _settings(*overrides: str) -> Settings:
-    return load(Settings, compose(list(overrides))[KEY], KEY)
-
-
-def _violations(*overrides: str) -> list[str]:
-    """The lines of the ConfigError the section of `overrides` raises."""
-    with pytest.raises(ConfigError) as err:
-        _settings(*overrides)
-    assert str(err.value).splitlines() == [f"invalid config: {v}" for v in err.value.violations]
-    return err.value.violations
+_settings = functools.partial(section_settings, Settings, KEY)
+_violations = functools.partial(section_violations, Settings, KEY)  # the lines of the ConfigError raised
 
 
 def test_the_default_config_gives_typed_settings():

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import stamp_release
+from tests.conftest import stamp_release, write_json
 from testtask.lm.models import ModelRegistry
 from testtask.pipeline import NothingBuilt, build, compose, run
 
@@ -26,11 +26,6 @@ def _lm_eval(benchmark: str, metric: str, value: float) -> dict:
     return {
         "results": {benchmark: {metric: value, metric.replace(",", "_stderr,", 1): 0.01, "alias": benchmark}}
     }
-
-
-def _write(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload))
 
 
 def make_tree(root: Path, seed: int = 0) -> None:
@@ -64,15 +59,15 @@ def make_tree(root: Path, seed: int = 0) -> None:
             after = chance + 1.6 * alpha * max(0.0, x - 21.0) + noise[1]
             v2 = bench.startswith("leaderboard")
             folder = ev / "new_evals" if v2 else ev
-            _write(folder / "base" / f"{name}-{bench}.json", _lm_eval(bench, metric, before))
+            write_json(folder / "base" / f"{name}-{bench}.json", _lm_eval(bench, metric, before))
             stage = "mmluaux" if ft == "mmluaux" else "gsm8kaux"
-            _write(
+            write_json(
                 folder / ("" if v2 else "e3") / stage / f"{name}-{bench}.json", _lm_eval(bench, metric, after)
             )
             if bench in ("mmlu", "gsm8k") and not newer:
                 for epochs, gain in (("e1", 0.6), ("e2", 0.9)):
                     value = chance + gain * 1.6 * alpha * max(0.0, x - 21.0) + noise[2]
-                    _write(
+                    write_json(
                         ev / epochs / stage / f"{name}-{bench}.json",
                         _lm_eval(bench, metric, max(before, value)),
                     )
@@ -83,7 +78,7 @@ def make_tree(root: Path, seed: int = 0) -> None:
                         + (1 - frac) * alpha * hinge
                         + noise[3]
                     )
-                    _write(
+                    write_json(
                         ev / "intermediate" / stage / "evals" / name / f"step_{step}" / f"{bench}.json",
                         _lm_eval(bench, metric, value),
                     )
@@ -170,7 +165,7 @@ def test_figure_9_from_a_learning_rate_sweep(tmp_path):
             sweep = json.loads(json.dumps(payload))
             for entry in sweep["results"].values():
                 entry["acc,none"] += gain
-            _write(ev / "lr_sweep" / rate / "mmluaux" / path.name, sweep)
+            write_json(ev / "lr_sweep" / rate / "mmluaux" / path.name, sweep)
     stamp_release(data / PAPER)
     build(_cfg(data, tmp_path / "figures"), "figure", [9])
     fig9 = json.loads((tmp_path / "figures" / PAPER / "published" / "figure-9.json").read_text())

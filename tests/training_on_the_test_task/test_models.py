@@ -10,6 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import mirror_dir
+from tests.training_on_the_test_task.conftest import REMOTE_CODE
 from testtask.lm.models import ModelRegistry, UnknownModel, default_path
 
 EVALUATIONS = Path("training_on_the_test_task") / "evaluations"
@@ -168,23 +169,7 @@ def test_unknown_model(registry: ModelRegistry) -> None:
     assert "nope" not in registry
 
 
-# --------------------------------------------------------------------------- loading fields (issue 13)
-
-REMOTE_CODE = {  # the repositories ship code transformers has no class for (model and/or tokenizer)
-    "baichuan-7b",
-    "baichuan-13b",
-    "baichuan2-7b",
-    "baichuan2-13b",
-    "internlm-7b",
-    "internlm-20b",
-    "internlm2-base-7b",
-    "internlm2-base-20b",
-    "skywork-13b",
-    "stablelm-base-alpha-3b-v2",
-    "stablelm-base-alpha-7b-v2",
-    "yi-6b",
-    "map-neo-7b",
-}
+# ---------------------------------------------------------------------------------------------------- loading fields
 
 
 def test_remote_code_is_off_unless_the_entry_says_so(registry: ModelRegistry) -> None:

@@ -8,22 +8,9 @@ import dataclasses
 
 import pytest
 
+from tests.training_on_the_test_task.conftest import REMOTE_CODE
 from testtask.lm.models import ModelRegistry
 from testtask.training_on_the_test_task.runner import plan
-
-# The nine the issue counts (Baichuan x4, InternLM x4, Skywork-13B); the registry also flags the StableLM-Alpha-v2
-# models (remote modeling code) and the Yi-6B and MAP-Neo-7B tokenizers.
-NINE = {
-    "baichuan-7b",
-    "baichuan-13b",
-    "baichuan2-7b",
-    "baichuan2-13b",
-    "internlm-7b",
-    "internlm-20b",
-    "internlm2-base-7b",
-    "internlm2-base-20b",
-    "skywork-13b",
-}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +44,7 @@ def test_models_of_10b_and_more_train_under_zero3_on_8_or_16_gpus(sweep):
 def test_the_remote_code_models_say_so(sweep):
     jobs, _ = sweep
     remote = {j.model for j in jobs if j.remote_code}
-    assert NINE <= remote
+    assert remote == REMOTE_CODE  # every planned model whose repository ships code, and no other
     assert not {"falcon-7b", "falcon-11b", "pythia-70m", "llama-2-70b", "qwen2-7b"} & remote
 
 

@@ -58,14 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TASKS_DIR = Path(__file__).resolve().parent / "lm_eval_tasks"
-OUR_BENCHMARKS = (
-    "arc_challenge_mc",
-    "hellaswag_mc",
-    "mmlu_cloze",
-    "mmlu_mc",
-    "leaderboard_mmlu_pro_four",
-    "leaderboard_mmlu_pro_four_seeded",
-)
 _SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 
 

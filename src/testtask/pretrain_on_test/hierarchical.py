@@ -97,11 +97,6 @@ class ModelData:
         )
 
 
-def _lm_code(n_lm: int) -> np.ndarray:
-    # Treatment coding as bambi does it: the first LM type (alphabetically) is the reference.
-    return (np.arange(n_lm) > 0).astype(float)
-
-
 def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Model:
     """The §6.1 model in identified coordinates; data go in through `pm.Data` named correct/trials."""
     n_j, n_k, n_i, _ = shape

@@ -9,7 +9,7 @@ score is masked (NaN) before any step.
 
 Beside it, two baselines fitted on the same folds:
 - `mean_of_tasks`: x = mean over all candidate tasks of the feature-normalised scores (the average-of-benchmarks
-  score the issue asks for; the two-step mean is identically 0, so the feature step is used), y = the target's
+  score, a common baseline; the two-step mean is identically 0, so the feature step is used), y = the target's
   feature-normalised score, OLS, inverted through the target's mean and spread;
 - `best_single`: the most relevant candidate alone (weight 1), through the proxy pipeline.
 """

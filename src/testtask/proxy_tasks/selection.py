@@ -167,8 +167,3 @@ def fit_proxies(
         robustness=rob_series,
         selection=selection,
     )
-
-
-def combined_score(normalised: Normalised, weights: pd.Series) -> pd.Series:
-    """sum_i W_i p_i per model, in the normalised space."""
-    return normalised.values[list(weights.index)] @ weights

@@ -1,4 +1,4 @@
-"""The reproduction report (issue 16): each paper's claims ledger (`conf/claims/<paper>.yaml`) evaluated on the
+"""The reproduction report: each paper's claims ledger (`conf/claims/<paper>.yaml`) evaluated on the
 JSON sidecars already built, rendered as `report/index.html` and `report/REPRODUCTION.md`.
 
 `ledger` reads and validates a ledger, `paths` resolves a claim's path into a sidecar, `rules` compares ours with the

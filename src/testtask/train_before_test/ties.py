@@ -75,12 +75,6 @@ def tau_b_from_signs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(a * b) / denominator) if denominator > 0 else float("nan")
 
 
-def tie_fraction(x: np.ndarray, se: np.ndarray, z: float, rule: TieRule) -> float:
-    """Share of model pairs tied on one benchmark."""
-    s = signs(x, se, z, rule)
-    return float(np.mean(s == 0)) if len(s) else float("nan")
-
-
 def tie_aware_matrix(
     scores: pd.DataFrame, stderr: pd.DataFrame, benchmarks: list[str], z: float, rule: TieRule
 ) -> pd.DataFrame:
