@@ -12,7 +12,7 @@ The caller compares the ranks. The recording is a wrapper around `Trainer.traini
 the Trainer fed the model, whichever collator or sampler built it.
 
 Only plain-string examples and keys every version of the recipe has are used, so the same worker also runs against
-the code before issue 12 (to show the checks fail there). Each part starts without a process group (the previous
+the code before 36183a5 (to show the checks fail there). Each part starts without a process group (the previous
 part's is torn down): a group left up by an earlier Trainer would hide a world size read before TrainingArguments
 exist, as the first Trainer of a real job has none.
 """

@@ -7,7 +7,7 @@ per device: on 2 ranks that is 2 steps of accumulation. Checked here: the Traine
 accumulation × world size is the recipe's batch, each optimizer step consumes exactly that many distinct examples
 split disjointly across the ranks and each epoch covers the data once, the number of optimizer steps is the one
 the data size implies, and `train_epochs`' steps per epoch (its checkpoint steps) are the Trainer's epoch ends.
-Before issue 12 the accumulation was computed with a world size of 1 (torch.distributed is not up before
+Before 36183a5 the accumulation was computed with a world size of 1 (torch.distributed is not up before
 TrainingArguments exist), so every step took 16 examples, and `train_epochs` expected checkpoints the Trainer never
 wrote. One torchrun launch (each part starts without a process group); about 20 s on two idle cores, 60-80 s on
 cores busy with other jobs.

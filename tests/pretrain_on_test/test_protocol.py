@@ -1,6 +1,6 @@
 """The pretrain-on-test runner follows the authors' code (kddubey/pretrain-on-test@80fd183) by default.
 
-Mechanism tests of issue 12 (items 8-13), each on tiny offline models or pure functions: balanced int(m/K)
+Mechanism tests of the runner's protocol (the authors' code), each on tiny offline models or pure functions: balanced int(m/K)
 stratification, per-task settings, learning rates and precision, per-stage truncation, the `majority` columns,
 the §8 cells; for zero-shot the authors' prompt string, packs of shuffled texts joined by blank lines and the
 normalised mean log-probability rule. docs/protocols/pretrain-on-test.md cites the authors' lines.

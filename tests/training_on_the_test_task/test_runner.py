@@ -451,6 +451,6 @@ def test_a_real_two_process_accelerate_launch_from_the_job(setup, tmp_path, monk
     out = run(cfg)
     record = json.loads((tmp_path / "checkpoints" / "mmluaux" / "tiny" / "e1" / "finished.json").read_text())
     assert record["steps"] == 4 and out["finetune"]["steps"] == 4
-    if "batch" in record:  # finetune records its batch arithmetic (issue 13)
+    if "batch" in record:  # finetune records its batch arithmetic
         assert record["batch"]["world_size"] == 2 and record["batch"]["effective"] == 4
     assert Path(out["files"]["arc_challenge_mc"]).is_file()
