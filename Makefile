@@ -79,11 +79,11 @@ assess-model: SOURCE = published+results
 assess-model: data ## your model's verdict beside the published cohort (RUN=<run>)
 	$(TT) action=assess-model source=$(SOURCE) $(ARGS)
 
-# Figure 3 and Figure 7 timed, per fit, with diagnostics (ARGS='bench.cold=true' ignores the posterior cache).
+# Figure 3 and Figure 7 timed, per fit, with diagnostics (ARGS='pretrain_on_test.bench.cold=true' ignores the posterior cache).
 bench: data ## Figure 3 and Figure 7 timed per fit, with diagnostics
 	$(TT) action=bench paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
-# One Figure 3 configuration (conf/config.yaml bench.vs_authors) fitted the authors' way (bambi + PyMC NUTS,
+# One Figure 3 configuration (conf/pretrain_on_test/analysis.yaml bench.vs_authors) fitted the authors' way (bambi + PyMC NUTS,
 # one core) and ours, in the same run: seconds, r-hat, ESS and the ratio.
 bench-vs-authors: data ## one Figure 3 configuration fitted the authors' way and ours
 	$(TT) action=bench-vs-authors paper=pretrain-on-test source=$(SOURCE) $(ARGS)

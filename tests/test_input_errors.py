@@ -122,4 +122,3 @@ def test_the_input_error_classes_derive_from_input_error():
     for cls in (ConfigError, ResultsError, SettingsError, LedgerError):
         assert issubclass(cls, InputError), cls
     assert issubclass(ConfigError, ValueError) and issubclass(SettingsError, KeyError)  # callers unchanged
-    assert issubclass(SchemaConfigError, ValueError)

@@ -304,7 +304,7 @@ def test_train_before_test_scores_outside_their_metric_range_are_errors(tmp_path
     from testtask.train_before_test.inputs import Regime, ResultsFormatError
     from testtask.train_before_test.inputs import load_results as tbt_load
 
-    regimes = {"direct": Regime("direct", "direct_eval", "direct_eval_stderr", "Direct")}
+    regimes = {"direct": Regime(field="direct_eval", stderr_field="direct_eval_stderr", label="Direct")}
     path = _all_results(tmp_path / "all_results.json", score, bench)
     with pytest.raises(ResultsFormatError) as err:
         tbt_load(path, regimes)
@@ -317,9 +317,10 @@ def test_train_before_test_scores_outside_their_metric_range_are_errors(tmp_path
 def test_proxy_tasks_reader_refuses_a_missing_or_impossible_score(tmp_path, score):
     """Today the proxy reader turns null and "N/A" into NaN and drops the model without a word."""
     from testtask.proxy_tasks.matrices import train_before_test
+    from testtask.proxy_tasks.settings import TrainBeforeTestReader
 
     path = _all_results(tmp_path / "all_results.json", score)
-    reader = {"perplexity_tasks": [], "perplexity": "exclude"}
+    reader = TrainBeforeTestReader(file="all_results.json", perplexity_tasks=[], perplexity="exclude")
     with pytest.raises(ValueError) as err:
-        train_before_test(path, "k", {"regime": "direct_eval", "label": "x"}, reader)
+        train_before_test(path, "k", "x", "direct_eval", reader)
     assert str(path) in str(err.value) and "direct_eval.hellaswag.org/c" in str(err.value)

@@ -181,7 +181,7 @@ def variant_name(overrides: Sequence[str], differs: dict[str, Any], fingerprint:
         if (_is_group(key) and key not in LOCATIONS) or (root in roots and root not in LOCATIONS):
             chosen.append(override.lstrip("+"))
     words = chosen or [f"{key}={value}" for key, value in differs.items()]
-    name = re.sub(r"[^A-Za-z0-9_.,=+@-]", "_", ",".join(sorted(words)))
+    name = re.sub(r"[^A-Za-z0-9_.,=+@-]+", "_", ",".join(sorted(words))).replace("_,", ",").strip("_")
     if len(name) > 100:
         name = f"{name[:80]}+{fingerprint[:12]}"
     return name

@@ -22,6 +22,7 @@ import pandas as pd
 from pydantic import Strict, StringConstraints
 
 from testtask.errors import InputError
+from testtask.lm.settings import Kwargs
 from testtask.paths import conf_dir
 from testtask.schema import (
     AnyText,
@@ -64,9 +65,6 @@ HfRepo = Annotated[
     Annotated[str, Strict(), StringConstraints(pattern=r"^[^/\s]+/[^/\s]+$")] | None,
     Text("'owner/name' on the Hub, or null"),
 ]
-KeywordArgs = Annotated[
-    dict[str, bool | int | float | str | None], Text("a mapping of keyword arguments (scalar values)")
-]
 # Git branch names are not pins: the weights behind them change.
 _BRANCHES = frozenset({"main", "master", "HEAD"})
 # The optional annotations of an entry, kept for frame(), note() and with_authors_values(); never needed by analyses.
@@ -101,10 +99,8 @@ class ModelEntry:
     # Loading (the runner): off unless the entry says so (the authors loaded every model but falcon with it on)
     trust_remote_code: Flag = record_field(False)
     revision: Annotated[str, Strict(), at.MinLen(1)] | None = record_field()  # a Hub commit; null: not pinned
-    model_args: KeywordArgs = record_field(
-        {}
-    )  # from_pretrained keyword arguments (training and lm-eval's `hf`)
-    eval_model_args: KeywordArgs = record_field({})  # lm-eval `hf` model arguments only (e.g. parallelize)
+    model_args: Kwargs = record_field({})  # from_pretrained keyword arguments (training and lm-eval's `hf`)
+    eval_model_args: Kwargs = record_field({})  # lm-eval `hf` model arguments only (e.g. parallelize)
 
     def __post_init__(self) -> None:
         require(

@@ -106,7 +106,10 @@ TargetModules = Annotated[
     Name | non_empty(Name), Text("a module name or pattern (all-linear) or a list of them")
 ]
 # Keyword arguments of a loader (`from_pretrained`, lm-eval's `hf` model): any values, by name
-Kwargs = Annotated[dict[str, Any], Text("a mapping of keyword arguments")]
+# keyword arguments passed on to a library (from_pretrained, lm-eval's `hf` model): scalar values
+Kwargs = Annotated[
+    dict[str, bool | int | float | str | None], Text("a mapping of keyword arguments (scalar values)")
+]
 
 
 @section
