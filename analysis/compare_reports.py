@@ -20,7 +20,12 @@ def verdicts(report: dict[str, Any]) -> dict[tuple[str, str], tuple[Any, ...]]:
     for paper, entry in report["papers"].items():
         for claim in entry["claims"]:
             text = claim.get("paper_text") or {}
-            out[paper, claim["id"]] = (claim["status"], claim.get("ours"), text.get("status"), text.get("ours"))
+            out[paper, claim["id"]] = (
+                claim["status"],
+                claim.get("ours"),
+                text.get("status"),
+                text.get("ours"),
+            )
     return out
 
 

@@ -69,7 +69,9 @@ def main() -> None:
         frozen = "merges it"
     except Exception as err:  # noqa: BLE001
         frozen = f"refuses it ({type(err).__name__})"
-    print(f"3. a value into a frozen section held in a mapping: OmegaConf {frozen}; the schema builds it frozen")
+    print(
+        f"3. a value into a frozen section held in a mapping: OmegaConf {frozen}; the schema builds it frozen"
+    )
 
     cfg = compose([])
     start = time.perf_counter()

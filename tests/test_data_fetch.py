@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import tmp_config, go_offline
+from tests.conftest import go_offline, tmp_config
 from testtask.data import fetch as F
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

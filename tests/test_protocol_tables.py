@@ -21,11 +21,11 @@ from testtask.paths import conf_dir, repo_root
 from testtask.protocol_tables import (
     PRESET,
     Row,
-    analyses,
-    runners,
     TableError,
+    analyses,
     drift,
     read_table,
+    runners,
     same_value,
 )
 
@@ -92,7 +92,9 @@ def test_analysis_table_has_rows_where_the_preset_differs(paper: str) -> None:
     # change in some analysis table.
     section = paper.replace("-", "_") + "."
     # `protocol` names the preset (output folder, provenance): not an element of any analysis
-    changed = sorted(path for path in _changed_paths(default, preset) if path not in ("protocol", "hydra.overrides.task"))
+    changed = sorted(
+        path for path in _changed_paths(default, preset) if path not in ("protocol", "hydra.overrides.task")
+    )
     assert preset["protocol"] == "paper_text" and default["protocol"] == "authors"
     missing = [path for path in changed if path.startswith(section) and path not in differing]
     assert not missing, f"the preset changes {missing} but docs/protocols/{paper}-analysis.md has no such row"

@@ -553,7 +553,9 @@ def plain_overrides(args: Sequence[str]) -> bool:
     )
 
 
-def compose_checked(overrides: Sequence[str], config_name: str = "config") -> tuple[DictConfig | None, list[str]]:
+def compose_checked(
+    overrides: Sequence[str], config_name: str = "config"
+) -> tuple[DictConfig | None, list[str]]:
     """`compose`, turning what Hydra refuses into config-error lines instead of its traceback: an override of a key
     the config does not have is composed as an addition (`+key=value`) so that the schema names it with the keys
     there are, a group option that does not exist names the options, an override that does not parse says so.

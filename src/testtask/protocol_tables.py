@@ -52,6 +52,7 @@ def analyses() -> dict[str, tuple[str, ...]]:
 
     return {key: (f"paper={key}",) for key in papers.keys() if "analysis" in papers.get(key).paper_text}
 
+
 _KEY = re.compile(r"^(?:\[(?P<overrides>[^\]]*)\]\s*)?`(?P<path>[^`]+)`$")
 _LITERAL = re.compile(r"^`(?P<value>.*)`$")
 

@@ -51,9 +51,7 @@ class Line:
 
     claim: Claim
     authors: Verdict
-    text: (
-        Verdict | None
-    )  # under protocol=paper_text (None: the paper has one protocol, or not built)
+    text: Verdict | None  # under protocol=paper_text (None: the paper has one protocol, or not built)
     section: str
     why: str
 
