@@ -145,14 +145,40 @@ def test_variants_are_read_beside_the_defaults_or_name_their_command(tmp_path: P
     with pytest.raises(NotComputable, match="no folder"):
         functions.ties_leader(SIDECARS)
     sidecars = Sidecars(tmp_path / "figures" / PAPER / "published")
-    with pytest.raises(NotComputable, match=r"variant ties-leader not built .*ties\.rule=leader"):
+    with pytest.raises(NotComputable, match=r"variant train_before_test\.ties\.rule=leader not built"):
         functions.ties_leader(sidecars)
-    variant = tmp_path / "figures" / "variants" / "ties-leader" / PAPER / "published"
+    variant = tmp_path / "figures" / "variants" / "train_before_test.ties.rule=leader" / PAPER / "published"
     variant.mkdir(parents=True)
     (variant / "figure-12.json").write_text(json.dumps(_figure_12(0.564, 0.796, (0.5, 0.75))))
     assert functions.ties_leader(sidecars)["train_before_test"] == 0.796
-    with pytest.raises(NotComputable, match="variant pca-centred not built"):
+    with pytest.raises(NotComputable, match=r"variant train_before_test\.pca\.standardize=false not built"):
         functions.pca_centred(sidecars)
+
+
+def test_a_variant_built_from_other_settings_than_the_reports_is_refused(tmp_path: Path):
+    """The variant's sidecar must change exactly its one setting of the settings the report reads."""
+    from testtask.sidecars import Expected, ProvenanceMismatch
+
+    asked = Expected.of("published", reader="the report", settings="f" * 64)
+    sidecars = Sidecars(tmp_path / "figures" / PAPER / "published", asked)
+    variant = tmp_path / "figures" / "variants" / "train_before_test.ties.rule=leader" / PAPER / "published"
+    variant.mkdir(parents=True)
+
+    def write(differs: dict, preset: str) -> None:
+        settings = {"fingerprint": "a" * 64, "preset_fingerprint": preset, "variant": "x", "differs": differs}
+        block = {"source": "published", "run": None, "data": {}, "settings": settings}
+        numbers = {**_figure_12(0.564, 0.796, (0.5, 0.75)), "provenance": block}
+        (variant / "figure-12.json").write_text(json.dumps(numbers))
+
+    write({"train_before_test.ties.rule": "leader"}, "f" * 64)
+    assert functions.ties_leader(sidecars)["train_before_test"] == 0.796
+    for differs, preset in (
+        ({"train_before_test.ties.rule": "leader", "seed": 1}, "f" * 64),  # one setting more
+        ({"train_before_test.ties.rule": "leader"}, "b" * 64),  # a variant of other settings
+    ):
+        write(differs, preset)
+        with pytest.raises(ProvenanceMismatch, match="variant train_before_test.ties.rule=leader only"):
+            functions.ties_leader(Sidecars(sidecars.folder, asked))
 
 
 def test_table_3_gives_the_pythia_row_the_ledger_reads(tmp_path: Path):

@@ -3,31 +3,34 @@ one sidecar cannot give (counts, orderings, comparisons across sidecars, the sen
 paper's sidecars (file name -> JSON) and returns a mapping the ledger's rule compares on the paper's keys only, so
 the numbers behind a verdict are shown beside it.
 
-The sensitivity variants are built apart from the defaults, under `<figures_dir>/variants/<name>/<paper>/<source
-folder>/` (paths.output_dir):
+The sensitivity variants are builds with one setting changed, so they land in their own variant folder,
+`<figures_dir>/variants/<override>/<paper>/<source folder>/` (pipeline.variant, paths.output_dir):
 
-    make figure-12 PAPER=train-before-test ARGS='train_before_test.ties.rule=leader figures_dir=figures/variants/ties-leader'
-    make figure-6 figure-8 PAPER=train-before-test ARGS='train_before_test.pca.standardize=false figures_dir=figures/variants/pca-centred'
+    make figure-12 PAPER=train-before-test ARGS='train_before_test.ties.rule=leader'
+    make figure-6 figure-8 PAPER=train-before-test ARGS='train_before_test.pca.standardize=false'
 
 A variant not built is not computable, and the verdict names the command.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from testtask.report.evaluate import NotComputable
-from testtask.sidecars import read
+from testtask.sidecars import ProvenanceMismatch, read
 
 REGIMES = ("direct", "train_before_test")
 NEARLY = 0.9  # "nearly as high" (§3.2): the between-category mean τ is at least this share of the within one
+# Sensitivity variants the ledger reads: the setting each changes (its override names the variant folder, as for any
+# build whose settings differ from the preset's: pipeline.variant) and the command that builds it.
 VARIANTS = {
-    "ties-leader": "make figure-12 PAPER=train-before-test "
-    "ARGS='train_before_test.ties.rule=leader figures_dir=figures/variants/ties-leader'",
-    "pca-centred": "make figure-6 figure-8 PAPER=train-before-test "
-    "ARGS='train_before_test.pca.standardize=false figures_dir=figures/variants/pca-centred'",
+    "train_before_test.ties.rule=leader": "make figure-12 PAPER=train-before-test "
+    "ARGS='train_before_test.ties.rule=leader'",
+    "train_before_test.pca.standardize=false": "make figure-6 figure-8 PAPER=train-before-test "
+    "ARGS='train_before_test.pca.standardize=false'",
 }
 
 
@@ -134,9 +137,10 @@ def ties_raise_tau(sidecars: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def variant(sidecars: Mapping[str, Any], name: str, file: str) -> Any:
-    """A sidecar of sensitivity variant `name` (built under <figures_dir>/variants/<name>/<paper>/<source folder>/,
-    checked against the report's source like every sidecar); NotComputable, naming the command that builds it,
-    when it is absent."""
+    """A sidecar of sensitivity variant `name` (its override: built under <figures_dir>/variants/<name>/<paper>/
+    <source folder>/ and checked against the report's source like every sidecar, and to be a variant of the
+    report's own settings that changes exactly that one); NotComputable, naming the command that builds it, when
+    it is absent."""
     folder = getattr(sidecars, "folder", None)
     if folder is None:
         raise NotComputable(f"variant {name}: the sidecars come from no folder")
@@ -148,24 +152,35 @@ def variant(sidecars: Mapping[str, Any], name: str, file: str) -> Any:
             unbuilt=(f"variants/{name}/{file}",),
             command=VARIANTS[name],
         )
-    return read(path, getattr(sidecars, "expected", None))
+    expected = getattr(sidecars, "expected", None)
+    document = read(path, dataclasses.replace(expected, settings=None) if expected is not None else None)
+    built = (document.get("provenance") or {}).get("settings") or {}
+    key, _, value = name.partition("=")
+    if expected is not None and expected.settings and built:
+        differs = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in built["differs"].items()}
+        if built["preset_fingerprint"] != expected.settings or differs != {key: value}:
+            raise ProvenanceMismatch(
+                f"{path}: built as a variant of other settings than the report reads (it changes "
+                f"{built.get('differs')}, the variant {name} only {key}); rebuild it: {VARIANTS[name]}"
+            )
+    return document
 
 
 def ties_leader(sidecars: Mapping[str, Any]) -> dict[str, Any]:
     """App. C.2 with transitive tie classes (`ties.rule=leader`): mean τ-b."""
-    return _tau_b(variant(sidecars, "ties-leader", "figure-12.json"))
+    return _tau_b(variant(sidecars, "train_before_test.ties.rule=leader", "figure-12.json"))
 
 
 def pca_centred(sidecars: Mapping[str, Any]) -> dict[str, Any]:
     """§3.4 with centring only (`pca.standardize=false`): PC1 share (all models and Qwen), first five."""
-    figure_6 = variant(sidecars, "pca-centred", "figure-6.json")
+    figure_6 = variant(sidecars, "train_before_test.pca.standardize=false", "figure-6.json")
     out = {
         "direct": float(figure_6["pc1_share"]["direct"]),
         "train_before_test": float(figure_6["pc1_share"]["train_before_test"]),
         "first_five_direct": float(figure_6["first_components_cumulative"]["direct"]),
         "first_five_train_before_test": float(figure_6["first_components_cumulative"]["train_before_test"]),
     }
-    figure_8 = variant(sidecars, "pca-centred", "figure-8.json")
+    figure_8 = variant(sidecars, "train_before_test.pca.standardize=false", "figure-8.json")
     out["qwen_train_before_test"] = float(figure_8["pc1_share"]["train_before_test"])
     return out
 
