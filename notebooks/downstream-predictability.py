@@ -39,7 +39,9 @@
 # family is smaller.
 
 # %%
+import json
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -237,9 +239,10 @@ with tempfile.TemporaryDirectory() as work:
         seed=int(NB.cfg.seed) % 2**32,
     )
 print(f"built {[b['figure'] for b in built]}; rising questions: {np.mean(family.slopes['sim_task'] > 0):.2f}")
-SIM_RUN = (RESULTS, "results_run=simulated")  # build_simulated's source and run: its outputs' folder
-display(Image(filename=str(NB.out_dir(SIMULATED, *SIM_RUN) / "figure-3.png")))
-sim = NB.numbers("figure-4", SIMULATED, *SIM_RUN)
+# the family's own settings make its build a variant: its folder is the one under SIMULATED holding Figure 4
+SIM_OUT = next(Path(SIMULATED).rglob("figure-4.json")).parent
+display(Image(filename=str(SIM_OUT / "figure-3.png")))
+sim = json.loads((SIM_OUT / "figure-4.json").read_text())
 sim_table = pd.DataFrame(sim["rows"])
 display(
     sim_table[sim_table.method == CFG.focus.method]
@@ -256,9 +259,9 @@ print({step: f"{o['n_holds']}/{o['n']}" for step, o in sim["ordering"].items()})
 
 # %%
 if not NB.fast:
-    ZERO = f"{NB.figures_dir}/variants/undefined-zero"
-    if NB.build("figure", 4, RESULTS, "downstream_predictability.undefined=zero", figures=ZERO):
-        zero = pd.DataFrame(NB.numbers("figure-4", ZERO, RESULTS)["rows"])
+    ZERO = "downstream_predictability.undefined=zero"  # a variant: its own folder
+    if NB.build("figure", 4, RESULTS, ZERO):
+        zero = pd.DataFrame(NB.numbers("figure-4", None, RESULTS, ZERO)["rows"])
         display(
             zero[zero.method == CFG.focus.method]
             .groupby("quantity", sort=False)[["mean", "auc_ccdf"]]

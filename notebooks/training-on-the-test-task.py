@@ -46,8 +46,8 @@ PAPER = "training-on-the-test-task"
 NB = Walkthrough(PAPER, fast_builds={"table": {3, 5}, "figure": {1, 3, 7, 8, 9, 17, 20}})
 CFG, OUT, DATA_ROOT = NB.cfg, NB.out, NB.data_root
 TOTT = CFG.training_on_the_test_task
-# Variants (other config values) are written beside the default outputs, never over them.
-VARIANTS = f"{NB.figures_dir}/variants"
+# Variants (other config values) are written to their own folders (figures/variants/<override>/), never over the
+# default outputs.
 figure, table = NB.figure, NB.table
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 30)
@@ -163,11 +163,9 @@ if numbers:
 # default outputs): θ̂ and R² are unchanged, only SE and p differ.
 
 # %%
-CLUSTER = f"{VARIANTS}/cov-type-cluster"
-if numbers and NB.build(
-    "figure", 1, "training_on_the_test_task.regression.cov_type=cluster", figures=CLUSTER
-):
-    clustered = NB.numbers("figure-1", CLUSTER)
+CLUSTER = "training_on_the_test_task.regression.cov_type=cluster"  # a variant: its own folder
+if numbers and NB.build("figure", 1, CLUSTER):
+    clustered = NB.numbers("figure-1", None, CLUSTER)
     both = theta_table(numbers)[["theta", "SE", "p"]].join(
         theta_table(clustered)[["SE", "p"]], rsuffix=" (cluster)"
     )
@@ -393,7 +391,7 @@ if numbers:
 # move the MMLU cells (output under `variants/`):
 
 # %%
-numbers = table(5, "training_on_the_test_task.model_values=paper", figures=f"{VARIANTS}/model-values-paper")
+numbers = table(5, "training_on_the_test_task.model_values=paper")
 
 # %% [markdown]
 # ## Appendix E: Open LLM Leaderboard v2 (Figures 15, 16)
