@@ -255,6 +255,7 @@ def _apply_adding_a_setting(root: Path, section: str) -> set[str]:
     return changed
 
 
+@pytest.mark.slow  # a copy of the repository and a subprocess that builds twice (36 s)
 def test_the_adding_a_setting_example_of_docs_architecture_works_in_three_places(tmp_path):
     """In a copy of the repository: the example's blocks change the YAML (value and preset), the schema and the
     protocol table, and nothing else; the figure then reads the mean under the authors' code and the median under
