@@ -120,7 +120,7 @@ def clone(tmp_path) -> Clone:
         MPLBACKEND="Agg",
         # The copy's .venv is this checkout's: never let its make reinstall the package from the copy (a pyproject
         # edited since the install would otherwise point the shared environment at a folder about to vanish).
-        MAKEFLAGS="-o .venv/.installed-stamp",
+        MAKEFLAGS="--old-file=.venv/.installed-stamp",
     )
     return Clone(root, env, files, digests(root, files), _conf_files(root))
 

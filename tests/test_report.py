@@ -285,7 +285,10 @@ def test_ledger_level_errors(tmp_path):
     file.write_text(text.replace("claims:", "source: results\nclaims:", 1))
     assert ledger.load(file).source == "results"
     file.write_text(text.replace("claims:", "source: nowhere\nclaims:", 1))
-    with pytest.raises(ledger.LedgerError, match="field 'source': 'nowhere': expected published or results"):
+    with pytest.raises(
+        ledger.LedgerError,
+        match="field 'source': 'nowhere': expected one of published, results, published\\+results",
+    ):
         ledger.load(file)
     (tmp_path / "bad.yaml").write_text("paper: [unclosed")
     with pytest.raises(ledger.LedgerError, match="not valid YAML"):

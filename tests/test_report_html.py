@@ -16,7 +16,7 @@ import yaml
 from PIL import Image
 
 from testtask.report import evaluate, findings, provenance, render, templating
-from testtask.report.main import with_user_claims
+from testtask.report.main import own_claims
 
 PAPER = "train-before-test"
 SCRIPT = '<script>alert(1)</script> "quotes" & ampersands'
@@ -65,8 +65,10 @@ def _page_with_own_claims(tmp_path: Path) -> str:
     user = tmp_path / "user"
     (user / "claims").mkdir(parents=True)
     file = user / "claims" / f"{PAPER}.yaml"
-    file.write_text(yaml.safe_dump({"paper": PAPER, "claims": claims}, sort_keys=False))
-    loaded = with_user_claims(PAPER, None, user)
+    file.write_text(
+        yaml.safe_dump({"paper": PAPER, "source": "published", "claims": claims}, sort_keys=False)
+    )
+    loaded = own_claims(PAPER, None, user)
     figures = tmp_path / "figures"
     figures.mkdir()
     Image.new("RGB", (4, 4), "white").save(figures / f"{ATTRIBUTE}.png")

@@ -255,7 +255,7 @@ def own_claim(**change: object) -> dict:
         "ours": {"output": "figure-own", "path": "boost", "scale": 100},
         "rule": {"kind": "round", "digits": 1},
     }
-    return {"paper": "pretrain-on-test", "claims": [{**claim, **change}]}
+    return {"paper": "pretrain-on-test", "source": "published", "claims": [{**claim, **change}]}
 
 
 def test_own_claim_is_evaluated_beside_the_papers(tmp_path):
@@ -286,14 +286,14 @@ def test_own_claim_is_evaluated_beside_the_papers(tmp_path):
 )
 def test_a_bad_claim_field_names_the_file_and_the_field(tmp_path, change, message):
     from testtask.report.ledger import LedgerError
-    from testtask.report.main import load_ledger, with_user_claims
+    from testtask.report.main import load_ledger, own_claims
 
     user = tmp_path / "user"
     write(user, "claims/pretrain-on-test.yaml", own_claim(**change))
     with pytest.raises(
         LedgerError, match=r"user/claims/pretrain-on-test\.yaml: claim [a-z0-9.]+, " + message
     ):
-        with_user_claims("pretrain-on-test", load_ledger("pretrain-on-test"), user)
+        own_claims("pretrain-on-test", load_ledger("pretrain-on-test"), user)
 
 
 def test_no_user_folder_changes_nothing(tmp_path):
@@ -310,7 +310,7 @@ def test_the_shipped_examples_are_valid_user_files(tmp_path):
     from testtask.paths import conf_dir
     from testtask.pipeline import make_context
     from testtask.pretrain_on_test.runner.datasets import user_specs
-    from testtask.report.main import load_ledger, with_user_claims
+    from testtask.report.main import load_ledger, own_claims
     from testtask.user_files import read
 
     user = tmp_path / "user"
@@ -324,5 +324,5 @@ def test_the_shipped_examples_are_valid_user_files(tmp_path):
     assert "student-model-7b" in make_context(cfg, "training-on-the-test-task").settings.release.registry
     assert "Code" in make_context(cfg, "train-before-test").settings.categories
     assert user_specs(read(user, "datasets.yaml"))["mytopics"]["path"] == str(user / "data" / "mytopics.csv")
-    merged = with_user_claims("pretrain-on-test", load_ledger("pretrain-on-test"), user)
-    assert merged.claims[-1].id == "own.figure3.boost_m50_n50_positive"
+    own = own_claims("pretrain-on-test", load_ledger("pretrain-on-test"), user)
+    assert own.claims[-1].id == "own.figure3.boost_m50_n50_positive" and own.source == "published"

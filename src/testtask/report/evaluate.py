@@ -71,12 +71,34 @@ class Sidecars(Mapping[str, Any]):
     Each JSON (and the JSON beside a CSV) is checked against `expected` (sidecars.check): a sidecar of another
     source or run raises ProvenanceMismatch, which no claim turns into "not computable"."""
 
-    def __init__(self, folder: Path, expected: Expected | None = None):
+    def __init__(self, folder: Path, expected: Expected | None = None, pages: Path | None = None):
         self.folder = Path(folder)
         self.expected = expected
+        self.pages = pages  # `make assess-model`'s pages of this source (<pages>/<model>/<model>.json)
         self._cache: dict[str, Any] = {}
         self.read: set[str] = set()
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
+
+    def page(self, model: str) -> Any:
+        """The JSON of `make assess-model`'s page of `model` (MissingOutput when it has not been made)."""
+        key = f"assess-model/{model}.json"
+        if key not in self._cache:
+            path = (self.pages or self.folder) / model / f"{model}.json"
+            if self.pages is None or not path.is_file():
+                raise MissingOutput(key)
+            self._cache[key] = check(path, json.loads(path.read_text(encoding="utf-8")), self.expected)
+        self.touched.add(key)
+        return self._cache[key]
+
+    def user_files(self) -> dict[str, str]:
+        """The user's own files (name -> SHA-256) the sidecars read since `start_claim` were built with."""
+        found: dict[str, str] = {}
+        for name in self.touched:
+            document = self._cache.get(name)
+            block = document.get("provenance") if isinstance(document, dict) else None
+            settings = (block or {}).get("settings") or {}
+            found.update(settings.get("user_files") or {})
+        return dict(sorted(found.items()))
 
     @staticmethod
     def file_name(name: str) -> str:
@@ -133,6 +155,7 @@ class Verdict:
         str, ...
     ] = ()  # the sidecars it reads that are not built (the report names what builds them)
     failed_fits: tuple[str, ...] = ()  # sidecars read that record a fit outside the diagnostics limits
+    user_files: Mapping[str, str] = dataclasses.field(default_factory=dict)  # own files read: name -> SHA-256
 
     @property
     def note(self) -> str | None:
@@ -159,6 +182,7 @@ class Verdict:
                 else None
             ),
             "failed_fits": list(self.failed_fits),
+            "user_files": dict(self.user_files),
         }
 
 
@@ -190,7 +214,7 @@ def compute(claim: Claim, sidecars: Sidecars, functions: Mapping[str, Callable[[
     if ours.function:
         value = functions[ours.function](sidecars)
     else:
-        document = sidecars[ours.file]
+        document = sidecars.page(ours.page) if ours.page else sidecars[ours.file]
         assert ours.path is not None
         if isinstance(ours.path, tuple):
             value = [paths.resolve(document, p) for p in ours.path]
@@ -211,7 +235,7 @@ def evaluate_claim(
     sidecars.start_claim()
     verdict = _judge(claim, sidecars, data_root, functions, paper, source)
     failed = sidecars.with_failed_fits()
-    return dataclasses.replace(verdict, failed_fits=failed) if failed else verdict
+    return dataclasses.replace(verdict, failed_fits=failed, user_files=sidecars.user_files())
 
 
 def _judge(
@@ -283,11 +307,13 @@ def evaluate(
     functions: Mapping[str, Callable[[Any], Any]] | None = None,
     source: str = "published",
     expected: Expected | None = None,
+    pages: Path | None = None,
 ) -> list[Verdict]:
     """Every claim of `ledger` on the sidecars in `out_dir` (paths.output_dir) and the inputs in `data_root`;
     `source`: where the outputs are built from (named in the commands that build missing ones); `expected`: what
-    each sidecar's provenance must say (None: not checked)."""
-    sidecars = Sidecars(out_dir, expected)
+    each sidecar's provenance must say (None: not checked); `pages`: `make assess-model`'s pages of that source,
+    which a claim's `ours.page` reads."""
+    sidecars = Sidecars(out_dir, expected, pages)
     return [
         evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims
     ]

@@ -11,6 +11,7 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
       output: table-1                 #   figures_dir/<paper>/table-1.json (or a file name: table-2.csv)
       path: rows[lm_type=bert,m=50,n=50].boost_mean   # see report/paths.py; a list of paths gives a list
       scale: 100                      #   optional factor (fractions -> %)
+    # ... or `ours: {page: <model>, path: ...}`: into `make assess-model`'s page of that model (own claims) ...
     # ... or `ours: {function: <name>}`: a function of the paper's report hook (PAPER.report), given the sidecars
     rule: {kind: round, digits: 2}    # see report/rules.py
     needs: [accuracies_from_paper/m50]  # inputs under the paper's data root; absent -> "not computable"
@@ -56,7 +57,7 @@ from testtask.report import paper_values, paths, rules
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure", "category"}
-_OURS_FIELDS = {"output", "path", "function", "scale"}
+_OURS_FIELDS = {"output", "path", "function", "scale", "page"}
 
 TEXT_VS_CODE, RELEASE_GAP, INCONSISTENT, WITHIN_ERROR, UNEXPLAINED = (
     "text-vs-code",
@@ -76,6 +77,9 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _LIST_FIELDS = {"missing": 1, "places": 2}  # list fields and their least length
 
 
+SOURCES = ("published", "results", "published+results")  # testtask.settings.Source
+
+
 class LedgerError(InputError, ValueError):
     """A ledger that cannot be used; the message names the file, the claim id and the field."""
 
@@ -86,6 +90,7 @@ class Ours:
     path: str | tuple[str, ...] | None  # into that sidecar; a tuple gives a list of values
     function: str | None  # a name in the paper's report hook
     scale: float = 1.0
+    page: str | None = None  # a model whose `make assess-model` page (its JSON) the path reads instead
 
     @property
     def file(self) -> str | None:
@@ -208,20 +213,28 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
 
     ours_raw = raw.get("ours")
     if not isinstance(ours_raw, Mapping):
-        raise fail("ours", "a mapping {output, path[, scale]} or {function} is required")
+        raise fail(
+            "ours", "a mapping {output, path[, scale]}, {page, path[, scale]} or {function} is required"
+        )
     extra = sorted(set(ours_raw) - _OURS_FIELDS)
     if extra:
         raise fail(f"ours.{extra[0]}", f"unknown field (fields: {', '.join(sorted(_OURS_FIELDS))})")
     has_path, has_function = "path" in ours_raw, "function" in ours_raw
     if has_path == has_function:
-        raise fail("ours", "give either path (with output) or function, not both or neither")
+        raise fail("ours", "give either path (with output or page) or function, not both or neither")
+    page = ours_raw.get("page")
+    if page is not None:
+        if not isinstance(page, str) or not _OUTPUT.fullmatch(page):
+            raise fail("ours.page", f"a model name (of `make assess-model`'s pages), got {page!r}")
+        if "output" in ours_raw or has_function:
+            raise fail("ours.page", "a page is read by its path: give path, not output or function")
     output = ours_raw.get("output")
     if output is not None and (not isinstance(output, str) or not _OUTPUT.fullmatch(output)):
         raise fail("ours.output", f"not an output name: {output!r}")
     path: str | tuple[str, ...] | None = None
     if has_path:
-        if output is None:
-            raise fail("ours.output", "a path needs the output (sidecar) it reads")
+        if output is None and page is None:
+            raise fail("ours.output", "a path needs the output (sidecar) or the assess-model page it reads")
         raw_path = ours_raw["path"]
         path_list = raw_path if isinstance(raw_path, list) else [raw_path]
         if not path_list or not all(isinstance(p, str) for p in path_list):
@@ -270,7 +283,7 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
         where=raw["where"].strip(),
         statement=raw["statement"].strip(),
         paper=_frozen(raw["paper"]),
-        ours=Ours(output=output, path=path, function=function, scale=float(scale)),
+        ours=Ours(output=output, path=path, function=function, scale=float(scale), page=page),
         rule=Rule(kind=str(rule_raw["kind"]), params=MappingProxyType(params)),
         needs=tuple(needs),
         note=raw.get("note"),
@@ -330,8 +343,8 @@ def parse(data: Any, file: Path, paper: str | None = None) -> Ledger:
     if extra:
         raise LedgerError(f"{file}, field {extra[0]!r}: unknown top-level field (paper, source, claims)")
     source = data.get("source")
-    if source not in (None, "published", "results"):
-        raise LedgerError(f"{file}, field 'source': {source!r}: expected published or results")
+    if source not in (None, *SOURCES):
+        raise LedgerError(f"{file}, field 'source': {source!r}: expected one of {', '.join(SOURCES)}")
     seen: set[str] = set()
     claims = tuple(_claim(raw, file, i, seen) for i, raw in enumerate(data["claims"]))
     return Ledger(paper=key, file=file, claims=claims, source=source)

@@ -29,7 +29,7 @@ from testtask.io import atomic_write_json
 from testtask.paths import AUTHORS, PAPER_TEXT, conf_dir, output_dir, resolve
 from testtask.report import evaluate, findings, ledger, provenance, render, unbuilt
 from testtask.sidecars import Expected, release_checksum
-from testtask.sources import OVERLAY, OverlayUnsupported
+from testtask.sources import OVERLAY
 
 log = logging.getLogger("testtask.report")
 
@@ -63,29 +63,30 @@ def user_ledger_file(paper: str, directory: Path) -> Path:
     return directory / "claims" / f"{paper}.yaml"
 
 
-def with_user_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> ledger.Ledger | None:
-    """The paper's ledger with the user's own claims of `paper` appended, evaluated beside the paper's. The own
-    file is a ledger of its own (same fields, validated the same way); an id the paper's ledger has already, or
-    another `source`, is an error naming the file."""
+def own_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> ledger.Ledger | None:
+    """The user's own claims of `paper` (None when there is no such file): a ledger of its own (same fields,
+    validated the same way) that states the source its claims are about (`source`: published, results or
+    published+results) and is judged on that source only. An id the paper's ledger has already is an error naming
+    the file."""
     file = user_ledger_file(paper, directory)
     if not file.is_file():
-        return loaded
+        return None
     own = ledger.load(file, paper)
     ledger.check_functions(own, papers.get(paper).report)
-    if loaded is None:
-        return own
-    taken = {c.id for c in loaded.claims}
+    if own.source is None:
+        raise ledger.LedgerError(
+            f"{file}, field 'source': own claims state the source they are about: one of "
+            f"{', '.join(ledger.SOURCES)} (published+results: your run laid over the release, make report "
+            "SOURCE=published+results RUN=<run>)"
+        )
+    taken = {c.id for c in loaded.claims} if loaded is not None else set()
     for claim in own.claims:
         if claim.id in taken:
             raise ledger.LedgerError(
-                f"{file}: claim {claim.id}, field 'id': the paper's ledger {loaded.file} has it"
+                f"{file}: claim {claim.id}, field 'id': the paper's ledger {loaded.file} has it"  # type: ignore[union-attr]
             )
-    if own.source not in (None, loaded.source):
-        raise ledger.LedgerError(
-            f"{file}, field 'source': {own.source!r}, the paper's ledger says {loaded.source!r}"
-        )
-    log.info("report %s: %d own claims from %s", paper, len(own.claims), file)
-    return dataclasses.replace(loaded, claims=loaded.claims + own.claims)
+    log.info("report %s: %d own claims from %s (source %s)", paper, len(own.claims), file, own.source)
+    return own
 
 
 def _outputs_read(loaded: ledger.Ledger) -> set[str]:
@@ -113,6 +114,33 @@ def _build_missing(
             log.warning("report: could not build %s of %s: %s", file, paper, err)
 
 
+def _data_root(config: Any, paper: str, source: str) -> Path:
+    """The inputs a claim's `needs` are checked under: the release (published, and the release of an overlay) or
+    our run (results/<paper>[/<results_run>], as the pipeline's make_context)."""
+    if source in ("published", OVERLAY):
+        return resolve(config.data.dest) / paper
+    root = resolve(config.results_dir) / paper
+    return root / str(config.results_run) if config.results_run else root
+
+
+def _elsewhere(own: ledger.Ledger, source: str, configs: dict[str, Any], plugin: Any) -> _Judged:
+    """Own claims about another source than the report's: not computable here, saying where they are judged."""
+    if own.source == OVERLAY and not plugin.overlay:
+        reason = (
+            f"own claims about source={OVERLAY}: {plugin.key} does not read it (its loaders read one root)"
+        )
+        command = None
+    else:
+        run = " RUN=<run>" if own.source != "published" else ""
+        command = f"make report PAPER={plugin.key} SOURCE={own.source}{run}"
+        reason = f"an own claim about source={own.source}, judged by `{command}` (this report reads {source})"
+    verdicts = [
+        evaluate.Verdict(c, evaluate.NOT_COMPUTABLE, reason=reason, command=command) for c in own.claims
+    ]
+    protocols = [p for p in configs if p == AUTHORS or "analysis" in plugin.paper_text]
+    return _Judged({p: list(verdicts) for p in protocols}, {})
+
+
 def _command(cfg: DictConfig) -> str:
     from testtask.provenance import command
 
@@ -121,16 +149,19 @@ def _command(cfg: DictConfig) -> str:
     )
 
 
+@dataclasses.dataclass
+class _Judged:
+    """One ledger judged on one source: verdicts and the sidecars' folder per protocol preset."""
+
+    verdicts: dict[str, list[evaluate.Verdict]]
+    folders: dict[str, Path]
+
+
 def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     config = builds.typed(cfg)
-    if config.source == OVERLAY:  # the ledgers' claims are about the authors' data or about our runs
-        raise OverlayUnsupported(
-            f"the report judges the paper's claims on source=published or source=results, not {OVERLAY}"
-        )
     settings = config.report
     chosen = papers.keys() if config.paper == "all" else [str(config.paper)]
     figures_dir = resolve(config.figures_dir)
-    data_dest = resolve(config.data.dest)
     run_name = config.results_run
     out_dir = output_dir(settings.out_dir, str(config.source), run_name)
     wanted = [str(p) for p in settings.protocols]
@@ -141,62 +172,72 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     configs = {protocol: builds.preset(cfg, protocol) for protocol in dict.fromkeys(wanted)}
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
+
+    def judge(paper: str, loaded: ledger.Ledger, source: str) -> _Judged:
+        """`loaded`'s claims on the outputs built from `source`, under each preset the paper has."""
+        plugin = papers.get(paper)
+        data_root = _data_root(config, paper, source)
+        checksum = release_checksum(data_root, "published" if source == OVERLAY else source)
+        needed = _outputs_read(loaded) | {
+            f"{c.figure}.json"
+            for c in loaded.claims
+            if c.figure and c.figure.startswith(("figure-", "table-"))
+        }
+        judged = _Judged({}, {})
+        for protocol, preset_cfg in configs.items():
+            if protocol == PAPER_TEXT and "analysis" not in plugin.paper_text:
+                continue
+            built = builds.variant(preset_cfg, paper)
+            folder = output_dir(figures_dir, source, run_name, paper, protocol, variant=built.name)
+            judged.folders[protocol] = folder
+            if settings.build_missing:
+                _build_missing(preset_cfg, paper, source, needed, folder, builds)
+            expected = Expected.of(
+                source, run_name, checksum, reader="the report", preset=protocol, settings=built.fingerprint
+            )
+            pages = output_dir(figures_dir, source, run_name, "assess-model", protocol)
+            judged.verdicts[protocol] = evaluate.evaluate(
+                loaded, folder, data_root, plugin.report, source, expected, pages=pages
+            )
+            waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol)
+            if waiting:
+                missing.append(waiting)
+        return judged
+
     for paper in chosen:
         plugin = papers.get(paper)
         paper_ledger = load_ledger(paper)
-        loaded = with_user_claims(paper, paper_ledger, user_files.folder(config))
-        if loaded is None:
+        own = own_claims(paper, paper_ledger, user_files.folder(config))
+        if paper_ledger is None and own is None:
             reports.append(
                 render.PaperReport(
                     paper, [], output_dir(figures_dir, str(config.source), run_name, paper), None
                 )
             )
             continue
-        own = frozenset(c.id for c in loaded.claims) - frozenset(
-            c.id for c in (paper_ledger.claims if paper_ledger else ())
-        )
-        source = loaded.source or str(
-            config.source
-        )  # a ledger may read another source (downstream-predictability)
-        if source == "published":
-            data_root = data_dest / paper
-        else:  # as the pipeline's make_context: results/<paper>[/<results_run>]
-            data_root = resolve(config.results_dir) / paper
-            if run_name:
-                data_root = data_root / str(run_name)
-        checksum = release_checksum(data_root, source)
-        needed = _outputs_read(loaded) | {
-            f"{c.figure}.json"
-            for c in loaded.claims
-            if c.figure and c.figure.startswith(("figure-", "table-"))
-        }
-        evaluated: dict[str, list[evaluate.Verdict]] = {}
-        folders: dict[str, Path] = {}
-        for protocol, preset_cfg in configs.items():
-            if protocol == PAPER_TEXT and "analysis" not in plugin.paper_text:
-                continue
-            built = builds.variant(preset_cfg, paper)
-            folder = output_dir(figures_dir, source, run_name, paper, protocol, variant=built.name)
-            folders[protocol] = folder
-            if settings.build_missing:
-                _build_missing(preset_cfg, paper, source, needed, folder, builds)
-            expected = Expected.of(
-                source, run_name, checksum, reader="the report", preset=protocol, settings=built.fingerprint
-            )
-            evaluated[protocol] = evaluate.evaluate(
-                loaded, folder, data_root, plugin.report, source, expected
-            )
-            waiting = unbuilt.collect(paper, source, evaluated[protocol], protocol)
-            if waiting:
-                missing.append(waiting)
-        verdicts, text = evaluated[AUTHORS], evaluated.get(PAPER_TEXT)
-        found = findings.collect(paper, verdicts, text, own, categorize=str(config.source) == "published")
+        # The paper's claims are about the authors' release (or, for a ledger that says so, our runs): under
+        # SOURCE=published+results they are judged on the release alone, beside the own claims on the overlay.
+        default = "published" if config.source == OVERLAY else str(config.source)
+        parts: list[_Judged] = []
+        if paper_ledger is not None:
+            parts.append(judge(paper, paper_ledger, paper_ledger.source or default))
+        if own is not None:
+            if own.source in (str(config.source), "published") and (own.source != OVERLAY or plugin.overlay):
+                parts.append(judge(paper, own, own.source))
+            else:
+                parts.append(_elsewhere(own, str(config.source), configs, plugin))
+        verdicts = [v for part in parts for v in part.verdicts[AUTHORS]]
+        texts = [part.verdicts.get(PAPER_TEXT) for part in parts]
+        text = [v for t in texts if t is not None for v in t] if any(t is not None for t in texts) else None
+        own_ids = frozenset(c.id for c in own.claims) if own is not None else frozenset()
+        found = findings.collect(paper, verdicts, text, own_ids, categorize=default == "published")
+        ledger_file_shown = (paper_ledger or own).file  # type: ignore[union-attr]
         reports.append(
             render.PaperReport(
                 paper,
                 verdicts,
-                folders[AUTHORS],
-                loaded.file,
+                parts[0].folders.get(AUTHORS) or output_dir(figures_dir, default, run_name, paper),
+                ledger_file_shown,
                 text=text,
                 findings=found,
                 single_protocol="analysis" not in plugin.paper_text,
@@ -213,7 +254,7 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     for line in notice:  # on the console too, not only at the top of the page
         log.warning("report: %s", line)
     sources = schema.to_plain(config.data.sources)
-    prov = provenance.collect(chosen, _command(cfg), figures_dir, data_dest, sources)
+    prov = provenance.collect(chosen, _command(cfg), figures_dir, resolve(config.data.dest), sources)
     page, md = render.write(reports, prov, out_dir, notice)
     summary = {
         "provenance": prov.as_dict(),

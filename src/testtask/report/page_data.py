@@ -109,6 +109,7 @@ class PaperSection:
     ledger_file: str | None  # None: the paper has no ledger yet
     counts: list[tuple[Status, int]]
     outputs: list[Output]
+    user_files: str | None  # the user's own files its verdicts read, in words (None: none)
 
 
 @dataclass(frozen=True)
@@ -176,14 +177,16 @@ def _summary_row(r: PaperReport) -> SummaryRow:
 
 def _paper(r: PaperReport, out_dir: Path) -> PaperSection:
     if r.ledger_file is None:
-        return PaperSection(r.paper, None, [], [])
+        return PaperSection(r.paper, None, [], [], None)
     c = counts(r.verdicts)
     outputs = []
     for name, verdicts in groups(r.verdicts):
         image = _copy_figure(r, name, out_dir) if name else None
         table = _table_text(r, name) if name and not image else None
         outputs.append(Output(name, image, table, [_claim_row(r, v) for v in verdicts]))
-    return PaperSection(r.paper, str(r.ledger_file), [(_status(s), c[s]) for s in STATUSES], outputs)
+    return PaperSection(
+        r.paper, str(r.ledger_file), [(_status(s), c[s]) for s in STATUSES], outputs, r.user_files()
+    )
 
 
 def _claim_row(r: PaperReport, v: Verdict) -> ClaimRow:

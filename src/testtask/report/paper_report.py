@@ -27,6 +27,17 @@ class PaperReport:
     findings: findings.PaperFindings | None = None
     single_protocol: bool = False  # no released analysis code: the text is the one protocol
 
+    def user_files(self) -> str | None:
+        """The user's own files the verdicts read (their sidecars were built with them), in words; None: none."""
+        found: dict[str, str] = {}
+        for v in [*self.verdicts, *(self.text or [])]:
+            found.update(v.user_files)
+        if not found:
+            return None
+        return "built with your own files: " + ", ".join(
+            f"{name} (sha256 {h[:12]})" for name, h in sorted(found.items())
+        )
+
     def text_verdict(self, claim_id: str) -> Verdict | None:
         if self.text is None:
             return None

@@ -98,6 +98,8 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
             lines.append("No claims ledger yet.")
             continue
         lines.append(summary(r.verdicts))
+        if r.user_files():
+            lines += ["", r.user_files()]
         for name, verdicts in groups(r.verdicts):
             lines += ["", f"### {name or 'other claims'}", ""]
             if name and (r.figures_dir / f"{name}.png").is_file():
