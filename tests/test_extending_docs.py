@@ -5,7 +5,8 @@ up to date; `.venv` and `assets` are links to this checkout's): its ` ```bash ` 
 its ` ```yaml ` blocks whose first line is `# file: <path>` written to that path first, in document order.
 TESTTASK_ROOT points the package (installed from this checkout) at the copy, the published data come from the
 mirror (TESTTASK_DATA_MIRROR), and no tracked file of the copy may change (nothing under `conf/<paper>/` or
-`conf/claims/` is edited). Times on 2 shared cores: example 1 31 s, example 2 89 s (slow), example 3 10 s, example 4 11 s.
+`conf/claims/` is edited). Times on 2 shared cores: example 1 31 s, example 2 89 s (slow), example 3 10 s, example 4 11 s,
+example 6 43 s.
 """
 
 from __future__ import annotations
@@ -153,16 +154,17 @@ def run_example(clone: Clone, number: int) -> str:
     return "\n".join(printed)
 
 
-def test_doc_parses_into_four_examples():
+def test_doc_parses_into_its_examples():
     """Every example writes its own files from the doc and none writes outside the user folder or its run."""
     found = examples(DOC.read_text(encoding="utf-8"))
-    assert sorted(found) == [1, 2, 3, 4]
+    assert sorted(found) == [1, 2, 3, 4, 6]
     written = {n: [s.path for s in steps if s.kind == "file"] for n, steps in found.items()}
     assert written == {
         1: ["conf/user/models.yaml"],
         2: ["conf/user/datasets.yaml"],
         3: ["conf/user/benchmarks.yaml"],
         4: ["conf/user/claims/train-before-test.yaml"],
+        6: ["conf/user/matrices.yaml"],
     }
 
 
@@ -222,3 +224,41 @@ def test_example_4_own_claim_in_a_ledger(clone):
     # the row the doc shows is the row the report writes
     assert rows[0] in DOC.read_text(encoding="utf-8"), rows[0]
     assert f'id="{claim}"' in (clone.root / "report/published/index.html").read_text()
+
+
+def test_example_6_own_score_matrix_in_proxy_tasks(clone):
+    printed = run_example(clone, 6)
+    (folder,) = (clone.root / "figures" / "variants").glob("*/proxy-tasks/published")  # the one variant built
+    assert str(folder.relative_to(clone.root)) in printed  # the example's `ls` names it
+    stated = re.search(
+        r"fingerprint, `(proxy_tasks\.figure_1[^`+]*)\+<fingerprint>`", DOC.read_text(encoding="utf-8")
+    )
+    assert stated and folder.parent.parent.name.startswith(stated.group(1) + "+"), (
+        folder
+    )  # the folder the doc names
+    assert not (clone.root / "figures" / "proxy-tasks").exists()  # the preset's own folder is left alone
+    label, source = "Our leaderboard: 12 models", "conf/user/data/board.csv"
+    figure_1 = json.loads((folder / "figure-1.json").read_text())
+    loo = json.loads((folder / "figure-loo.json").read_text())
+    for figure in (figure_1, loo):
+        (panel,) = figure["panels"]
+        assert panel["matrix"]["label"] == label and panel["matrix"]["source"] == source
+        assert panel["matrix"]["tasks"] == ["reading", "trivia", "science", "logic", "code", "maths"]
+        assert panel["target"] == "maths" and panel["matrix"]["n_models"] == 12
+        text = json.dumps({k: v for k, v in figure.items() if k != "provenance"})
+        assert "train-before-test" not in text and "training-on-the-test-task" not in text
+    assert set(figure_1["panels"][0]["relevance"]["kendall"]) == {
+        "reading",
+        "trivia",
+        "science",
+        "logic",
+        "code",
+    }
+    assert all(len(top) == 3 for top in figure_1["panels"][0]["top"].values())
+    assert set(loo["panels"][0]["errors"]) == {"proxy", "mean_of_tasks", "best_single"}
+    assert len(loo["panels"][0]["predictions"]) == 12
+    assert set(loo["panels"][0]["proxy_set"]["frequency"]) == {"logic", "code"}  # the proxies the doc names
+    assert loo["provenance"]["settings"]["user_files"].keys() == {"matrices.yaml"}
+    for name in ("figure-1", "figure-loo"):
+        for suffix in ("png", "pdf"):
+            assert (folder / f"{name}.{suffix}").stat().st_size > 0

@@ -1,4 +1,5 @@
-"""Students' own extension files: models, datasets, benchmark categories and claims, never a paper's own files.
+"""Students' own extension files: models, datasets, benchmark categories, score matrices and claims, never a
+paper's own files.
 
 The folder is `user_dir` of the composed config, which defaults to `$TESTTASK_USER_DIR` and else `conf/user`
 (`user_dir: ${oc.env:TESTTASK_USER_DIR,conf/user}`; a relative path is relative to the repository root):
@@ -6,6 +7,7 @@ The folder is `user_dir` of the composed config, which defaults to `$TESTTASK_US
     models.yaml            own model registry entries, merged over the paper's (lm/models.py)
     datasets.yaml          own pretrain-on-test datasets (pretrain_on_test/runner/datasets.py)
     benchmarks.yaml        own train-before-test benchmark categories (train_before_test/user_benchmarks.py)
+    matrices.yaml          own score matrices for proxy-tasks (proxy_tasks/user_matrices.py)
     claims/<paper>.yaml    own claims, evaluated beside the paper's ledger (report/main.py)
 
 Each file is optional, read once where the config is composed (`apply`), and validated by the module that owns
@@ -39,6 +41,7 @@ DEFAULT = "conf/user"
 ANALYSIS = {
     "models.yaml": "testtask.lm.models:merge_user_models_into_analysis",
     "benchmarks.yaml": "testtask.train_before_test.user_benchmarks:merge",
+    "matrices.yaml": "testtask.proxy_tasks.user_matrices:merge",
 }
 
 

@@ -126,7 +126,7 @@ def test_the_pipeline_types_the_section_once_per_context():
         (
             [f"{KEY}.matrices.tbt_direct.reader=other"],
             f"{KEY}.matrices.tbt_direct.reader = 'other': expected one of train_before_test, "
-            "training_on_the_test_task",
+            "training_on_the_test_task, csv",
         ),
         (
             [f"{KEY}.matrices.tbt_direct.n_models=2"],
@@ -152,7 +152,7 @@ def test_an_unknown_key_of_a_matrix_names_the_keys_there_are():
     (line,) = _violations(f"+{KEY}.matrices.tbt_direct.top-t=3")
     assert line == (
         f"{KEY}.matrices.tbt_direct.top-t: unknown key (did you mean top_t?); the keys here are label, reader, "
-        "regime, stage, benchmarks, top_t, n_models, robustness"
+        "regime, stage, benchmarks, file, stderr_file, top_t, n_models, robustness"
     )
 
 
@@ -166,6 +166,41 @@ def test_a_matrix_has_what_its_reader_needs():
         f"{KEY}.matrices.tott_base.stage = None: expected a value with reader training_on_the_test_task",
         f"{KEY}.matrices.tott_base.benchmarks = None: expected a value with reader training_on_the_test_task",
     ]
+
+
+def test_a_matrix_leaves_the_keys_of_other_readers_null():
+    assert _violations(
+        f"{KEY}.matrices.tbt_direct.file=scores.csv", f"{KEY}.matrices.tott_base.regime=x"
+    ) == [
+        f"{KEY}.matrices.tbt_direct.file = 'scores.csv': expected null with reader train_before_test",
+        f"{KEY}.matrices.tott_base.regime = 'x': expected null with reader training_on_the_test_task",
+    ]
+    csv = f"{KEY}.matrices.tbt_direct"
+    assert _violations(f"{csv}.reader=csv") == [
+        f"{csv}.file = None: expected a value with reader csv",
+        f"{csv}.regime = 'direct_eval': expected null with reader csv",
+    ]
+    own = _settings(f"{csv}.reader=csv", f"{csv}.regime=null", f"{csv}.file=s.csv").matrix("tbt_direct")
+    assert (own.reader, own.file, own.stderr_file, own.tasks()) == (Reader.csv, "s.csv", None, None)
+
+
+def test_a_target_is_a_benchmark_of_the_matrices_whose_tasks_the_config_lists():
+    """A training-on-the-test-task matrix lists its benchmarks: a target outside them stops before anything runs
+    (the other readers' tasks are in their data, checked when it is read)."""
+    tott = f"{KEY}.matrices.tott_base.benchmarks"
+    lines = _violations(f"{KEY}.figure_loo.panels.2.target=ifeval", f"{KEY}.figure_1.target=ifeval")
+    assert (
+        lines[0]
+        == f"{KEY}.figure_loo.panels[2].target = 'ifeval': expected one of {tott} (mmlu, mmlu_cloze, "
+        + (", ".join(_settings().matrix("tott_base").benchmarks[2:]))
+        + ")"
+    )
+    assert [line.split(" (")[0] for line in lines[1:]] == [
+        f"{KEY}.figure_1.target = 'ifeval': expected one of {tott}"
+    ]
+    assert (
+        _settings(f"{KEY}.figure_loo.panels.0.target=ifeval").figure_loo.panels[0].target == "ifeval"
+    )  # tbt
 
 
 def test_the_lists_of_matrices_are_keys_of_matrices():

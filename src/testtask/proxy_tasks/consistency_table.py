@@ -13,7 +13,7 @@ import pandas as pd
 from testtask.context import Context
 from testtask.outputs import save_numbers, save_table
 from testtask.proxy_tasks.consistency import sampling_consistency
-from testtask.proxy_tasks.inputs import analysis, matrix_and_settings
+from testtask.proxy_tasks.inputs import SettingError, analysis, check_target, check_top_t, matrix_and_settings
 from testtask.proxy_tasks.normalise import Normaliser
 
 
@@ -22,8 +22,18 @@ def table_3(ctx: Context) -> dict:
     target = out.target
     repeats = out.repeats
     rows, details = [], []
-    for key in out.matrices:
-        matrix, settings = matrix_and_settings(ctx, key)
+    loaded = [(key, *matrix_and_settings(ctx, key)) for key in out.matrices]
+    for _, matrix, settings in loaded:  # every matrix checked before any is analysed
+        check_target(matrix, target, "table_3.target")
+        for i, (n, k) in enumerate(out.configs):
+            if n > len(matrix.scores):
+                raise SettingError(
+                    f"proxy_tasks.table_3.configs[{i}] = [{n}, {k}]: expected n at most {len(matrix.scores)}, the "
+                    f"models of matrix {matrix.key!r}"
+                )
+        if matrix.scores.shape[1] - 1 < 2 * out.top_t:  # such a matrix uses its own top_t (below)
+            check_top_t(ctx, matrix, settings.top_t)
+    for key, matrix, settings in loaded:
         candidates = [c for c in matrix.scores.columns if c != target]
         t = out.top_t if len(candidates) >= 2 * out.top_t else settings.top_t
         p = Normaliser.fit(matrix.scores, candidates, settings.normalisation).transform(matrix.scores).values
@@ -39,7 +49,13 @@ def table_3(ctx: Context) -> dict:
                     r[m].append(res.r[m])
                 chosen.append(res.choose(settings.fallback_metric))
             row = {"matrix": key, "n": int(n), "k": int(k), "t": t}
-            record = {**row, "n_models": len(p), "normalisation": settings.normalisation, "metrics": {}}
+            record = {
+                **row,
+                "label": matrix.label,
+                "n_models": len(p),
+                "normalisation": settings.normalisation,
+                "metrics": {},
+            }
             for m in settings.metrics:
                 row[m] = f"{np.mean(s[m]):.3f} / {np.mean(r[m]):.3f}"
                 record["metrics"][m] = {

@@ -1,5 +1,6 @@
-"""What the builders share: the settings (`ctx.settings`), a matrix with the method's settings for it, ensemble
-tables, plain-JSON settings."""
+"""What the builders share: the settings (`ctx.settings`), a matrix with the method's settings for it, the checks
+that a matrix can serve the settings (each failure one line naming the key to change), ensemble tables,
+plain-JSON settings."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.context import Context
+from testtask.errors import InputError
 from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
-from testtask.proxy_tasks.settings import Method, RobustnessMode, Settings
+from testtask.proxy_tasks.settings import Method, Reader, RobustnessMode, Settings
 
 
 def plain(cfg: Any) -> Any:
@@ -41,6 +43,79 @@ def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
     """Matrix `key` and the method's settings with that matrix's overrides (`top_t`, `n_models`, `robustness`)."""
     matrix = load_matrix(ctx, key)
     return matrix, analysis(ctx).method_for(key)
+
+
+class SettingError(InputError, ValueError):
+    """A setting that a matrix's data cannot serve (a target it lacks, subsets larger than its models); the message
+    is one line naming the key to change, its value and what the matrix allows."""
+
+
+PREFIX = "proxy_tasks"
+# the method's settings a matrix may override: its own key -> the section's key
+OVERRIDES = {
+    "top_t": "consistency.top_t",
+    "n_models": "consistency.n_models",
+    "robustness": "robustness.mode",
+}
+
+
+def method_key(ctx: Context, key: str, field: str) -> tuple[str, str]:
+    """The config key that sets `field` of the method for matrix `key` (its own override when it has one, else the
+    section's), and a hint where the matrix's own value goes."""
+    entry = analysis(ctx).matrix(key)
+    own = f"{PREFIX}.matrices.{key}.{field}"
+    csv = entry.reader == Reader.csv
+    if getattr(entry, field) is not None:
+        return own, f" (`{field}` of {key} in the user folder's matrices.yaml)" if csv else ""
+    if csv:
+        return (
+            f"{PREFIX}.{OVERRIDES[field]}",
+            f"; or give matrix {key!r} its own {field} in the user folder's matrices.yaml",
+        )
+    return f"{PREFIX}.{OVERRIDES[field]}", f"; or give matrix {key!r} its own ({own})"
+
+
+def check_target(matrix: ScoreMatrix, target: str, where: str) -> None:
+    """`target` (the value of setting `where`) is a task of `matrix`, else a SettingError naming its tasks."""
+    if target not in matrix.scores.columns:
+        tasks = ", ".join(matrix.scores.columns)
+        raise SettingError(
+            f"{PREFIX}.{where} = {target!r}: expected a task of matrix {matrix.key!r} ({matrix.source}): {tasks}"
+        )
+
+
+def check_top_t(ctx: Context, matrix: ScoreMatrix, top_t: int) -> None:
+    """Algorithm 1's t is at most the matrix's candidate tasks (all but the target)."""
+    candidates = matrix.scores.shape[1] - 1
+    if top_t > candidates:
+        key, hint = method_key(ctx, matrix.key, "top_t")
+        raise SettingError(
+            f"{key} = {top_t}: expected at most {candidates}, the candidate tasks of matrix {matrix.key!r} (its "
+            f"{candidates + 1} tasks less the target){hint}"
+        )
+
+
+def check_fits(ctx: Context, matrix: ScoreMatrix, method: Method) -> None:
+    """The leave-one-model-out fits can run on `matrix` with `method`: Algorithm 1's subsets of n models fit in the
+    models left after holding one out, its t in the candidate tasks, and the robustness step has its inputs."""
+    models = len(matrix.scores)
+    if method.uses_algorithm_1:
+        if method.n_models > models - 1:
+            key, hint = method_key(ctx, matrix.key, "n_models")
+            raise SettingError(
+                f"{key} = {method.n_models}: expected at most {models - 1} for matrix {matrix.key!r} ({models} "
+                f"models, one held out in each leave-one-model-out fit){hint}"
+            )
+        check_top_t(ctx, matrix, method.top_t)
+    if method.robustness == RobustnessMode.stderr_proxy and matrix.stderr is None:
+        key, _ = method_key(ctx, matrix.key, "robustness")
+        csv = analysis(ctx).matrix(matrix.key).reader == Reader.csv
+        fix = (
+            "give it a stderr_file, or robustness: none, in the user folder's matrices.yaml"
+            if csv
+            else f"set {PREFIX}.matrices.{matrix.key}.robustness=none"
+        )
+        raise SettingError(f"{key} = stderr_proxy: matrix {matrix.key!r} has no standard errors; {fix}")
 
 
 def ensembles_for(ctx: Context, settings: Method) -> pd.DataFrame | None:

@@ -16,7 +16,16 @@ from testtask.context import Context
 from testtask.outputs import save_figure, save_numbers, save_table
 from testtask.parallel import process_pool
 from testtask.proxy_tasks.evaluate import lomo_numbers
-from testtask.proxy_tasks.inputs import analysis, ensembles_for, labels, matrix_and_settings, settings_dict
+from testtask.proxy_tasks.inputs import (
+    SettingError,
+    analysis,
+    check_fits,
+    check_target,
+    ensembles_for,
+    labels,
+    matrix_and_settings,
+    settings_dict,
+)
 from testtask.proxy_tasks.matrices import ScoreMatrix, dropped_notes
 from testtask.proxy_tasks.predict import leave_one_model_out
 from testtask.proxy_tasks.robustness import variance_ratio
@@ -104,9 +113,13 @@ def _common(ctx: Context, settings: Method) -> dict[str, Any]:
 def figure_loo(ctx: Context) -> dict:
     panels = []
     settings = None
-    for entry in analysis(ctx).figure_loo.panels:
+    loaded = []
+    for i, entry in enumerate(analysis(ctx).figure_loo.panels):  # every panel checked before any is fitted
         matrix, settings = matrix_and_settings(ctx, entry.matrix)
-        target = entry.target
+        check_target(matrix, entry.target, f"figure_loo.panels[{i}].target")
+        check_fits(ctx, matrix, settings)
+        loaded.append((matrix, settings, entry.target))
+    for matrix, settings, target in loaded:
         numbers = run_lomo(ctx, matrix, settings, target)
         panels.append({"matrix": matrix.describe(), "settings": settings_dict(settings), **numbers})
         log.info(
@@ -172,11 +185,28 @@ def _targets(targets: AllTargets | list[str], matrix: ScoreMatrix) -> list[str]:
     return [t for t in targets if t in matrix.scores.columns]
 
 
+def _check_targets(targets: AllTargets | list[str], matrices: list[ScoreMatrix]) -> None:
+    """Each listed target is a task of at least one of the table's matrices (a matrix skips those it lacks)."""
+    if targets == AllTargets.all:
+        return
+    for target in targets:
+        if not any(target in m.scores.columns for m in matrices):
+            tasks = "; ".join(f"{m.key}: {', '.join(m.scores.columns)}" for m in matrices)
+            raise SettingError(
+                f"proxy_tasks.table_loo.targets = {list(targets)}: {target!r} is a task of none of "
+                f"proxy_tasks.table_loo.matrices ({tasks})"
+            )
+
+
 def table_loo(ctx: Context) -> dict:
     out = analysis(ctx).table_loo
     jobs, settings = [], None
-    for key in out.matrices:
-        matrix, settings = matrix_and_settings(ctx, key)
+    loaded = [(key, *matrix_and_settings(ctx, key)) for key in out.matrices]
+    for _, matrix, method in loaded:  # every matrix checked before any is fitted
+        check_fits(ctx, matrix, method)
+    _check_targets(out.targets, [matrix for _, matrix, _ in loaded])
+    labels_of = {key: matrix.label for key, matrix, _ in loaded}
+    for key, matrix, settings in loaded:
         for target in _targets(out.targets, matrix):
             jobs.append((key, target, _job_args(ctx, matrix, settings, target)))
     workers = out.workers
@@ -210,7 +240,7 @@ def table_loo(ctx: Context) -> dict:
             }
         )
         numbers.pop("predictions")  # the figure keeps per-model predictions; the table keeps summaries
-        details.append({"matrix": key, **numbers})
+        details.append({"matrix": key, "label": labels_of[key], **numbers})
     log.info("table loo: %d (matrix, target) pairs with %d worker(s)", len(jobs), workers)
     frame = pd.DataFrame(rows)
     save_table(frame, ctx.out_dir, "table-loo")

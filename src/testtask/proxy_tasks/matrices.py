@@ -6,6 +6,10 @@
   (`testtask.lm.release` with that paper's settings, from its context as the pipeline builds it,
   `testtask.lm.scores.before_after`), with the metric its config assigns to each benchmark; stage `base` (no
   fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors' adjustment).
+- csv: a student's own score matrix (declared in the user folder's matrices.yaml, `user_matrices.py`): a header
+  row, then one row per model, the first column naming the model and every other column a task; each cell a score
+  (higher is better), or empty where the model has none. Standard errors, optionally, in a second CSV of the same
+  models and tasks. Every problem is an error naming the file and the row (model, line) or column (task).
 
 Every matrix is complete (models lacking a used task are dropped, listed in `dropped_models` and logged) and
 oriented higher-is-better. Every score is checked: a finite number within its metric's range, else an error naming
@@ -15,8 +19,11 @@ from a train-before-test benchmark; a training-on-the-test-task result its confi
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +33,18 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import InputError
 from testtask.metric_ranges import problem
+from testtask.paths import repo_root, resolve
 from testtask.proxy_tasks.settings import Matrix, Perplexity, Reader, Stage, TrainBeforeTestReader
 
 log = logging.getLogger(__name__)
+
+MIN_MODELS = 5  # a matrix with fewer complete models is refused: too few for any correlation across models
+
+
+class MatrixError(InputError, ValueError):
+    """A score matrix that cannot be used; the message names the file and the row, column or field."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +105,11 @@ def complete(
     scores.columns = pd.Index(scores.columns.astype(str).tolist(), dtype=object, name="task")
     if stderr is not None:
         stderr = stderr.reindex(index=scores.index, columns=scores.columns)
-    if len(scores) < 5:
-        raise ValueError(f"{source}: only {len(scores)} models have every task of {list(scores.columns)}")
+    if len(scores) < MIN_MODELS:
+        raise MatrixError(
+            f"{source}: only {len(scores)} models have a score for every task of {list(scores.columns)}; the "
+            f"analyses need at least {MIN_MODELS}"
+        )
     return ScoreMatrix(key, label, scores, stderr, source, dropped, notes, list(missing_reasons or []))
 
 
@@ -228,6 +246,154 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Matrix) -> ScoreMat
     return complete(key, entry.label, scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps))
 
 
+def shown(path: Path) -> str:
+    """A path as messages and sidecars show it: relative to the repository root when inside it."""
+    try:
+        return str(path.resolve().relative_to(repo_root()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A CSV read as text: its path as shown, the task columns and, per model, its line number and cells."""
+
+    name: str
+    tasks: list[str]
+    rows: dict[str, tuple[int, list[str]]]
+
+
+def _read_table(path: Path, where: str) -> _Table:
+    """The header and rows of a models x tasks CSV, its shape checked: named, unique models and tasks, one cell per
+    task on every row. `where` says which setting to change when there is no such file."""
+    name = shown(path)
+    if not path.is_file():
+        raise MatrixError(f"{name} does not exist: change {where}")
+    try:
+        text = path.read_bytes().decode(
+            "utf-8-sig"
+        )  # a byte-order mark, as spreadsheet programs write, is fine
+    except UnicodeDecodeError as err:
+        raise MatrixError(f"{name}: not a UTF-8 text file ({err})") from None
+    lines = list(csv.reader(text.splitlines()))
+    numbered = [
+        (i, [c.strip() for c in cells]) for i, cells in enumerate(lines, 1) if any(c.strip() for c in cells)
+    ]
+    if not numbered:
+        raise MatrixError(
+            f"{name}: empty; expected a header row (model, then one column per task) and a row per model"
+        )
+    (head_line, header), body = numbered[0], numbered[1:]
+    tasks = header[1:]
+    for col, task in enumerate(tasks, 2):
+        if not task:
+            raise MatrixError(f"{name}: line {head_line}, column {col} of the header has no task name")
+        if tasks.index(task) + 2 != col:
+            raise MatrixError(
+                f"{name}: column {task!r} appears twice in the header (columns {tasks.index(task) + 2} and {col}); "
+                "each task has one column"
+            )
+    if not tasks:
+        raise MatrixError(
+            f"{name}: the header has no task columns; expected the model column, then one per task"
+        )
+    rows: dict[str, tuple[int, list[str]]] = {}
+    for line, cells in body:
+        model = cells[0]
+        if len(cells) != len(header):
+            raise MatrixError(
+                f"{name}: row {model!r} (line {line}) has {len(cells)} cells, the header {len(header)}; "
+                "one per task after the model's name"
+            )
+        if not model:
+            raise MatrixError(f"{name}: line {line} names no model in its first column")
+        if model in rows:
+            raise MatrixError(
+                f"{name}: row {model!r} (line {line}) repeats the model of line {rows[model][0]}; each model has one row"
+            )
+        rows[model] = (line, cells[1:])
+    return _Table(name, tasks, rows)
+
+
+def _cells(table: _Table, what: str, low: float) -> pd.DataFrame:
+    """The table's cells as numbers (models x tasks; an empty cell NaN): each finite and >= `low`, else an error
+    naming the row and column."""
+    values = {}
+    for model, (line, cells) in table.rows.items():
+        row = []
+        for task, cell in zip(table.tasks, cells, strict=True):
+            if cell == "":
+                row.append(np.nan)
+                continue
+            try:
+                value = float(cell)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value) or value < low:
+                bound = "" if low == -math.inf else f" >= {low:g}"
+                raise MatrixError(
+                    f"{table.name}: row {model!r} (line {line}), column {task!r}: {cell!r} is not a {what}: expected "
+                    f"a finite number{bound}, or an empty cell where the model has none"
+                )
+            row.append(value)
+        values[model] = row
+    return pd.DataFrame.from_dict(values, orient="index", columns=table.tasks)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def csv_matrix(key: str, entry: Matrix) -> ScoreMatrix:
+    """Matrix `key` of reader csv: the scores of `entry.file` and, when given, the standard errors of
+    `entry.stderr_file` (the same models and tasks); its label is `entry.label`, the student's own."""
+    setting = f"proxy_tasks.matrices.{key}"
+    path = resolve(entry.file)
+    scores_table = _read_table(path, f"{setting}.file (`file` of {key} in the user folder's matrices.yaml)")
+    if len(scores_table.tasks) < 2:
+        raise MatrixError(
+            f"{scores_table.name}: has one task column ({scores_table.tasks[0]!r}); the analyses need a target and at "
+            "least one other task"
+        )
+    scores = _cells(scores_table, "score", -math.inf)
+    for task in scores.columns:
+        known = scores[task].dropna()
+        if len(known) > 1 and known.nunique() == 1:
+            raise MatrixError(
+                f"{scores_table.name}: column {task!r} has the same score ({known.iloc[0]:g}) for every model: it "
+                "cannot be normalised; drop the column"
+            )
+    notes = [f"scores: {scores_table.name} (SHA-256 {_sha256(path)})"]
+    stderr = None
+    if entry.stderr_file is not None:
+        se_path = resolve(entry.stderr_file)
+        se_table = _read_table(
+            se_path, f"{setting}.stderr_file (`stderr_file` of {key} in the user folder's matrices.yaml)"
+        )
+        _same_shape(se_table, scores_table)
+        stderr = _cells(se_table, "standard error", 0.0).reindex(index=scores.index, columns=scores.columns)
+        notes.append(f"standard errors: {se_table.name} (SHA-256 {_sha256(se_path)})")
+    return complete(key, entry.label, scores, stderr, scores_table.name, notes)
+
+
+def _same_shape(se: _Table, scores: _Table) -> None:
+    """The standard errors' CSV has the models and tasks of the scores' CSV (in any order), else an error naming
+    the first row or column that differs."""
+    for what, theirs, ours in (("column", se.tasks, scores.tasks), ("row", list(se.rows), list(scores.rows))):
+        extra = [x for x in theirs if x not in ours]
+        lacking = [x for x in ours if x not in theirs]
+        if extra or lacking:
+            found = (
+                f"has {what} {extra[0]!r}, which {scores.name} has not"
+                if extra
+                else f"lacks {what} {lacking[0]!r}"
+            )
+            raise MatrixError(
+                f"{se.name}: {found}; the standard errors' CSV must have the models (rows) and tasks (columns) of "
+                f"{scores.name}"
+            )
+
+
 def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
     """Matrix `key` of `proxy_tasks.matrices`, read by its configured reader."""
     settings = ctx.settings  # proxy_tasks.settings.Settings (PAPER.settings)
@@ -238,4 +404,6 @@ def load_matrix(ctx: Context, key: str) -> ScoreMatrix:
         return train_before_test(path, key, entry.label, entry.regime, tbt)
     if entry.reader == Reader.training_on_the_test_task:
         return training_on_the_test_task(ctx, key, entry)
+    if entry.reader == Reader.csv:
+        return csv_matrix(key, entry)
     raise ValueError(f"proxy_tasks.matrices.{key}.reader must be one of {', '.join(Reader)}")

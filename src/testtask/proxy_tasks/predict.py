@@ -109,7 +109,7 @@ def leave_one_model_out(
         raise KeyError(f"target task {target!r} is not a column of the score matrix")
     if scores.isna().any().any():
         raise ValueError("leave_one_model_out needs a complete score matrix (drop incomplete models first)")
-    if len(scores) < settings.n_models + 1:
+    if settings.uses_algorithm_1 and len(scores) < settings.n_models + 1:
         raise ValueError(
             f"{len(scores)} models: too few for subsets of n={settings.n_models} plus a held-out one"
         )

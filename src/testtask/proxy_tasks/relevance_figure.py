@@ -15,7 +15,13 @@ from testtask.context import Context
 from testtask.outputs import save_figure
 from testtask.proxy_tasks.consistency import top_tasks
 from testtask.proxy_tasks.correlation import correlate
-from testtask.proxy_tasks.inputs import analysis, matrix_and_settings, settings_dict, settings_of
+from testtask.proxy_tasks.inputs import (
+    analysis,
+    check_target,
+    matrix_and_settings,
+    settings_dict,
+    settings_of,
+)
 from testtask.proxy_tasks.matrices import dropped_notes
 from testtask.proxy_tasks.normalise import Normaliser
 from testtask.proxy_tasks.settings import Metric, Normalisation
@@ -37,10 +43,12 @@ def figure_1(ctx: Context) -> dict:
     out = analysis(ctx).figure_1
     target = out.target
     keys = list(out.matrices)
+    loaded = [matrix_and_settings(ctx, key) for key in keys]
+    for matrix, _ in loaded:  # every matrix checked before any is analysed
+        check_target(matrix, target, "figure_1.target")
     panels = []
     tables = []
-    for key in keys:
-        matrix, settings = matrix_and_settings(ctx, key)
+    for matrix, settings in loaded:
         rel = relevance_table(matrix.scores, target, settings.normalisation, settings.metrics)
         rel_feature = relevance_table(matrix.scores, target, Normalisation.feature, settings.metrics)
         tables.append(rel)

@@ -63,7 +63,7 @@ def select(
 ) -> ArraySelection:
     """Steps 2, 3 and 5 on normalised candidate scores (models x candidates) and target scores (models,)."""
     consistency = None
-    if settings.metric == Auto.auto or settings.min_top_frequency > 0:
+    if settings.uses_algorithm_1:
         consistency = consistency_arrays(
             p_cand,
             p_target,

@@ -7,14 +7,15 @@ The pipeline reads the section once (`testtask.schema.load`) and builders read `
   from `normalisation`, `relevance`, `consistency`, `robustness` and `combination`, passed to the selection and
   the leave-one-model-out fits (also in worker processes) and written into the sidecars; `method_for(key)` with
   the overrides of matrix `key`;
-- `Settings.matrices`: the score matrices, key -> `Matrix`; `train_before_test`: how the train-before-test reader
-  reads that paper's release;
+- `Settings.matrices`: the score matrices, key -> `Matrix` (the paper's in the YAML, a student's own CSV matrices
+  merged in from the user folder's matrices.yaml, `user_matrices.py`); `train_before_test`: how the
+  train-before-test reader reads that paper's release;
 - `robustness.ensembles_file` and `ensemble_labels`, `evaluation`, and each figure's and table's own settings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Annotated, Any
 
 from testtask.schema import (
@@ -77,10 +78,11 @@ class IfNone(Choice):
 
 
 class Reader(Choice):
-    """Which paper's release a matrix reads (matrices.load_matrix)."""
+    """What a matrix reads (matrices.load_matrix): another paper's release, or a CSV score matrix of one's own."""
 
     train_before_test = "train_before_test"
     training_on_the_test_task = "training_on_the_test_task"
+    csv = "csv"
 
 
 class Stage(Choice):
@@ -108,20 +110,42 @@ class Matrix:
     )  # reader train_before_test: the field of all_results.json (direct_eval | train_before_test)
     stage: Stage | None  # reader training_on_the_test_task
     benchmarks: non_empty(Name) | None  # reader training_on_the_test_task: keys of that paper's benchmarks
+    file: Name | None  # reader csv: the score CSV (relative to the repository root, or absolute)
+    stderr_file: (
+        Name | None
+    )  # reader csv: its standard errors, a CSV of the same shape (null: none), as `file`
     top_t: PositiveInt | None  # null: consistency.top_t
     n_models: int_at_least(3) | None  # null: consistency.n_models
     robustness: RobustnessMode | None  # null: robustness.mode
 
     def __post_init__(self) -> None:
-        needs = {
-            Reader.train_before_test: ("regime",),
-            Reader.training_on_the_test_task: ("stage", "benchmarks"),
-        }
+        needed, optional = READER_KEYS[self.reader]
+        others = {key for keys in READER_KEYS.values() for key in (*keys[0], *keys[1])} - {*needed, *optional}
         require(
-            Problem(key, None, f"a value with reader {self.reader}")
-            for key in needs[self.reader]
-            if getattr(self, key) is None
+            *(
+                Problem(key, None, f"a value with reader {self.reader}")
+                for key in needed
+                if getattr(self, key) is None
+            ),
+            *(
+                Problem(key, getattr(self, key), f"null with reader {self.reader}")
+                for key in (f.name for f in fields(self))
+                if key in others and getattr(self, key) is not None
+            ),
         )
+
+    def tasks(self) -> list[str] | None:
+        """The matrix's tasks where the config lists them (reader training_on_the_test_task), else None (the data
+        has them)."""
+        return [str(b) for b in self.benchmarks] if self.reader == Reader.training_on_the_test_task else None
+
+
+# reader -> (the keys it needs, the keys it may leave null); any other reader's key must be null
+READER_KEYS: dict[Reader, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    Reader.train_before_test: (("regime",), ()),
+    Reader.training_on_the_test_task: (("stage", "benchmarks"), ()),
+    Reader.csv: (("file",), ("stderr_file",)),
+}
 
 
 @section
@@ -260,6 +284,12 @@ class Method:
     if_none_selected: IfNone
 
     @property
+    def uses_algorithm_1(self) -> bool:
+        """Whether a selection draws Algorithm 1's subsets of `n_models` (to choose the metric, or for the top-t
+        frequency filter)."""
+        return self.metric == Auto.auto or self.min_top_frequency > 0
+
+    @property
     def proxies_cap(self) -> int:
         return self.top_t if self.max_proxies is None else int(self.max_proxies)
 
@@ -305,6 +335,24 @@ class Settings:
                 one_of(f"figure_loo.panels[{i}].matrix", panel.matrix, known, "a key of {matrices}")
                 for i, panel in enumerate(self.figure_loo.panels)
             ),
+        )
+        # a target the config can see is not a task of its matrix (the other readers' tasks are in the data:
+        # inputs.check_target, once the matrix is read)
+        targets = [
+            (f"figure_loo.panels[{i}].target", p.target, [p.matrix])
+            for i, p in enumerate(self.figure_loo.panels)
+        ]
+        targets += [
+            (f"{name}.target", getattr(self, name).target, getattr(self, name).matrices)
+            for name in ("figure_1", "table_3")
+        ]
+        require(
+            *(
+                one_of(where, target, tasks, f"one of {{matrices}}.{key}.benchmarks")
+                for where, target, keys in targets
+                for key in keys
+                if (tasks := self.matrices[key].tasks()) is not None
+            )
         )
 
     @property
