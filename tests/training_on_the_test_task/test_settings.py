@@ -352,6 +352,8 @@ def _mmlu_matrix(data: Path, *overrides: str):
         "top_t": None,
         "n_models": None,
         "robustness": None,
+        "file": None,
+        "stderr_file": None,
     }
     return load_matrix(make_context(cfg, "proxy-tasks"), "tott_mmlu")
 
