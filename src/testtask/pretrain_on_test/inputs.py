@@ -2,11 +2,14 @@
 
 Collections are the folders of the authors' release (`settings.collections`: few_shot, overtrained, zero_shot,
 zero_shot_packing); a collection that is not there is InputsUnavailable, so the pipeline skips what needs it.
+With source=published+results a collection is read from the release and from the run laid over it (`ctx.roots()`):
+the run may only add accuracies files (`accuracies.discover_roots`), e.g. a third LM type beside BERT and GPT-2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
@@ -34,14 +37,27 @@ def collection_names(ctx: Context) -> dict[str, str]:
     return ctx.settings.collections.names()
 
 
+def collection_folders(ctx: Context, name: str) -> list[Path]:
+    """The folders of collection `name` under the context's roots that exist (the release's first, then the run's
+    laid over it), or InputsUnavailable when there is none."""
+    folders = [root / name for root in ctx.roots()]
+    present = [folder for folder in folders if folder.is_dir()]
+    if not present:
+        where = " nor ".join(str(folder) for folder in folders)
+        raise InputsUnavailable(f"{where} does not exist (source={ctx.source})")
+    return present
+
+
 def load_collection(ctx: Context, key: str, m: int | None = None, n: int | None = None) -> pd.DataFrame:
-    """All accuracies of collection `key` (optionally one m, n), or InputsUnavailable when absent."""
+    """All accuracies of collection `key` (optionally one m, n), or InputsUnavailable when absent; with
+    source=published+results the release's and the run's files together."""
     name = collection_names(ctx)[key]
-    root = ctx.collection_root(name)
+    folders = collection_folders(ctx, name)
     try:
-        data = accuracies.load(root, m=m, n=n, counts=ctx.settings.counts)
+        data = accuracies.load(folders, m=m, n=n, counts=ctx.settings.counts)
     except FileNotFoundError as err:
-        raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {root}: {err}") from err
+        where = " and ".join(str(folder) for folder in folders)
+        raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {where}: {err}") from err
     # Loading from the collection's own folder leaves the collection column empty.
     data["collection"] = name
     return data
