@@ -73,6 +73,7 @@ def test_a_run_adding_an_lm_type_is_read_beside_the_release(tmp_path):
     assert sorted(table.lm_type) == ["bert", "gpt2", "student-lm"]
     figure_3 = json.loads((out / "figure-3.json").read_text())
     assert all(p["lm_types"] == ["bert", "gpt2", "student-lm"] for p in figure_3["panels"])
+    assert figure_3["title"] == "Figure 3: average accuracy differences (BERT, GPT-2 and student-lm pooled)"
     # both roots, each with its checksum
     assert {"published", "results"} <= set(figure_3["provenance"]["data"])
     # Figure 8 correlates BERT with GPT-2: the run's LM type leaves it as the release alone gives it

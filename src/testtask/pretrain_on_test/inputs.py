@@ -16,7 +16,13 @@ import pandas as pd
 from testtask.context import Context, InputsUnavailable
 from testtask.pretrain_on_test import accuracies
 
-LM_LABELS = {"bert": "BERT", "gpt2": "GPT-2"}
+# How figures and tables name the authors' LM types; any other LM type (an own one) is named as its folder is.
+LM_LABELS = {
+    "bert": "BERT",
+    "gpt2": "GPT-2",
+    "mistral-qlora-zero-shot": "Mistral-7B QLoRA",
+    "mistral-qlora-zero-shot-packing": "Mistral-7B QLoRA",
+}
 PAPER_M = (50, 100)  # the few-shot m of the paper (Figure 3, Table 1); the offline mirror holds m = 50 only
 
 # What the sidecars' numbers are in (their `units`): the figures draw accuracy points, the JSON keeps fractions.
@@ -77,3 +83,12 @@ def present_collections(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[str
 def lm_label(lm_type: str) -> str:
     """How tables and legends name an LM type (BERT, GPT-2; others as they are)."""
     return LM_LABELS.get(lm_type, lm_type)
+
+
+def lm_names(lm_types: Iterable[str]) -> str:
+    """The LM types as a title names them, in the order given, each label once: "BERT", "BERT and GPT-2",
+    "BERT, GPT-2 and student-lm"."""
+    labels = list(dict.fromkeys(lm_label(str(lm)) for lm in lm_types))
+    if len(labels) <= 1:
+        return "".join(labels)
+    return f"{', '.join(labels[:-1])} and {labels[-1]}"
