@@ -118,10 +118,18 @@ def clone(tmp_path) -> Clone:
         TRANSFORMERS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         MPLBACKEND="Agg",
-        # The copy's .venv is this checkout's: never let its make reinstall the package from the copy (a pyproject
-        # edited since the install would otherwise point the shared environment at a folder about to vanish).
-        MAKEFLAGS="-o .venv/.installed-stamp",
     )
+    # The copy's .venv is this checkout's: never let its make reinstall the package from the copy (that would point
+    # the shared environment at a folder about to vanish). make remakes the install stamp when pyproject.toml or
+    # constraints.txt is newer (a checkout made after the install), and GNU make takes no `-o <file>` from
+    # MAKEFLAGS, so the copy's two files get the stamp's time instead (their contents stay as tracked).
+    stamp = REPO / ".venv" / ".installed-stamp"
+    if not stamp.is_file():
+        pytest.skip("no .venv/.installed-stamp: run `make install`")
+    installed = stamp.stat().st_mtime
+    for name in ("pyproject.toml", "constraints.txt"):
+        if (root / name).is_file() and (root / name).stat().st_mtime > installed:
+            os.utime(root / name, (installed, installed))
     return Clone(root, env, files, digests(root, files), _conf_files(root))
 
 
