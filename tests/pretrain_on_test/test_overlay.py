@@ -94,3 +94,27 @@ def test_a_collection_only_the_run_has_is_read(tmp_path):
     data = load_collection(ctx, "overtrained")
     assert sorted(data.lm_type.unique()) == ["gpt2"] and data.dataset.nunique() == 2
     assert all(str(_run(tmp_path)) in path for path in data.path)
+
+
+def test_a_run_file_outside_the_layout_is_named_not_passed_over(tmp_path):
+    _release(tmp_path)
+    lost = _run(tmp_path) / FEW / "m50" / "student-lm" / "fake_task_0" / "accuracies.csv"  # no n level
+    lost.parent.mkdir(parents=True)
+    lost.write_text("base,extra,test,majority,num_classes,majority_all\n0.5,0.6,0.6,0.5,2,0.5\n")
+    with pytest.raises(accuracies.AccuracyDataError) as err:
+        build(_config(tmp_path), "table", [1])
+    message = str(err.value)
+    assert str(lost) in message and "m<m>/n<n>/<lm_type>/<dataset>/accuracies.csv" in message
+    assert "\n" not in message
+
+
+def test_a_run_without_any_collection_folder_says_where_files_go(tmp_path):
+    from testtask.pretrain_on_test.inputs import RunLayoutError
+
+    _release(tmp_path)
+    # the files written straight into the run, without the collection folder
+    write_accuracies(tmp_path / "results" / "pretrain-on-test", RUN, 50, 50, ["student-lm"], 1, 5)
+    with pytest.raises(RunLayoutError) as err:
+        build(_config(tmp_path), "table", [1])
+    message = str(err.value)
+    assert str(_run(tmp_path)) in message and f"({FEW}, " in message and "\n" not in message

@@ -47,8 +47,10 @@ class AccuracyDataError(InputError, ValueError):
     """An accuracies.csv file (named in the message) is malformed."""
 
 
-def discover(root: Path) -> pd.DataFrame:
-    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path."""
+def discover(root: Path, strict: bool = False) -> pd.DataFrame:
+    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path. A file
+    outside the layout is passed over, or with `strict` (a run laid over a release, whose files only add) an
+    AccuracyDataError naming it."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no accuracies folder at {root}")
@@ -56,6 +58,11 @@ def discover(root: Path) -> pd.DataFrame:
     for path in sorted(root.rglob("accuracies.csv")):
         match = _PATTERN.match(path.relative_to(root).as_posix())
         if match is None:
+            if strict:
+                raise AccuracyDataError(
+                    f"{path}: outside the layout, so it would not be read; move it to "
+                    f"{root}/m<m>/n<n>/<lm_type>/<dataset>/accuracies.csv"
+                )
             continue
         rows.append({**match.groupdict(), "path": path})
     files = pd.DataFrame(rows, columns=["collection", "m", "n", "lm_type", "dataset", "path"])
@@ -70,7 +77,7 @@ IDENTITY = ["collection", "m", "n", "lm_type", "dataset"]  # what one accuracies
 def discover_roots(roots: Sequence[Path]) -> pd.DataFrame:
     """`discover` over each of `roots`, the release first and the run laid over it after: a file of one
     (collection, m, n, lm_type, dataset) in two roots is an OverlayConflict naming both files."""
-    found = [discover(root) for root in roots]
+    found = [discover(root, strict=i > 0) for i, root in enumerate(roots)]
     files = pd.concat(found, ignore_index=True) if len(found) > 1 else found[0]
     twice = files[files.duplicated(IDENTITY, keep=False)]
     if not twice.empty:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import InputError
 from testtask.pretrain_on_test import accuracies
 
 # How figures and tables name the authors' LM types; any other LM type (an own one) is named as its folder is.
@@ -43,9 +44,28 @@ def collection_names(ctx: Context) -> dict[str, str]:
     return ctx.settings.collections.names()
 
 
+class RunLayoutError(InputError, ValueError):
+    """A run laid over the release (source=published+results) holds none of the paper's collection folders."""
+
+
+def _check_run(ctx: Context) -> None:
+    """RunLayoutError when the run laid over the release has no collection folder at all: its files would be
+    passed over in silence (e.g. written straight into the run as m50/n50/...)."""
+    run = ctx.overlay_root
+    if run is None:
+        return
+    known = [*collection_names(ctx).values(), ctx.settings.contamination.collection]
+    if not any((run / name).is_dir() for name in known):
+        raise RunLayoutError(
+            f"source=published+results: the run {run} holds none of pretrain-on-test's collection folders "
+            f"({', '.join(known)}); put its files at {run}/<collection>/m<m>/n<n>/<lm_type>/<dataset>/accuracies.csv"
+        )
+
+
 def collection_folders(ctx: Context, name: str) -> list[Path]:
     """The folders of collection `name` under the context's roots that exist (the release's first, then the run's
     laid over it), or InputsUnavailable when there is none."""
+    _check_run(ctx)
     folders = [root / name for root in ctx.roots()]
     present = [folder for folder in folders if folder.is_dir()]
     if not present:
