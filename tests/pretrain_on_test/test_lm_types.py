@@ -85,3 +85,35 @@ def test_an_lm_type_the_data_lack_names_the_setting_and_those_present(two_lm_typ
     assert "\n" not in message
     assert "pretrain_on_test.lm_types.read = [even, student-lm]" in message
     assert "has no student-lm; its LM types are biased, even" in message
+
+
+def _result(n: int, effect: str, lm_types: list[str]) -> dict:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    average = {"mean": 0.01, "hdi_89": [0.0, 0.02]}
+    panel = {"m": 50, "n": n, "effect": effect, "lm_types": lm_types}
+    panel |= {"average_difference": average, "raw_mean_difference": 0.01}
+    return {"panel": panel, "predictive": SimpleNamespace(average=np.linspace(0, 0.02, 50))}
+
+
+def test_labels_name_the_lm_types_of_a_fit_that_read_fewer():
+    """Pooled, an own LM type at n = 50 only: the n = 100 fits name the two LM types they pooled; side by side, the
+    legend names every LM type read."""
+    import matplotlib.pyplot as plt
+
+    from testtask.pretrain_on_test.boost_bias_figures import average_difference_figure
+
+    three, two = ["bert", "gpt2", "student-lm"], ["bert", "gpt2"]
+    pooled = [_result(50, "boost", three), _result(100, "boost", two)]
+    fig = average_difference_figure(pooled, "t")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["n = 50", "n = 100\n(BERT and GPT-2)"]
+    plt.close(fig)
+    side = [_result(50, "boost", [lm]) for lm in three] + [_result(100, "boost", [lm]) for lm in two]
+    fig = average_difference_figure(side, "t", fit="side_by_side")
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["student-lm", "GPT-2", "BERT"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["n = 50", "n = 100"]
+    plt.close(fig)

@@ -66,8 +66,9 @@ def lm_colors(lm_types: list[str]) -> dict[str, str]:
     return {lm: palette[i % len(palette)] for i, lm in enumerate(lm_types)}
 
 
-def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str) -> None:
-    """One violin per fit of `effect` (one per n: the LM types pooled)."""
+def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str, every: list[str]) -> None:
+    """One violin per fit of `effect` (one per n: the LM types pooled); a fit that read fewer LM types than the
+    figure (`every`) names its own under its n."""
     chosen = [r for r in results if r["panel"]["effect"] == effect]
     positions = np.arange(len(chosen))
     draws = [100 * r["predictive"].average for r in chosen]
@@ -80,7 +81,12 @@ def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str) ->
             body.set_alpha(0.45)
     _intervals(ax, positions, chosen)
     ax.axvline(0, color="grey", lw=1, ls="--")
-    ax.set_yticks(positions, [f"n = {r['panel']['n']}" for r in chosen])
+    labels = [
+        f"n = {r['panel']['n']}"
+        + (f"\n({lm_names(r['panel']['lm_types'])})" if sorted(r["panel"]["lm_types"]) != every else "")
+        for r in chosen
+    ]
+    ax.set_yticks(positions, labels)
     ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
     ax.set_title(title)
 
@@ -149,7 +155,7 @@ def average_difference_figure(
             if side_by_side:
                 _side_by_side_panel(axes[row, col], subset, effect, title, colors)
             else:
-                _violin_panel(axes[row, col], subset, effect, title)
+                _violin_panel(axes[row, col], subset, effect, title, every)
     if side_by_side:
         # top to bottom as the violins of an n stand; outside the panels, which it would cover
         handles = [Patch(facecolor=colors[lm], alpha=0.55, label=lm_label(lm)) for lm in reversed(every)]
