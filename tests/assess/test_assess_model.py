@@ -185,6 +185,6 @@ def test_overlay_conflict_names_both_files(release, tmp_path):
 
 
 def test_overlay_refused_for_a_paper_without_it(tmp_path):
-    cfg = compose(["paper=pretrain-on-test", "source=published+results", f"results_dir={tmp_path}"])
-    with pytest.raises(UsageError, match="not supported for paper pretrain-on-test"):
+    cfg = compose(["paper=downstream-predictability", "source=published+results", f"results_dir={tmp_path}"])
+    with pytest.raises(UsageError, match="not supported for paper downstream-predictability"):
         build(cfg, "figure", [3])

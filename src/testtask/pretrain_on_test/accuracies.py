@@ -4,6 +4,10 @@ Layout (the authors' release and our runners alike):
 `<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/accuracies.csv`, one row per subsample, columns
 `base,extra,test,majority,num_classes,majority_all`. Row k is subsample k for every LM type.
 
+`load` reads one root or several laid over each other (source=published+results: the release's collection folder
+and the run's): a run may only add files, so one (collection, m, n, lm_type, dataset) in two roots is an
+`OverlayConflict` naming both files.
+
 A file must be UTF-8 text ending in a newline (a cut-off last row is refused, not read short), with a header of
 distinct column names without surrounding spaces, every row as long as the header, and every cell of the columns
 above a plain decimal number (no spaces, no NaN) in its range. Anything else is an AccuracyDataError naming the
@@ -15,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +27,7 @@ import pandas as pd
 
 from testtask.errors import InputError
 from testtask.pretrain_on_test.settings import Counts, Effect
+from testtask.sources import OverlayConflict
 
 COLUMNS = ("base", "extra", "test", "majority", "num_classes", "majority_all")
 ACCURACY_COLUMNS = ("base", "extra", "test", "majority", "majority_all")
@@ -41,8 +47,10 @@ class AccuracyDataError(InputError, ValueError):
     """An accuracies.csv file (named in the message) is malformed."""
 
 
-def discover(root: Path) -> pd.DataFrame:
-    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path."""
+def discover(root: Path, strict: bool = False) -> pd.DataFrame:
+    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path. A file
+    outside the layout is passed over, or with `strict` (a run laid over a release, whose files only add) an
+    AccuracyDataError naming it."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no accuracies folder at {root}")
@@ -50,12 +58,36 @@ def discover(root: Path) -> pd.DataFrame:
     for path in sorted(root.rglob("accuracies.csv")):
         match = _PATTERN.match(path.relative_to(root).as_posix())
         if match is None:
+            if strict:
+                raise AccuracyDataError(
+                    f"{path}: outside the layout, so it would not be read; move it to "
+                    f"{root}/m<m>/n<n>/<lm_type>/<dataset>/accuracies.csv"
+                )
             continue
         rows.append({**match.groupdict(), "path": path})
     files = pd.DataFrame(rows, columns=["collection", "m", "n", "lm_type", "dataset", "path"])
     files["collection"] = files["collection"].fillna("")
     files[["m", "n"]] = files[["m", "n"]].astype(int)
     return files.sort_values(["collection", "m", "n", "lm_type", "dataset"], ignore_index=True)
+
+
+IDENTITY = ["collection", "m", "n", "lm_type", "dataset"]  # what one accuracies.csv holds results of
+
+
+def discover_roots(roots: Sequence[Path]) -> pd.DataFrame:
+    """`discover` over each of `roots`, the release first and the run laid over it after: a file of one
+    (collection, m, n, lm_type, dataset) in two roots is an OverlayConflict naming both files."""
+    found = [discover(root, strict=i > 0) for i, root in enumerate(roots)]
+    files = pd.concat(found, ignore_index=True) if len(found) > 1 else found[0]
+    twice = files[files.duplicated(IDENTITY, keep=False)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        same = twice[(twice[IDENTITY] == first[IDENTITY]).all(axis=1)]
+        what = f"accuracies.csv of LM type {first.lm_type}, dataset {first.dataset}, m={first.m}, n={first.n}"
+        if first.collection:
+            what += f", collection {first.collection}"
+        raise OverlayConflict(what, same.path.iloc[0], same.path.iloc[1])
+    return files.sort_values(IDENTITY, ignore_index=True)
 
 
 def _text(path: Path) -> str:
@@ -173,20 +205,22 @@ def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
 
 
 def load(
-    root: Path,
+    root: Path | Sequence[Path],
     collection: str | None = None,
     m: int | None = None,
     n: int | None = None,
     lm_types: list[str] | None = None,
     counts: str = "round",
 ) -> pd.DataFrame:
-    """Load every matching file into one frame with columns collection, m, n, lm_type, dataset, subsample, ...
+    """Load every matching file under `root` (or under each of several roots laid over each other, the release
+    first: `discover_roots`) into one frame with columns collection, m, n, lm_type, dataset, subsample, ...
     (`counts`: how accuracy × n becomes a count, see `read_accuracies`).
 
     Files of one (collection, m, n, dataset) must have equal row counts across LM types, because row k is the
     same subsample k for each of them.
     """
-    files = discover(root)
+    roots = [Path(root)] if isinstance(root, str | Path) else [Path(r) for r in root]
+    files = discover_roots(roots)
     if collection is not None:
         files = files[files.collection == collection]
     if m is not None:
@@ -196,8 +230,9 @@ def load(
     if lm_types is not None:
         files = files[files.lm_type.isin(lm_types)]
     if files.empty:
+        where = " or ".join(str(r) for r in roots)
         raise FileNotFoundError(
-            f"no accuracies.csv under {root} for collection={collection} m={m} n={n} lm_types={lm_types}"
+            f"no accuracies.csv under {where} for collection={collection} m={m} n={n} lm_types={lm_types}"
         )
     frames = []
     for meta in files.itertuples(index=False):
@@ -217,7 +252,10 @@ def load(
                 f"{p} has {per_lm[(coll, m_, n_, dataset, lm)]} rows"
                 for lm, p in zip(paths.lm_type, paths.path, strict=True)
             )
-            raise AccuracyDataError(f"unequal row counts for dataset {dataset} (m={m_}, n={n_}): {listing}")
+            raise AccuracyDataError(
+                f"unequal row counts for dataset {dataset} (m={m_}, n={n_}): {listing}; row k is subsample k for "
+                "every LM type, so give each LM type's file the same number of rows (repetitions)"
+            )
     return data
 
 

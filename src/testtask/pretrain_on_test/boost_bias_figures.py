@@ -10,14 +10,23 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
+from testtask import schema
 from testtask.context import Context, InputsUnavailable
 from testtask.outputs import save_figure
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.fits import plain
-from testtask.pretrain_on_test.inputs import ACCURACY_DIFFERENCE, LOG_ODDS, load_collection, missing_paper_m
+from testtask.pretrain_on_test.inputs import (
+    ACCURACY_DIFFERENCE,
+    LOG_ODDS,
+    lm_label,
+    lm_names,
+    missing_paper_m,
+)
 from testtask.pretrain_on_test.permutation import paired_differences
-from testtask.pretrain_on_test.posterior_panels import fit_collection
+from testtask.pretrain_on_test.posterior_panels import fit_collection, posterior_collection
+from testtask.pretrain_on_test.settings import LmTypeFit
 from testtask.signs import sign
 
 EFFECT_LABEL = {"boost": "pretraining boost (extra − base)", "bias": "evaluation bias (test − extra)"}
@@ -33,7 +42,33 @@ UNITS = {  # of the panels' numbers (Figures 3, 5, 6)
 # --- drawing -------------------------------------------------------------------------------------------------
 
 
-def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str) -> None:
+def lm_types_read(results: list[dict]) -> list[str]:
+    """The LM types the fits of `results` read, sorted (what titles and legends name)."""
+    return sorted({str(lm) for r in results for lm in r["panel"]["lm_types"]})
+
+
+def fitted_how(results: list[dict], fit: str) -> str:
+    """How the fits of `results` took the LM types they read: "pooled", "side by side", or "" for one LM type."""
+    if len(lm_types_read(results)) < 2:
+        return ""
+    return "pooled" if fit == LmTypeFit.pooled else "side by side"
+
+
+def how_read(results: list[dict], fit: str) -> str:
+    """The LM types read and how they were fitted, as a title says it: "BERT and GPT-2 pooled", "BERT, GPT-2 and
+    student-lm side by side", or one LM type's name alone."""
+    return " ".join(part for part in (lm_names(lm_types_read(results)), fitted_how(results, fit)) if part)
+
+
+def lm_colors(lm_types: list[str]) -> dict[str, str]:
+    """A colour per LM type of a side-by-side figure, in the order given."""
+    palette = plt.get_cmap("tab10").colors
+    return {lm: palette[i % len(palette)] for i, lm in enumerate(lm_types)}
+
+
+def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str, every: list[str]) -> None:
+    """One violin per fit of `effect` (one per n: the LM types pooled); a fit that read fewer LM types than the
+    figure (`every`) names its own under its n."""
     chosen = [r for r in results if r["panel"]["effect"] == effect]
     positions = np.arange(len(chosen))
     draws = [100 * r["predictive"].average for r in chosen]
@@ -44,35 +79,89 @@ def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str) ->
         for body in parts["bodies"]:
             body.set_facecolor(COLORS[effect])
             body.set_alpha(0.45)
+    _intervals(ax, positions, chosen)
+    ax.axvline(0, color="grey", lw=1, ls="--")
+    labels = [
+        f"n = {r['panel']['n']}"
+        + (f"\n({lm_names(r['panel']['lm_types'])})" if sorted(r["panel"]["lm_types"]) != every else "")
+        for r in chosen
+    ]
+    ax.set_yticks(positions, labels)
+    ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
+    ax.set_title(title)
+
+
+def _intervals(ax: plt.Axes, positions: np.ndarray, chosen: list[dict]) -> None:
+    """Each fit's 89% HDI (bar), posterior mean (dot) and observed mean (x) at its position."""
     for pos, r in zip(positions, chosen, strict=True):
         lo, hi = r["panel"]["average_difference"]["hdi_89"]
         ax.hlines(pos, 100 * lo, 100 * hi, color="k", lw=2)
         ax.plot(100 * r["panel"]["average_difference"]["mean"], pos, "ko", ms=4)
         ax.plot(100 * r["panel"]["raw_mean_difference"], pos, "x", color="tab:red", ms=6)
+
+
+def _side_by_side_panel(
+    ax: plt.Axes, results: list[dict], effect: str, title: str, colors: dict[str, str]
+) -> None:
+    """Per n, one violin per LM type's own fit, side by side in the LM types' colours."""
+    chosen = [r for r in results if r["panel"]["effect"] == effect]
+    ns = sorted({r["panel"]["n"] for r in chosen})
+    width = 0.8 / max(1, len(colors))
+    offset = {lm: (i - (len(colors) - 1) / 2) * width for i, lm in enumerate(colors)}
+    positions = np.array(
+        [ns.index(r["panel"]["n"]) + offset[r["panel"]["lm_types"][0]] for r in chosen], dtype=float
+    )
+    for pos, r in zip(positions, chosen, strict=True):
+        parts = ax.violinplot(
+            [100 * r["predictive"].average],
+            positions=[pos],
+            orientation="horizontal",
+            showextrema=False,
+            widths=width,
+        )
+        for body in parts["bodies"]:
+            body.set_facecolor(colors[r["panel"]["lm_types"][0]])
+            body.set_alpha(0.55)
+    _intervals(ax, positions, chosen)
     ax.axvline(0, color="grey", lw=1, ls="--")
-    ax.set_yticks(positions, [f"n = {r['panel']['n']}" for r in chosen])
+    ax.set_yticks(np.arange(len(ns)), [f"n = {n}" for n in ns])
     ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
     ax.set_title(title)
 
 
-def average_difference_figure(results: list[dict], suptitle: str, by: str = "m") -> plt.Figure:
-    """Rows: effects; columns: one per value of `by` (m, or a variant label)."""
+def average_difference_figure(
+    results: list[dict], suptitle: str, by: str = "m", fit: str = LmTypeFit.pooled
+) -> plt.Figure:
+    """Rows: effects; columns: one per value of `by` (m, or a variant label). `fit = side_by_side`: each panel
+    shows every LM type's own fit per n, with a legend of the LM types read."""
     effects = list(dict.fromkeys(r["panel"]["effect"] for r in results))
     columns = list(dict.fromkeys(r["panel"][by] for r in results))
-    fig, axes = plt.subplots(
-        len(effects),
-        len(columns),
-        figsize=(
-            5.2 * len(columns),
-            2.0 + 1.1 * len(results) / max(1, len(columns) * len(effects)) * len(effects),
-        ),
-        squeeze=False,
-    )
+    side_by_side = fit == LmTypeFit.side_by_side
+    height = 2.0 + 1.1 * len(results) / max(1, len(columns) * len(effects)) * len(effects)
+    if side_by_side:  # a row per n, however many LM types share it
+        rows = max(len({r["panel"]["n"] for r in results if r["panel"][by] == value}) for value in columns)
+        height = 2.0 + 1.1 * rows * len(effects)
+    fig, axes = plt.subplots(len(effects), len(columns), figsize=(5.2 * len(columns), height), squeeze=False)
+    every = lm_types_read(results)
+    colors = lm_colors(every)
     for row, effect in enumerate(effects):
         for col, value in enumerate(columns):
             subset = [r for r in results if r["panel"][by] == value]
             label = f"m = {value}" if by == "m" else str(value)
-            _violin_panel(axes[row, col], subset, effect, f"{label}: {effect}")
+            title = f"{label}: {effect}"
+            own = lm_types_read(subset)
+            if own != every:  # a column that read fewer LM types than the figure says which
+                title += f" ({lm_names(own)})"
+            if side_by_side:
+                _side_by_side_panel(axes[row, col], subset, effect, title, colors)
+            else:
+                _violin_panel(axes[row, col], subset, effect, title, every)
+    if side_by_side:
+        # top to bottom as the violins of an n stand; outside the panels, which it would cover
+        handles = [Patch(facecolor=colors[lm], alpha=0.55, label=lm_label(lm)) for lm in reversed(every)]
+        axes[0, -1].legend(
+            handles=handles, title="LM type", fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1)
+        )
     fig.suptitle(
         suptitle + "\n(violin: eq. 11 posterior predictive; bar: 89% HDI; x: observed mean)", fontsize=10
     )
@@ -80,7 +169,7 @@ def average_difference_figure(results: list[dict], suptitle: str, by: str = "m")
     return fig
 
 
-def _sidecar(ctx: Context, results: list[dict], started: float, **extra: Any) -> dict:
+def _sidecar(ctx: Context, results: list[dict], started: float, title: str, **extra: Any) -> dict:
     return {
         "paper": ctx.paper,
         "source": ctx.source,
@@ -89,18 +178,25 @@ def _sidecar(ctx: Context, results: list[dict], started: float, **extra: Any) ->
         "panels": [r["panel"] for r in results],
         "total_seconds": time.perf_counter() - started,
         **extra,
+        # what the figure read and how (`pretrain_on_test.lm_types`), and the title written from it
+        "lm_types_read": lm_types_read(results),
+        "lm_types_setting": schema.to_plain(ctx.settings.lm_types),
+        "title": title,
         "units": UNITS,
     }
 
 
 def figure_3(ctx: Context) -> dict:
-    """Eq. 11 distributions of the boost and the bias for every (m, n), LM types pooled."""
+    """Eq. 11 distributions of the boost and the bias for every (m, n): the LM types read
+    (`pretrain_on_test.lm_types.read`) pooled in one fit per panel, or fitted and drawn side by side."""
     started = time.perf_counter()
+    fit = ctx.settings.lm_types.fit
     results = fit_collection(ctx, "few_shot")
-    fig = average_difference_figure(results, "Figure 3: average accuracy differences (BERT and GPT-2 pooled)")
+    title = f"Figure 3: average accuracy differences ({how_read(results, fit)})"
+    fig = average_difference_figure(results, title, fit=fit)
     absent = missing_paper_m(r["panel"]["m"] for r in results)
     notes = [f"m = {m} not in the data: its panels are absent" for m in absent]
-    numbers = _sidecar(ctx, results, started, **({"missing": notes} if notes else {}))
+    numbers = _sidecar(ctx, results, started, title, **({"missing": notes} if notes else {}))
     save_figure(fig, ctx.out_dir, "figure-3", numbers, notes=notes)
     return numbers
 
@@ -123,7 +219,7 @@ def figure_4(ctx: Context) -> dict:
     started = time.perf_counter()
     settings = ctx.settings.figure_4
     threshold = settings.threshold
-    reached = reached_threshold(load_collection(ctx, "few_shot"), threshold, settings.strict)
+    reached = reached_threshold(posterior_collection(ctx, "few_shot"), threshold, settings.strict)
     selected = sorted(reached["dataset"].unique())
     selected_lm_types = sorted(reached["lm_type"].unique())
     results = fit_collection(ctx, "few_shot", effects=["bias"])
@@ -197,9 +293,12 @@ def figure_4(ctx: Context) -> dict:
 def figure_5(ctx: Context) -> dict:
     """§8: GPT-2 pretrained for 2 epochs."""
     started = time.perf_counter()
+    fit = ctx.settings.lm_types.fit
     results = fit_collection(ctx, "overtrained")
-    fig = average_difference_figure(results, "Figure 5: GPT-2 pretrained for 2 epochs instead of 1 (§8)")
-    numbers = _sidecar(ctx, results, started)
+    names, how = lm_names(lm_types_read(results)), fitted_how(results, fit)
+    title = f"Figure 5: {names} pretrained for 2 epochs instead of 1 (§8{'; ' + how if how else ''})"
+    fig = average_difference_figure(results, title, fit=fit)
+    numbers = _sidecar(ctx, results, started, title)
     save_figure(fig, ctx.out_dir, "figure-5", numbers)
     return numbers
 
@@ -207,6 +306,7 @@ def figure_5(ctx: Context) -> dict:
 def figure_6(ctx: Context) -> dict:
     """§9: zero-shot QLoRA on Mistral-7B, padding (left) and packing (right), whichever are present."""
     started = time.perf_counter()
+    fit = ctx.settings.lm_types.fit
     results, missing, notes = [], [], []
     for role, label in (("zero_shot", "padding"), ("zero_shot_packing", "packing")):
         try:
@@ -219,7 +319,9 @@ def figure_6(ctx: Context) -> dict:
             notes.append(f"{label} ({folder}) not in the data: its panels are absent")
     if not results:
         raise InputsUnavailable("; ".join(missing))
-    fig = average_difference_figure(results, "Figure 6: zero-shot Mistral-7B QLoRA (§9)", by="variant")
-    numbers = _sidecar(ctx, results, started, missing=missing)
+    names, how = lm_names(lm_types_read(results)), fitted_how(results, fit)
+    title = f"Figure 6: zero-shot {names} (§9{'; ' + how if how else ''})"
+    fig = average_difference_figure(results, title, by="variant", fit=fit)
+    numbers = _sidecar(ctx, results, started, title, missing=missing)
     save_figure(fig, ctx.out_dir, "figure-6", numbers, notes=notes)
     return numbers

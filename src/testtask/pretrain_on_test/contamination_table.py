@@ -19,6 +19,8 @@ from testtask.context import Context, InputsUnavailable
 from testtask.errors import InputError
 from testtask.io import atomic_save, atomic_write_text
 from testtask.outputs import save_numbers
+from testtask.pretrain_on_test.inputs import collection_folders
+from testtask.sources import OverlayConflict
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,20 @@ def load_runs(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def runs_of(folders: list[Path]) -> list[dict[str, Any]]:
+    """`load_runs` of each folder (source=published+results: the release's, then the run's laid over it); one
+    cell's file in two folders is an OverlayConflict naming both."""
+    rows, seen = [], {}
+    for folder in folders:
+        mine = load_runs(folder)
+        for cell in dict.fromkeys(row["file"] for row in mine):
+            if cell in seen:
+                raise OverlayConflict(f"contamination.json {cell}", seen[cell] / cell, folder / cell)
+            seen[cell] = folder
+        rows += mine
+    return rows
+
+
 def paper_rows(paper: Any) -> list[dict[str, Any]]:
     """The paper's two p-values (§9.2) with the tested cell's accuracies from the authors' release."""
     return [
@@ -128,11 +144,12 @@ def markdown(frame: pd.DataFrame, alpha: float) -> str:
 def table_contamination(ctx: Context) -> dict:
     """§9.2 → table-contamination.{csv,md,json}."""
     settings = ctx.settings.contamination
-    root = ctx.collection_root(settings.collection)
-    ours = load_runs(root)
+    folders = collection_folders(ctx, settings.collection)
+    ours = runs_of(folders)
     if not ours:
+        where = " or ".join(str(folder) for folder in folders)
         raise InputsUnavailable(
-            f"no contamination.json under {root} (run experiment=pretrain_on_test/contamination)"
+            f"no contamination.json under {where} (run experiment=pretrain_on_test/contamination)"
         )
     frame = pd.DataFrame(ours + paper_rows(settings.paper))
     frame["flagged"] = frame["p_value"] < settings.alpha

@@ -2,18 +2,28 @@
 
 Collections are the folders of the authors' release (`settings.collections`: few_shot, overtrained, zero_shot,
 zero_shot_packing); a collection that is not there is InputsUnavailable, so the pipeline skips what needs it.
+With source=published+results a collection is read from the release and from the run laid over it (`ctx.roots()`):
+the run may only add accuracies files (`accuracies.discover_roots`), e.g. a third LM type beside BERT and GPT-2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import InputError
 from testtask.pretrain_on_test import accuracies
 
-LM_LABELS = {"bert": "BERT", "gpt2": "GPT-2"}
+# How figures and tables name the authors' LM types; any other LM type (an own one) is named as its folder is.
+LM_LABELS = {
+    "bert": "BERT",
+    "gpt2": "GPT-2",
+    "mistral-qlora-zero-shot": "Mistral-7B QLoRA",
+    "mistral-qlora-zero-shot-packing": "Mistral-7B QLoRA",
+}
 PAPER_M = (50, 100)  # the few-shot m of the paper (Figure 3, Table 1); the offline mirror holds m = 50 only
 
 # What the sidecars' numbers are in (their `units`): the figures draw accuracy points, the JSON keeps fractions.
@@ -34,14 +44,46 @@ def collection_names(ctx: Context) -> dict[str, str]:
     return ctx.settings.collections.names()
 
 
+class RunLayoutError(InputError, ValueError):
+    """A run laid over the release (source=published+results) holds none of the paper's collection folders."""
+
+
+def _check_run(ctx: Context) -> None:
+    """RunLayoutError when the run laid over the release has no collection folder at all: its files would be
+    passed over in silence (e.g. written straight into the run as m50/n50/...)."""
+    run = ctx.overlay_root
+    if run is None:
+        return
+    known = [*collection_names(ctx).values(), ctx.settings.contamination.collection]
+    if not any((run / name).is_dir() for name in known):
+        raise RunLayoutError(
+            f"source=published+results: the run {run} holds none of pretrain-on-test's collection folders "
+            f"({', '.join(known)}); put its files at {run}/<collection>/m<m>/n<n>/<lm_type>/<dataset>/accuracies.csv"
+        )
+
+
+def collection_folders(ctx: Context, name: str) -> list[Path]:
+    """The folders of collection `name` under the context's roots that exist (the release's first, then the run's
+    laid over it), or InputsUnavailable when there is none."""
+    _check_run(ctx)
+    folders = [root / name for root in ctx.roots()]
+    present = [folder for folder in folders if folder.is_dir()]
+    if not present:
+        where = " nor ".join(str(folder) for folder in folders)
+        raise InputsUnavailable(f"{where} does not exist (source={ctx.source})")
+    return present
+
+
 def load_collection(ctx: Context, key: str, m: int | None = None, n: int | None = None) -> pd.DataFrame:
-    """All accuracies of collection `key` (optionally one m, n), or InputsUnavailable when absent."""
+    """All accuracies of collection `key` (optionally one m, n), or InputsUnavailable when absent; with
+    source=published+results the release's and the run's files together."""
     name = collection_names(ctx)[key]
-    root = ctx.collection_root(name)
+    folders = collection_folders(ctx, name)
     try:
-        data = accuracies.load(root, m=m, n=n, counts=ctx.settings.counts)
+        data = accuracies.load(folders, m=m, n=n, counts=ctx.settings.counts)
     except FileNotFoundError as err:
-        raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {root}: {err}") from err
+        where = " and ".join(str(folder) for folder in folders)
+        raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {where}: {err}") from err
     # Loading from the collection's own folder leaves the collection column empty.
     data["collection"] = name
     return data
@@ -61,3 +103,12 @@ def present_collections(ctx: Context) -> tuple[dict[str, pd.DataFrame], list[str
 def lm_label(lm_type: str) -> str:
     """How tables and legends name an LM type (BERT, GPT-2; others as they are)."""
     return LM_LABELS.get(lm_type, lm_type)
+
+
+def lm_names(lm_types: Iterable[str]) -> str:
+    """The LM types as a title names them, in the order given, each label once: "BERT", "BERT and GPT-2",
+    "BERT, GPT-2 and student-lm"."""
+    labels = list(dict.fromkeys(lm_label(str(lm)) for lm in lm_types))
+    if len(labels) <= 1:
+        return "".join(labels)
+    return f"{', '.join(labels[:-1])} and {labels[-1]}"

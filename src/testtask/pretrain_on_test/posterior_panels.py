@@ -1,5 +1,9 @@
 """Fit the §6.1 model to one (m, n, effect) configuration, or to every configuration of a collection, and
-summarise each fit as a panel: the numbers the posterior figures (3–6, 9, 10) put in their JSON sidecars."""
+summarise each fit as a panel: the numbers the posterior figures (3–6, 9, 10) put in their JSON sidecars.
+
+Figures 3–6 read a collection through `posterior_collection`, which keeps the LM types of
+`settings.lm_types.read`, and fit it with `fit_collection`: one fit per (m, n, effect) pooling the LM types, or,
+with `settings.lm_types.fit = side_by_side`, one per LM type too."""
 
 from __future__ import annotations
 
@@ -11,11 +15,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from testtask import diagnostics
-from testtask.context import Context
+from testtask.context import Context, InputsUnavailable
 from testtask.pretrain_on_test import predictive
 from testtask.pretrain_on_test.fits import configuration_data, fit_cached, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT
-from testtask.pretrain_on_test.inputs import load_collection
+from testtask.pretrain_on_test.inputs import collection_folders, collection_names, load_collection
+from testtask.pretrain_on_test.settings import LmTypeFit
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +87,47 @@ def configurations(frame: pd.DataFrame) -> list[tuple[int, int]]:
     return sorted({(int(m), int(n)) for m, n in zip(frame.m, frame.n, strict=True)})
 
 
-def fit_collection(ctx: Context, role: str, effects: list[str] | None = None) -> list[dict]:
+def posterior_collection(ctx: Context, role: str) -> pd.DataFrame:
+    """Collection `role`'s accuracies with the LM types of `settings.lm_types.read` (None: all); an LM type asked
+    for that the collection lacks is InputsUnavailable naming the setting and the LM types present."""
     frame = load_collection(ctx, role)
+    wanted = ctx.settings.lm_types.read
+    if wanted is None:
+        return frame
+    present = sorted(map(str, frame.lm_type.unique()))
+    lacking = [lm for lm in wanted if lm not in present]
+    if lacking:
+        name = collection_names(ctx)[role]
+        where = ", ".join(str(folder) for folder in collection_folders(ctx, name))
+        raise InputsUnavailable(
+            f"pretrain_on_test.lm_types.read = [{', '.join(wanted)}]: {name} ({where}) has no "
+            f"{', '.join(lacking)}; its LM types are {', '.join(present)}: name some of them, or null for all"
+        )
+    return frame[frame.lm_type.isin(wanted)].reset_index(drop=True)
+
+
+def fit_groups(ctx: Context, part: pd.DataFrame) -> list[pd.DataFrame]:
+    """The fits of one (m, n): the LM types pooled in one (`lm_types.fit = pooled`), or one per LM type."""
+    if ctx.settings.lm_types.fit == LmTypeFit.pooled:
+        return [part]
+    return [part[part.lm_type == lm] for lm in sorted(part.lm_type.unique())]
+
+
+def fit_collection(ctx: Context, role: str, effects: list[str] | None = None) -> list[dict]:
+    """Every (m, n, effect) of collection `role` fitted, with the LM types of `settings.lm_types` pooled or side
+    by side; one result (`fit_panel`) per fit, in (m, n, effect, LM type) order."""
+    frame = posterior_collection(ctx, role)
     effects = effects or list(ctx.settings.effects)
-    jobs = [(m, n, e) for m, n in configurations(frame) for e in effects]
+    jobs = [
+        (m, n, e, group)
+        for m, n in configurations(frame)
+        for e in effects
+        for group in fit_groups(ctx, frame[(frame.m == m) & (frame.n == n)])
+    ]
     results = []
-    for m, n, effect in tqdm(jobs, desc=f"fits ({role})", unit="fit"):
-        part = frame[(frame.m == m) & (frame.n == n)]
-        # A seed per configuration, not per position in the job list, so figures share cached fits.
+    for m, n, effect, part in tqdm(jobs, desc=f"fits ({role})", unit="fit"):
+        # A seed per configuration, not per position in the job list, so figures share cached fits (and one LM
+        # type fitted on its own is the pooled fit of a collection that holds only it).
         result = fit_panel(
             ctx,
             part,
@@ -99,11 +137,12 @@ def fit_collection(ctx: Context, role: str, effects: list[str] | None = None) ->
         )
         seconds = result["panel"]["fit_seconds"]
         log.info(
-            "%s m=%d n=%d %s: beta %.3f (r_hat %.3f, ess %.0f), %s",
+            "%s m=%d n=%d %s (%s): beta %.3f (r_hat %.3f, ess %.0f), %s",
             role,
             m,
             n,
             effect,
+            ", ".join(result["panel"]["lm_types"]),
             result["panel"]["beta"]["mean"],
             result["panel"]["beta"]["r_hat"],
             result["panel"]["beta"]["ess_bulk"],

@@ -53,6 +53,7 @@ PAPER = Paper(
     tables=TABLES,
     settings=Settings,
     paper_text=("analysis", "runner"),
+    overlay=True,  # inputs.load_collection lays a run's accuracies files over the release's
     actions=ACTIONS,
     report=report.FUNCTIONS,
     runner=Runner(

@@ -19,9 +19,11 @@ from testtask.schema import (
     PositiveInt,
     PositiveNumber,
     Probability,
+    Problem,
     Text,
     UnitInterval,
     non_empty,
+    require,
     section,
 )
 
@@ -53,6 +55,14 @@ class SliceDraw(Choice):
 
     per_lm_type = "per_lm_type"
     per_task = "per_task"
+
+
+class LmTypeFit(Choice):
+    """How a posterior figure fits the LM types it reads: one §6.1 fit per panel pooling them (`pooled`, the
+    paper's, with an LM-type term α) or one fit per LM type and panel, drawn side by side (`side_by_side`)."""
+
+    pooled = "pooled"
+    side_by_side = "side_by_side"
 
 
 class Auto(Choice):
@@ -119,6 +129,22 @@ class ModelSpec:
 class Predictive:
     hdi_prob: Probability  # the HDI of eqs. 11/12
     max_draws: PositiveInt | None  # posterior draws used for eqs. 11/12 (None: all chains × draws)
+
+
+@section
+class LmTypes:
+    """Which LM types the posterior figures (3–6) read from each collection, and whether they pool them."""
+
+    read: non_empty(Name) | None  # LM type folders (bert, gpt2, an own one); None: every LM type found
+    fit: LmTypeFit
+
+    def __post_init__(self) -> None:
+        repeated = sorted({lm for lm in self.read or [] if self.read.count(lm) > 1})
+        require(
+            Problem("read", self.read, f"each LM type once ({', '.join(repeated)} repeated)")
+            if repeated
+            else None
+        )
 
 
 @section
@@ -239,6 +265,7 @@ class Settings:
     model: ModelSpec
     predictive: Predictive
     effects: non_empty(Effect)  # which differences the posterior figures fit
+    lm_types: LmTypes  # which LM types the posterior figures read, pooled or side by side
     figure_4: Figure4
     figure_7: MetaAnalysis
     figure_8: Permutations
