@@ -24,7 +24,7 @@ from testtask.lm.scores import (
     select,
 )
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.inputs import results
+from testtask.training_on_the_test_task.inputs import registry, results
 from testtask.training_on_the_test_task.model_table import model_table
 from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
 from testtask.training_on_the_test_task.settings import Settings
@@ -49,7 +49,7 @@ def cohort_table(
         raise InputsUnavailable(f"no {spec.file} results under {ctx.data_root}")
     table = model_table(
         scores,
-        settings.release.registry,
+        registry(ctx),
         spec,
         cutoff=cutoff or settings.cutoff,
         stage=settings.adjustment.stage,
@@ -142,7 +142,7 @@ def figure_16(ctx: Context) -> dict:
 def figure_20(ctx: Context) -> dict:
     cfg = _settings(ctx).figure_20
     kinds = cfg.kinds
-    reg = _settings(ctx).release.registry
+    reg = registry(ctx)
     present = {name for name in results(ctx)["model"].unique() if reg.get(name).kind in kinds}
     if not present:
         raise InputsUnavailable(
@@ -222,7 +222,7 @@ def figure_3(ctx: Context) -> dict:
     settings = _settings(ctx)
     cfg = settings.figure_3
     scores = results(ctx)
-    reg = settings.release.registry
+    reg = registry(ctx)
     cutoff = settings.cutoff
     labels = cfg.labels
     arm_names, columns = ("control", "treatment"), ("unadjusted", "adjusted")

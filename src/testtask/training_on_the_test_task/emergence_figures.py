@@ -16,7 +16,7 @@ from testtask.lm.scores import (
     lookup,
 )
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.inputs import results
+from testtask.training_on_the_test_task.inputs import registry, results
 from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
 from testtask.training_on_the_test_task.settings import Regression, Settings
@@ -34,7 +34,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     settings: Settings = ctx.settings
     spec = settings.benchmark(key)
     scores = results(ctx)
-    reg = settings.release.registry
+    reg = registry(ctx)
     cfg = settings.emergence
     cutoff = settings.cutoff
     kinds = settings.model_kinds

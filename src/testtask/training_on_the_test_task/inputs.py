@@ -10,9 +10,17 @@ import pandas as pd
 
 from testtask.context import Context
 from testtask.lm import release
+from testtask.lm.models import ModelRegistry
 
 
 def results(ctx: Context) -> pd.DataFrame:
     """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent); with
     source=published+results, the release's and the run's results together."""
     return release.results(ctx.data_root, ctx.settings.release, ctx.source, ctx.overlay_root)
+
+
+def registry(ctx: Context) -> ModelRegistry:
+    """The model registry as `ctx`'s source sees it: an own model (the user folder's models.yaml) without a
+    result there is left out (one info line), not a missing result of the paper."""
+    where = " + ".join(str(root / ctx.settings.release.evaluations_dir) for root in ctx.roots())
+    return ctx.settings.release.registry_for(results(ctx), where)
