@@ -183,7 +183,9 @@ def _one_root(data_root: Path, release: Release, source: str, laid_over: bool = 
     ResultsError naming the file, not a quiet skip."""
     root = data_root / release.evaluations_dir
     if not root.is_dir():
-        raise InputsUnavailable(f"{root} does not exist (source={source})")
+        raise InputsUnavailable(
+            f"{root} does not exist (source={source}; the folder is evaluations_dir = {release.evaluations_dir!r})"
+        )
     reg = release.registry
     # Figures built in one process share the table; a changed registry, or a file added, removed or replaced
     # (results are written atomically, by rename) reloads it: that changes a folder's mtime, cheaper to scan
