@@ -99,6 +99,121 @@ def test_a_missing_model_field_names_the_file(tmp_path, monkeypatch):
         tmp_config(tmp_path)
 
 
+def test_an_own_model_is_recorded_with_its_file_and_a_replaced_paper_entry_is_not(tmp_path):
+    from testtask.pipeline import make_context
+
+    user = tmp_path / "user"
+    paper_entry = {**STUDENT, "paper_name": "Pythia-410M", "params_b": 0.41, "tokens_t": 0.3}
+    path = write(user, "models.yaml", {"base": {"student-model-7b": STUDENT, "pythia-410m": paper_entry}})
+    release = make_context(analysis_config(tmp_path, user), "training-on-the-test-task").settings.release
+    # pythia-410m stays the paper's model (its missing results stay the paper's to list), student-model-7b is own
+    assert release.own == {"student-model-7b": str(path)}
+
+
+def test_an_own_model_without_results_is_left_out_and_a_paper_model_is_not(caplog):
+    from testtask.lm.models import ModelInfo, ModelRegistry
+    from testtask.lm.release import Release
+    from testtask.lm.results import AbsentResults
+
+    def info(name: str) -> ModelInfo:
+        return ModelInfo(name, "base", "2024-06", 7.0, 2.0, name, "EN", None)
+
+    registry = ModelRegistry([info("paper-7b"), info("student-7b"), info("tutor-7b")])
+    own = {"student-7b": "conf/user/models.yaml", "tutor-7b": "conf/user/models.yaml"}
+    release = Release("evaluations", registry, AbsentResults(), "key", own)
+    table = pd.DataFrame({"model": ["tutor-7b"]})  # the source lacks paper-7b and student-7b
+    with caplog.at_level(logging.INFO, logger="testtask.lm.release"):
+        for _ in range(3):  # one line per source, however many figures ask
+            seen = release.registry_for(table, "the-source")
+    assert seen.names() == ["paper-7b", "tutor-7b"]  # the paper's model stays, to be reported missing
+    said = [r.getMessage() for r in caplog.records if "own model" in r.getMessage()]
+    assert said == [
+        "own model student-7b (conf/user/models.yaml) has no results in the-source: left out of its analyses"
+    ]
+
+
+def test_an_own_entry_of_an_unknown_model_is_refused():
+    from testtask.lm.models import Models
+    from testtask.schema import load
+
+    models = {"base": {}, "instruct": {}, "extra": {}, "own": {"ghost-7b": "conf/user/models.yaml"}}
+    with pytest.raises(ValueError, match=r"own\.ghost-7b = 'ghost-7b': expected a model of"):
+        load(Models, models, "models")
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory) -> Path:
+    """training-on-the-test-task's and train-before-test's releases fetched (`make data`) into a temporary folder."""
+    from tests.conftest import mirror_dir
+    from testtask.pipeline import compose, run
+
+    mirror = mirror_dir()
+    if mirror is None or not all(
+        (mirror / key).is_dir() for key in ("training_on_the_test_task", "train_before_test")
+    ):
+        pytest.skip("the published-data mirror (../shared/data) lacks the releases")
+    data = tmp_path_factory.mktemp("published")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TESTTASK_DATA_MIRROR", str(mirror))
+        run(compose(["paper=proxy-tasks", f"data.dest={data}", "action=data"]))  # and the releases it reads
+    return data
+
+
+def test_an_own_model_never_breaks_the_published_builds(releases, tmp_path, caplog):
+    """With an own model registered, the papers that read the registry build from the authors' release (which
+    has no results of it): the model is left out with one info line, the numbers are those of a build without it,
+    and every sidecar's provenance names the user file by its hash."""
+    import hashlib
+
+    from tests.conftest import built
+    from testtask.pipeline import build, compose
+
+    user = tmp_path / "user"
+    path = write(user, "models.yaml", {"base": {"student-7b": {**STUDENT, "tokens_t": 2.0}}})
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def config(paper: str, user_dir: Path, figures: str):
+        return compose(
+            [
+                f"paper={paper}",
+                f"data.dest={releases}",
+                f"figures_dir={tmp_path / figures}",
+                f"user_dir={user_dir}",
+            ]
+        )
+
+    tott = config("training-on-the-test-task", user, "figures")
+    proxy = config("proxy-tasks", user, "figures")
+    proxy.proxy_tasks.figure_loo.panels = [{"matrix": "tott_base", "target": "gsm8k"}]
+    proxy.proxy_tasks.evaluation.bootstrap = 50
+    with caplog.at_level(logging.INFO, logger="testtask.lm.release"):
+        build(tott, "figure", [1, 3, 8])  # model tables, the older models' split, the checkpoints
+        build(tott, "table", None)
+        build(proxy, "figure", ["loo"])  # reads the registry through training-on-the-test-task's settings
+    said = [r.getMessage() for r in caplog.records if "own model" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"own model student-7b ({path}) has no results in ")
+
+    folders = [built(tott, "training-on-the-test-task"), built(proxy, "proxy-tasks")]
+    sidecars = [p for folder in folders for p in folder.rglob("*.json")]
+    assert len(sidecars) >= 5
+    for sidecar in sidecars:
+        settings = json.loads(sidecar.read_text(encoding="utf-8"))["provenance"]["settings"]
+        assert settings["user_files"] == {"models.yaml": digest}, sidecar
+    # the own model is in the preset too (the user files apply to it): the paper's build stays the preset's
+    assert all(
+        json.loads(p.read_text(encoding="utf-8"))["provenance"]["settings"]["variant"] is None
+        for p in folders[0].rglob("*.json")
+    )
+
+    alone = config("training-on-the-test-task", tmp_path / "no-user", "figures-alone")
+    build(alone, "figure", [1, 3])
+    for number in (1, 3):
+        ours = json.loads((folders[0] / f"figure-{number}.json").read_text(encoding="utf-8"))
+        theirs = json.loads((built(alone, "training-on-the-test-task") / f"figure-{number}.json").read_text())
+        assert ours["panels"] == theirs["panels"]
+        assert ours["excluded_models"] == theirs["excluded_models"]
+
+
 # --- datasets.yaml ----------------------------------------------------------------------------------------------
 
 TOPICS = {

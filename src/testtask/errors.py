@@ -11,10 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class InputError(Exception):
     """An error in what the user gave (config, data, results, ledger); its message says what and where."""
+
+
+class SettingUnusable(InputError, ValueError):
+    """A setting valid on its own that the inputs read cannot serve (a benchmark the source lacks, a cutoff no
+    model passes): one line naming the config key, its value, why, and what to change."""
+
+    def __init__(self, key: str, value: Any, why: str, change: str) -> None:
+        self.key = key
+        super().__init__(f"{key} = {value!r}: {why}; {change}")
 
 
 def message(err: BaseException) -> str:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+
+from testtask.lm.models import ModelRegistry
 
 TOTT, TBT = "training-on-the-test-task", "train-before-test"
 RAISED_METRICS = ("acc,", "exact_match,")  # accuracies: higher is better, in [0, 1]
@@ -21,6 +24,20 @@ def _raise(path: Path, out: Path, delta: float) -> None:
     out.write_text(json.dumps(data), encoding="utf-8")
 
 
+def model_files(evaluations: Path, model: str, known: Iterable[str] | None = None) -> list[tuple[Path, str]]:
+    """(file, benchmark) of every base and e3 result of exactly `model` under `evaluations`. A file
+    `<name>-<benchmark>.json` belongs to the longest model name of `known` (default: the paper's registry) and
+    `model` that starts it: `openllama-3b` never takes `openllama-3b-v2`'s files, and a benchmark name may hold
+    dashes and underscores."""
+    names = {*(ModelRegistry.load().names() if known is None else known), model}
+    out = []
+    for path in sorted(evaluations.glob("base/*.json")) + sorted(evaluations.glob("e3/*/*.json")):
+        owners = [name for name in names if path.stem.startswith(f"{name}-")]
+        if owners and max(owners, key=len) == model:
+            out.append((path, path.stem[len(model) + 1 :]))
+    return out
+
+
 def make_run(published: Path, results: Path, run: str, source: str, name: str, delta: float) -> list[Path]:
     """Copy `source`'s base and e3 files of the release in `published` to `results/<paper>/<run>` as `name`:
     base scores raised by `delta`, fine-tuned ones unchanged; its train-before-test direct scores raised the same
@@ -28,11 +45,9 @@ def make_run(published: Path, results: Path, run: str, source: str, name: str, d
     evaluations = published / TOTT / "evaluations"
     out = results / TOTT / run / "evaluations"
     written = []
-    for path in sorted(evaluations.glob(f"base/{source}-*.json")) + sorted(
-        evaluations.glob(f"e3/*/{source}-*.json")
-    ):
+    for path, benchmark in model_files(evaluations, source):
         rel = path.relative_to(evaluations)
-        target = out / rel.parent / path.name.replace(source, name, 1)
+        target = out / rel.parent / f"{name}-{benchmark}.json"
         if rel.parts[0] == "base":
             _raise(path, target, delta)
         else:

@@ -27,6 +27,11 @@ from testtask.downstream_predictability.settings import (
     Settings,
 )
 from testtask.downstream_predictability.statistics import summarise, usable
+from testtask.errors import SettingUnusable
+
+SECTION = (
+    "downstream_predictability"  # the config section of this paper's settings, as messages name its keys
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +130,21 @@ def task_data(family: Family, task: str, files: list, settings: Settings) -> Tas
     )
 
 
+def _complete(per_member: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(the tasks every member logged, every task some member logged), each sorted."""
+    all_tasks = sorted(set().union(*per_member))
+    return [t for t in all_tasks if all(t in files for files in per_member)], all_tasks
+
+
+def logged_tasks(family: Family) -> list[str]:
+    """The tasks every member of `family` logged, sorted."""
+    return _complete([task_files(m, family.model) for m in family.members])[0]
+
+
 def family_tasks(family: Family, settings: Settings) -> FamilyData:
     """Every task logged by all members of `family` (restricted to `settings.tasks` when that lists some)."""
     per_member = [task_files(m, family.model) for m in family.members]
-    all_tasks = sorted(set().union(*per_member))
-    complete = [t for t in all_tasks if all(t in files for files in per_member)]
+    complete, all_tasks = _complete(per_member)
     wanted = list(settings.tasks)
     chosen = [t for t in complete if not wanted or t in wanted]
     tasks = {t: task_data(family, t, [files[t] for files in per_member], settings) for t in chosen}
@@ -240,19 +255,51 @@ def analyse(ctx: Context) -> Analysis:
     return _CACHE[key]
 
 
+def _unusable_family(settings: Settings, source: str, name: str, why: str) -> SettingUnusable:
+    """A family `families_used` names (asked for, not merely configured) that has nothing to analyse."""
+    return SettingUnusable(
+        f"{SECTION}.families_used",
+        list(settings.families_used or []),
+        f"family {name} has no samples to analyse for source={source} ({why})",
+        f"fix {SECTION}.families.{name} (paper, samples_dir, model) or leave {name} out of families_used",
+    )
+
+
+def _check_tasks(settings: Settings, loaded: list[Family]) -> None:
+    """SettingUnusable when `tasks` names a task no family's members all logged."""
+    logged = sorted({task for family in loaded for task in logged_tasks(family)})
+    unknown = [task for task in settings.tasks if task not in logged]
+    if unknown:
+        raise SettingUnusable(
+            f"{SECTION}.tasks",
+            list(settings.tasks),
+            f"{', '.join(unknown)}: logged by every member of no family",
+            f"name tasks the families logged ({', '.join(logged) or 'none'}), or [] for every task",
+        )
+
+
 def _analyse(ctx: Context, settings: Settings) -> Analysis:
     specs: dict[str, FamilySpec] = settings.families
     used = list(settings.families_used or specs)  # the schema checked that every name is a family
+    chosen = settings.families_used is not None  # families asked for by name must have samples
     families, skipped, warnings = [], {}, []
+    loaded: list[Family] = []
     for name in used:
         try:
-            family = load_family(name, specs[name], ctx.paper_root)
+            loaded.append(load_family(name, specs[name], ctx.paper_root))
         except InputsUnavailable as err:
+            if chosen:
+                raise _unusable_family(settings, ctx.source, name, str(err)) from None
             skipped[name] = str(err)
             log.warning("family %s skipped: %s", name, err)
-            continue
+    if settings.tasks:
+        _check_tasks(settings, loaded)
+    for family in loaded:
+        name = family.name
         data = family_tasks(family, settings)
         if not data.tasks:
+            if chosen:
+                raise _unusable_family(settings, ctx.source, name, "no task is logged by every member")
             skipped[name] = "no task is logged by every member"
             continue
         families.append(data)
@@ -262,6 +309,7 @@ def _analyse(ctx: Context, settings: Settings) -> Analysis:
                 f"family {name} has {k} members: every defined per-sample correlation is +1 or -1, so the "
                 "distributions only count how many samples improve, worsen or stay put with compute"
             )
+    skipped = {name: skipped[name] for name in used if name in skipped}  # in config order
     if not families:
         raise InputsUnavailable(f"no family has samples for source={ctx.source}: {skipped}")
     results = [r for f in families for t in f.tasks.values() for r in correlation_results(t, settings)]

@@ -162,12 +162,16 @@ class Models:
     base: dict[str, BaseModelEntry]
     instruct: dict[str, InstructModelEntry]
     extra: dict[str, ExtraModelEntry]
+    # The models only a user file added (model -> that file, as messages show it; `merge_user_models` fills it):
+    # the user's, not the paper's, so a source without their results simply lacks them (lm.release).
+    own: dict[str, Name] = record_field({})
 
     def __post_init__(self) -> None:
         require(self.relations())
 
     def relations(self) -> list[Problem]:
-        """A name in two sections; an instruct model whose base model is not in `base`."""
+        """A name in two sections; an instruct model whose base model is not in `base`; an own model in no
+        section."""
         problems: list[Problem] = []
         seen: dict[str, Kind] = {}
         for kind in Kind:
@@ -182,6 +186,9 @@ class Models:
         for name, entry in self.instruct.items():
             if entry.base_model not in self.base:
                 problems.append(Problem(f"instruct.{name}.base_model", entry.base_model, "a model of {base}"))
+        for name in self.own:
+            if name not in seen:
+                problems.append(Problem(f"own.{name}", name, "a model of {base}, {instruct} or {extra}"))
         return problems
 
     def section(self, kind: Kind | str) -> dict[str, ModelEntry]:
@@ -353,6 +360,12 @@ class ModelRegistry:
         ]
         return ModelRegistry(infos, self._notes)
 
+    def without(self, names: Iterable[str]) -> ModelRegistry:
+        """A copy without the models `names`."""
+        drop = set(names)
+        kept = [info for name, info in self._models.items() if name not in drop]
+        return ModelRegistry(kept, {name: notes for name, notes in self._notes.items() if name not in drop})
+
     # --- queries ------------------------------------------------------------------------------------------------
     def get(self, name: str, source: str | Path | None = None) -> ModelInfo:
         """The model called `name`; UnknownModel (naming `source`, e.g. the result file) when there is none."""
@@ -446,8 +459,10 @@ def merge_user_models(models: Any, file: Any) -> None:
     """Merge an own models file over the registry config `models` (base / instruct / extra), in place: an own
     entry adds a model, or replaces the paper's entry of the same name and section whole (never field by
     field, so an own entry always states every required field). The merged registry is checked here, so an
-    instruct model whose base_model is unknown fails naming the file."""
+    instruct model whose base_model is unknown fails naming the file. A model the registry did not have is
+    recorded in `own` with the file (an entry replacing the paper's stays the paper's model)."""
     sections = user_entries(file)
+    own = dict(models.get("own") or {})
     for kind, entries in sections.items():
         for name, entry in entries.items():
             other = next((k for k in KINDS if k != kind and name in (models.get(k) or {})), None)
@@ -455,7 +470,10 @@ def merge_user_models(models: Any, file: Any) -> None:
                 raise _user_error(file, [f"{kind}.{name}: the paper's registry has this model in {other!r}"])
             if models.get(kind) is None:
                 models[kind] = {}
+            if name not in models[kind] or name in own:  # `in own`: merged before (applying twice is a no-op)
+                own[name] = file.shown
             models[kind][name] = entry
+    models["own"] = own
     lines = violations(Models, models)[1]
     if lines:
         raise _user_error(file, lines)

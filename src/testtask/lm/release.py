@@ -95,6 +95,29 @@ class Release:
     registry: ModelRegistry
     absent: AbsentResults  # the results the config lists as genuinely missing from the source
     key: str  # the registry and absent_results settings as JSON: the results table is cached by it
+    own: dict[str, str]  # the models only a user file added -> that file (`Models.own`)
+
+    def registry_for(self, table: pd.DataFrame, where: str) -> ModelRegistry:
+        """The registry as a source (its results `table`, read from `where`) sees it: an own model without a
+        single result there is left out, said once per source. It is the user's model, not the paper's, so its
+        absence from e.g. the authors' release is no missing result (a paper model's still is, `lm.scores`)."""
+        present = set(table["model"])
+        lacking = sorted(name for name in self.own if name not in present)
+        if not lacking:
+            return self.registry
+        said = (tuple(lacking), where)
+        if said not in _SAID:
+            _SAID.add(said)
+            files = sorted({self.own[name] for name in lacking})
+            log.info(
+                "own model%s %s (%s) %s no results in %s: left out of its analyses",
+                "s" if len(lacking) > 1 else "",
+                ", ".join(lacking),
+                ", ".join(files),
+                "have" if len(lacking) > 1 else "has",
+                where,
+            )
+        return self.registry.without(lacking)
 
     @classmethod
     def of(cls, settings: ReleaseSettings) -> Release:
@@ -106,8 +129,11 @@ class Release:
             registry,
             AbsentResults(settings.absent_results),
             json.dumps([models_json, listed]),
+            dict(settings.models.own),
         )
 
+
+_SAID: set[tuple[tuple[str, ...], str]] = set()  # the own models said left out, by source: one line each
 
 _CACHE: dict[tuple[str, float, str], pd.DataFrame] = {}
 _CACHED_ROOTS = 2  # a release and the run laid over it (source=published+results) stay loaded together
@@ -157,7 +183,9 @@ def _one_root(data_root: Path, release: Release, source: str, laid_over: bool = 
     ResultsError naming the file, not a quiet skip."""
     root = data_root / release.evaluations_dir
     if not root.is_dir():
-        raise InputsUnavailable(f"{root} does not exist (source={source})")
+        raise InputsUnavailable(
+            f"{root} does not exist (source={source}; the folder is evaluations_dir = {release.evaluations_dir!r})"
+        )
     reg = release.registry
     # Figures built in one process share the table; a changed registry, or a file added, removed or replaced
     # (results are written atomically, by rename) reloads it: that changes a folder's mtime, cheaper to scan

@@ -205,7 +205,8 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Matrix) -> ScoreMat
     tctx = ctx.context_of(TOTT)
     tott = tctx.settings  # training_on_the_test_task.settings.Settings (that paper's PAPER.settings)
     results = release.results(tctx.data_root, tott.release, tctx.source)  # InputsUnavailable when absent
-    reg = tott.release.registry
+    # own models (the user folder's) without a result in this source are left out, not missing results
+    reg = tott.release.registry_for(results, str(tctx.data_root / tott.release.evaluations_dir))
     kinds = tott.model_kinds
     stage = entry.stage
     adj = tott.adjustment

@@ -27,6 +27,7 @@ from testtask.metric_ranges import problem
 from testtask.sources import OverlayConflict
 from testtask.train_before_test.settings import Regime
 
+SECTION = "train_before_test"  # the config section of this paper's settings, as messages name its keys
 MISSING_STDERR = ("N/A",)  # lm-eval's mark for a standard error it did not compute (null counts too)
 
 
@@ -82,11 +83,24 @@ def _number(value: Any, where: str, path: Path, allow_missing: bool, metric: str
 
 
 def _matrix(
-    data: Mapping[str, Any], name: str, path: Path, allow_missing: bool, metrics: Mapping[str, str]
+    data: Mapping[str, Any],
+    name: str,
+    path: Path,
+    allow_missing: bool,
+    metrics: Mapping[str, str],
+    setting: str = "",
 ) -> pd.DataFrame:
-    """One field of the file as a models x benchmarks frame (NaN where a model is absent)."""
+    """One field of the file as a models x benchmarks frame (NaN where a model is absent); `setting`: the config
+    key that names the field, for the message when the file lacks it."""
     if name not in data:
-        raise ResultsFormatError(f"{path}: field '{name}' is missing (top-level fields: {sorted(data)})")
+        named = (
+            f"; {setting} names it: set it to one of those fields, or add the field to the file"
+            if setting
+            else ""
+        )
+        raise ResultsFormatError(
+            f"{path}: field '{name}' is missing (top-level fields: {sorted(data)}){named}"
+        )
     block = data[name]
     if not isinstance(block, dict):
         raise ResultsFormatError(
@@ -115,8 +129,14 @@ def parse_results(
     if not isinstance(data, dict):
         raise ResultsFormatError(f"{path}: the top level must be an object, got {type(data).__name__}")
     metrics = benchmark_metrics() if metrics is None else metrics
-    scores = {key: _matrix(data, r.field, path, False, metrics) for key, r in regimes.items()}
-    stderr = {key: _matrix(data, r.stderr_field, path, True, metrics) for key, r in regimes.items()}
+    scores = {
+        key: _matrix(data, r.field, path, False, metrics, f"{SECTION}.regimes.{key}.field")
+        for key, r in regimes.items()
+    }
+    stderr = {
+        key: _matrix(data, r.stderr_field, path, True, metrics, f"{SECTION}.regimes.{key}.stderr_field")
+        for key, r in regimes.items()
+    }
     for key, r in regimes.items():
         extra = sorted(set(scores[key].columns) - set(stderr[key].columns))
         if extra:
@@ -165,7 +185,10 @@ _CACHE: dict[tuple, Results] = {}
 def _path(root: Path, ctx: Context) -> Path:
     path = root / ctx.settings.results_file
     if not path.is_file():
-        raise InputsUnavailable(f"{path} does not exist (source={ctx.source})")
+        raise InputsUnavailable(
+            f"{path} does not exist (source={ctx.source}; the file is {SECTION}.results_file = "
+            f"{ctx.settings.results_file!r})"
+        )
     return path
 
 

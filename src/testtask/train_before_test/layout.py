@@ -72,7 +72,11 @@ def present_downstream(res: Results, lay: Layout, minimum: int = 2) -> tuple[lis
             "%s: entries ignored (neither a configured benchmark nor a corpus): %s", res.path, unknown
         )
     if len(present) < minimum:
-        raise InputsUnavailable(f"{res.path}: only {len(present)} configured downstream benchmarks present")
+        raise InputsUnavailable(
+            f"{res.path}: only {len(present)} of the {len(lay.downstream)} downstream benchmarks of "
+            f"train_before_test.categories are in every regime (at least {minimum} needed); the file has "
+            f"{', '.join(sorted(available)) or 'none'}"
+        )
     return present, missing
 
 
@@ -81,5 +85,8 @@ def present_corpora(res: Results, lay: Layout) -> list[str]:
     available = res.benchmarks()
     corpora = [c for c in lay.corpora if c in available]
     if not corpora:
-        raise InputsUnavailable(f"{res.path}: none of the perplexity corpora {lay.corpora} is present")
+        raise InputsUnavailable(
+            f"{res.path}: none of the perplexity corpora of train_before_test.perplexity.corpora "
+            f"({', '.join(lay.corpora)}) is in every regime"
+        )
     return corpora

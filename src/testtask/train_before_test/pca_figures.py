@@ -42,8 +42,9 @@ def common_matrices(prep: Prepared, prefix: str = "") -> dict[str, pd.DataFrame]
     models = sorted(set.intersection(*(set(f.index) for f in frames.values())))
     models = [m for m in models if str(m).startswith(prefix)]
     if len(models) < 3:
+        named = f" starting {prefix!r} (train_before_test.pca.case_study.model_prefix)" if prefix else ""
         raise InputsUnavailable(
-            f"only {len(models)} models{f' starting {prefix!r}' if prefix else ''} are complete"
+            f"only {len(models)} models{named} are complete in both regimes; a PCA needs 3"
         )
     return {key: frame.loc[models] for key, frame in frames.items()}
 
@@ -127,7 +128,10 @@ def figure_7(ctx: Context) -> dict:
         stats = correlate(scores, table)
         models = stats.get("models", [])
         if not models:
-            raise InputsUnavailable("no model of the pretraining-compute table has PC1 scores")
+            raise InputsUnavailable(
+                "no model of train_before_test.pretraining_compute.models (ids as in the results file) has "
+                "PC1 scores"
+            )
         ax.scatter(
             10 ** table.loc[models, "log10_flops"], scores.loc[models], color=REGIME_COLOURS[i % 2], s=22
         )

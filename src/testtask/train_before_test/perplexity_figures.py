@@ -126,11 +126,15 @@ def figure_5(ctx: Context) -> dict:
     before, after = list(prep.regimes)
     frames = {key: _frames(ctx, prep, key) for key in prep.regimes}
     ppl, down = frames[before][0], frames[after][1]
-    groups = split_by_tuning(list(ppl.index), list(ctx.settings.instruction_tuned_suffixes))
+    suffixes = list(ctx.settings.instruction_tuned_suffixes)
+    groups = split_by_tuning(list(ppl.index), suffixes)
     panels, matrices = {}, {}
     for group, models in groups.items():
         if len(models) < 3:
-            raise InputsUnavailable(f"only {len(models)} {group} models have perplexity scores")
+            raise InputsUnavailable(
+                f"only {len(models)} {group} models have perplexity scores (instruction-tuned: an id ending in "
+                f"one of train_before_test.instruction_tuned_suffixes, {', '.join(suffixes)}); the split needs 3"
+            )
         result = agreement(ppl.loc[models], down.reindex(models), ctx.settings.kendall_decimals)
         panels[group] = {"models": models, **_summary(result)}
         # The same split within each regime, for reference.

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import SettingUnusable
 from testtask.lm.scores import (
     BenchmarkSpec,
     Gap,
@@ -24,7 +25,15 @@ from testtask.lm.scores import (
     select,
 )
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.inputs import results
+from testtask.training_on_the_test_task.inputs import (
+    SECTION,
+    check_benchmark,
+    check_cutoff,
+    check_kinds,
+    check_stage,
+    registry,
+    results,
+)
 from testtask.training_on_the_test_task.model_table import model_table
 from testtask.training_on_the_test_task.panels import Panel, cohort_labels, cutoff_words, draw_grid
 from testtask.training_on_the_test_task.settings import Settings
@@ -45,11 +54,15 @@ def cohort_table(
     settings = _settings(ctx)
     spec = settings.benchmark(key)
     scores = results(ctx)
-    if not (scores["benchmark"] == spec.file).any():
-        raise InputsUnavailable(f"no {spec.file} results under {ctx.data_root}")
+    check_benchmark(ctx, spec)
+    if kinds is None:
+        check_kinds(ctx)
+    check_stage(ctx)
+    if group_by == "newer":
+        check_cutoff(ctx, cutoff or settings.cutoff)
     table = model_table(
         scores,
-        settings.release.registry,
+        registry(ctx),
         spec,
         cutoff=cutoff or settings.cutoff,
         stage=settings.adjustment.stage,
@@ -142,7 +155,7 @@ def figure_16(ctx: Context) -> dict:
 def figure_20(ctx: Context) -> dict:
     cfg = _settings(ctx).figure_20
     kinds = cfg.kinds
-    reg = _settings(ctx).release.registry
+    reg = registry(ctx)
     present = {name for name in results(ctx)["model"].unique() if reg.get(name).kind in kinds}
     if not present:
         raise InputsUnavailable(
@@ -222,19 +235,24 @@ def figure_3(ctx: Context) -> dict:
     settings = _settings(ctx)
     cfg = settings.figure_3
     scores = results(ctx)
-    reg = settings.release.registry
+    reg = registry(ctx)
     cutoff = settings.cutoff
     labels = cfg.labels
     arm_names, columns = ("control", "treatment"), ("unadjusted", "adjusted")
     stages = {s for arm in arm_names for col in columns for s in cfg.arm(arm).of(col)}
     missing = sorted(s for s in stages if not (scores["adjustment"] == s).any())
-    if missing:
-        raise InputsUnavailable(f"fine-tuning stages {missing} not in this source")
+    if missing:  # a source may lack them (our runs of e3 only): `figures` skips Figure 3
+        raise InputsUnavailable(
+            f"fine-tuning stages {missing} not in this source ({SECTION}.figure_3.control and .treatment name "
+            f"the stages of each arm; the source has {', '.join(sorted(set(scores['adjustment'])))})"
+        )
     panels_by_col: dict[str, list[Panel]] = {"unadjusted": [], "adjusted": []}
     arms: dict[tuple[str, str, str], pd.Series] = {}
     # Only older models with every stage of both arms, for every benchmark, can be assigned either way; one
     # split serves all benchmarks. An older model lacking a stage is left out of every panel (named, and
     # allowed only where config lists the result as absent).
+    check_kinds(ctx)
+    check_cutoff(ctx, cutoff)
     older = [
         n for n in reg.names() if reg.get(n).kind in settings.model_kinds and not reg.get(n).is_newer(cutoff)
     ]
@@ -250,6 +268,16 @@ def figure_3(ctx: Context) -> dict:
     names = sorted(set(older) - {g.model for g in gaps})
     table = pd.DataFrame({"model": names, "compute": [reg.get(n).compute for n in names]})
     control, treatment = split_control_treatment(table, cfg.min_compute, cfg.seed)
+    if not control or not treatment:
+        computes = sorted(table["compute"])
+        raise SettingUnusable(
+            f"{SECTION}.figure_3.min_compute",
+            cfg.min_compute,
+            f"the {'treatment' if not treatment else 'control'} arm is empty: of the {len(table)} older models "
+            f"with every stage (compute {computes[0]:.3g} to {computes[-1]:.3g} FLOPs), "
+            f"{sum(c >= cfg.min_compute for c in computes)} are at or above it and are halved",
+            "choose a compute that leaves at least two older models at or above it",
+        )
     splits = {"control": sorted(control), "treatment": sorted(treatment)}
     for key in cfg.benchmarks:
         spec = settings.benchmark(key)
@@ -285,13 +313,23 @@ def figure_3(ctx: Context) -> dict:
 
 
 def older_finetuned_scores(
-    ctx: Context, spec: BenchmarkSpec, table: pd.DataFrame, step: int
+    ctx: Context, spec: BenchmarkSpec, table: pd.DataFrame, step: int, key: str
 ) -> tuple[np.ndarray, list[Gap | None]]:
-    """Per row of a cohort table: older models at fine-tuning checkpoint `step`, newer models as they are
-    (Figure 14, Table 5), and the Gap of each row without a score (None where it has one)."""
+    """Per row of a cohort table: older models at fine-tuning checkpoint `step` (the setting `key`), newer
+    models as they are (Figure 14, Table 5), and the Gap of each row without a score (None where it has one)."""
     scores = results(ctx)
     if select(scores, spec, "intermediate", step=step).empty:
-        raise InputsUnavailable(f"no step_{step} checkpoints of {spec.finetune} in this source")
+        steps = checkpoint_steps(scores, spec)
+        if not steps:
+            raise InputsUnavailable(
+                f"no intermediate/{spec.finetune} checkpoints of {spec.file} in this source"
+            )
+        raise SettingUnusable(
+            f"{SECTION}.{key}",
+            step,
+            f"the source has no checkpoint step_{step} of {spec.file} fine-tuned on {spec.finetune}",
+            f"choose one of its steps: {', '.join(map(str, steps))}",
+        )
     older = list(table.loc[table["newer"] == 0, "model"])
     tuned, missing = lookup(scores, spec, "intermediate", older, _settings(ctx).release.absent, step=step)
     newer = table["newer"].to_numpy() == 1
@@ -301,6 +339,16 @@ def older_finetuned_scores(
         for name, is_newer, before in zip(table["model"], newer, table["gap_before"], strict=True)
     ]
     return values.astype(float), gaps
+
+
+def checkpoint_steps(scores: pd.DataFrame, spec: BenchmarkSpec) -> list[int]:
+    """The intermediate checkpoints of `spec`'s benchmark (fine-tuned on its data) the source holds."""
+    rows = scores[
+        (scores["adjustment"] == "intermediate")
+        & (scores["finetune"] == spec.finetune)
+        & (scores["benchmark"] == spec.file)
+    ]
+    return sorted(int(step) for step in rows["step"].dropna().unique())
 
 
 def figure_14(ctx: Context) -> dict:
@@ -317,7 +365,7 @@ def figure_14(ctx: Context) -> dict:
     panels = []
     for key in cfg.benchmarks:
         spec, table = cohort_table(ctx, key)
-        scores, gaps = older_finetuned_scores(ctx, spec, table, step)
+        scores, gaps = older_finetuned_scores(ctx, spec, table, step, "figure_14.step")
         table = table.assign(score=scores, gap_score=gaps)
         panels.append(
             Panel(spec, table, "score", spec.label, labels, False, {"step": step, "examples": step * batch})

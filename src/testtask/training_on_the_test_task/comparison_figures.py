@@ -9,9 +9,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from testtask.context import Context
+from testtask.errors import SettingUnusable
 from testtask.lm.scores import Gap, excluded_records, usable
 from testtask.outputs import save_figure
 from testtask.training_on_the_test_task.cohort_figures import cohort_table
+from testtask.training_on_the_test_task.inputs import SECTION
 from testtask.training_on_the_test_task.panels import COLOURS, cohort_labels
 from testtask.training_on_the_test_task.pareto import (
     compare_pareto_areas,
@@ -98,6 +100,13 @@ def figure_6(ctx: Context) -> dict:
             record: dict[str, Any] = {"benchmark": key, "adjusted": column == "adjusted", "families": {}}
             for colour, (label, prefix) in zip(FAMILY_COLOURS, families.items(), strict=False):
                 members = table[table["model"].str.match(rf"^{prefix}-\d")]
+                if members.empty:
+                    raise SettingUnusable(
+                        f"{SECTION}.figure_6.families.{label}",
+                        prefix,
+                        f"no model of this source is named '{prefix}-<size>' (e.g. pythia-410m for pythia)",
+                        "give the family's model-name prefix",
+                    )
                 part, gaps = usable(members, column, f"figure 6 ({key}, {label}, {column})")
                 excluded += gaps
                 part = part.sort_values("compute")

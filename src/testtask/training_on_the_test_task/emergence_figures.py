@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from testtask.context import Context, InputsUnavailable
+from testtask.errors import SettingUnusable
 from testtask.lm.scores import (
     Gap,
     check_gaps,
@@ -16,10 +17,19 @@ from testtask.lm.scores import (
     lookup,
 )
 from testtask.outputs import save_figure
-from testtask.training_on_the_test_task.inputs import results
+from testtask.training_on_the_test_task.inputs import (
+    SECTION,
+    check_cutoff,
+    check_kinds,
+    present,
+    registry,
+    results,
+)
 from testtask.training_on_the_test_task.panels import COLOURS
 from testtask.training_on_the_test_task.regression import fit_emergence, fit_log_linear
 from testtask.training_on_the_test_task.settings import Regression, Settings
+
+MIN_MODELS = 4  # the fewest models a checkpoint's fits are drawn for
 
 C_E_METHODS = {
     "profile": "least squares, profile over c_e",
@@ -34,7 +44,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     settings: Settings = ctx.settings
     spec = settings.benchmark(key)
     scores = results(ctx)
-    reg = settings.release.registry
+    reg = registry(ctx)
     cfg = settings.emergence
     cutoff = settings.cutoff
     kinds = settings.model_kinds
@@ -43,6 +53,8 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     ].dropna()
     if steps.empty:
         raise InputsUnavailable(f"no intermediate/{spec.finetune} checkpoints in this source")
+    check_kinds(ctx)
+    check_cutoff(ctx, cutoff)
     older = [
         name
         for name in reg.names()
@@ -50,6 +62,7 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
         and not reg.get(name).is_newer(cutoff)
         and cfg.min_compute < reg.get(name).compute < cfg.max_compute
     ]
+    check_window(ctx, older)
     absent = settings.release.absent
     checkpoints = [("base", None)] + [("intermediate", int(s)) for s in sorted(steps.unique())]
     rows, gaps = [], []
@@ -72,10 +85,32 @@ def checkpoint_scores(ctx: Context, key: str) -> tuple[Any, pd.DataFrame, list[G
     return spec, pd.DataFrame(rows), gaps
 
 
+def check_window(ctx: Context, older: list[str]) -> None:
+    """SettingUnusable when fewer than MIN_MODELS older models with results lie in the emergence compute window
+    (`older`: those the window keeps)."""
+    cfg, reg = ctx.settings.emergence, registry(ctx)
+    cutoff = ctx.settings.cutoff
+    kept = [name for name in present(ctx) if name in older]
+    if len(kept) >= MIN_MODELS:
+        return
+    computes = sorted(reg.get(name).compute for name in present(ctx) if not reg.get(name).is_newer(cutoff))
+    setting, value = "max_compute", cfg.max_compute
+    if len(computes) >= MIN_MODELS and cfg.min_compute >= computes[-MIN_MODELS]:
+        setting, value = "min_compute", cfg.min_compute
+    raise SettingUnusable(
+        f"{SECTION}.emergence.{setting}",
+        value,
+        f"{len(kept)} older model(s) of this source have compute in ({cfg.min_compute:.3g}, "
+        f"{cfg.max_compute:.3g}) FLOPs and a fit needs {MIN_MODELS} (the older models: "
+        f"{computes[0]:.3g} to {computes[-1]:.3g} FLOPs)",
+        "widen the window of emergence.min_compute and emergence.max_compute",
+    )
+
+
 def _fits(spec, data: pd.DataFrame, regression: Regression, c_e_search: str) -> list[dict[str, Any]]:
     out = []
     for step, part in data.groupby("step"):
-        if len(part) < 4:
+        if len(part) < MIN_MODELS:
             continue
         hinge = fit_emergence(
             part["log_compute"],
@@ -113,7 +148,12 @@ def emergence_figure(ctx: Context, number: int) -> dict:
     by_step = {f["step"]: f for f in fits}
     shown = [s for s in cfg.steps if s in by_step]
     if not shown:
-        raise InputsUnavailable(f"none of the steps {list(cfg.steps)} has enough models")
+        raise SettingUnusable(
+            f"{SECTION}.figure_{number}.steps",
+            list(cfg.steps),
+            f"no checkpoint of these has results of {MIN_MODELS} older models to fit",
+            f"choose among the steps that have: {', '.join(map(str, sorted(by_step))) or 'none'}",
+        )
     ncols = len(shown) + 1
     fig, axes = plt.subplots(2, ncols, figsize=(3.3 * ncols, 6.4), squeeze=False)
     for col, step in enumerate(shown):

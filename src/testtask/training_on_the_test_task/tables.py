@@ -82,7 +82,7 @@ def table_5(ctx: Context) -> dict[str, Any]:
     cells: dict[str, dict[str, float]] = {c: {} for c in comparisons}
     for key in cfg.benchmarks:
         spec, table = cohort_table(ctx, key)
-        tuned, tuned_gaps = older_finetuned_scores(ctx, spec, table, step)
+        tuned, tuned_gaps = older_finetuned_scores(ctx, spec, table, step, "table_5.step")
         variants = {
             comparisons[0]: table.assign(score=table["before"], gap_score=table["gap_before"]),
             comparisons[1]: table.assign(score=tuned, gap_score=tuned_gaps),
