@@ -114,7 +114,10 @@ def test_too_few_benchmarks_or_no_corpus_is_unavailable(tmp_path):
             data[field].pop(bench)
     res = load_results(_write(tmp_path, data), REGIMES)
     lay = layout(CATEGORIES, PERPLEXITY, LABELS)
-    with pytest.raises(InputsUnavailable, match=r"all_results.json: only 1 of the 3 downstream benchmarks of train_before_test.categories are in every regime"):
+    with pytest.raises(
+        InputsUnavailable,
+        match=r"all_results.json: only 1 of the 3 downstream benchmarks of train_before_test.categories are in every regime",
+    ):
         present_downstream(res, lay)
     with pytest.raises(InputsUnavailable, match="none of the perplexity corpora"):
         present_corpora(res, lay)
