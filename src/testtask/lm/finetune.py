@@ -568,6 +568,7 @@ def finetune(
         "zero3_partition": partition,  # the main rank's shard, as loaded (null without ZeRO-3)
         "device": device,
         "batch": batch,
+        "resumed_from": resume[-1].name if resume else None,  # the checkpoint continued (null: from step 0)
     }
     if main:
         atomic_write_text(done, json.dumps(record) + "\n")
