@@ -12,8 +12,9 @@ epoch, so the resumed run skips part of an epoch's batches and then crosses into
 launch fails and leaves the checkpoint with both ranks' ZeRO-3 shards and nothing after it; the rerun says it
 resumed from that checkpoint and runs only the steps after it; every step's loss and the final consolidated weights
 equal the uninterrupted run's (tolerances below; measured differences: 0). The DeepSpeed config is the one
-tests/training_on_the_test_task/test_zero3.py uses (the authors' without its scheduler block). Slow: three launches,
-about N s on two busy cores.
+tests/training_on_the_test_task/test_zero3.py uses (the authors' without its scheduler block). Slow: three launches
+and two lm-eval runs, 171 s on two cores busy with other jobs, 102 s of CPU time in all (so over 50 s on two idle
+cores).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch
 
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
 from tests.training_on_the_test_task.test_runner import _config
-from testtask.paths import conf_dir, repo_root
+from testtask.paths import conf_dir
 from testtask.training_on_the_test_task.runner.main import run
 
 pytest.importorskip("deepspeed")
@@ -38,7 +39,7 @@ if not (torch.distributed.is_available() and torch.distributed.is_gloo_available
 
 pytestmark = pytest.mark.slow
 
-HOOK = repo_root() / "tests" / "fixtures" / "preempt"
+HOOK = Path(__file__).resolve().parents[1] / "fixtures" / "preempt"  # its sitecustomize.py
 STEPS = 6  # 24 examples, batch 8, 2 epochs
 SAVE_AT = 2
 KILL_AFTER = 4
