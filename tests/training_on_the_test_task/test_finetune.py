@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -104,6 +105,26 @@ def test_finetune_learns_saves_checkpoints_and_resumes(tmp_path, tiny_llama, rec
     )
     assert longer.steps == 14 and longer.losses[: len(result.losses)] == result.losses
     assert [step for step, _ in longer.losses[len(result.losses) :]] == [13, 14]
+
+
+def test_a_checkpoint_cut_short_while_saving_is_not_resumed_from(tmp_path, tiny_llama, recipe):
+    """A run killed while it saved checkpoint-8 leaves that checkpoint without trainer_state.json (the Trainer's
+    last file) and nothing after it; the rerun resumes from checkpoint-4, records so, and ends with the
+    uninterrupted run's losses and weights."""
+    model, texts = tiny_llama
+    out = tmp_path / "run"
+    kwargs = {"parameters": 1e6, "learning_rate": 5e-3, "seed": 3}
+    whole = finetune(model, texts, out, recipe, **kwargs)  # checkpoints 4, 8 and 12
+    weights = _weights(out / "final")
+    for later in ("checkpoint-12", "final"):
+        shutil.rmtree(out / later)
+    (out / "finished.json").unlink()
+    (out / "checkpoint-8" / "trainer_state.json").unlink()
+    resumed = finetune(model, texts, out, recipe, **kwargs)
+    assert json.loads((out / "finished.json").read_text())["resumed_from"] == "checkpoint-4"
+    assert resumed.losses == whole.losses
+    again = _weights(out / "final")
+    assert all(torch.equal(weights[k], again[k]) for k in weights)
 
 
 def test_lora_finetune_trains_only_adapters(tmp_path, tiny_llama, recipe):

@@ -358,6 +358,17 @@ def _checkpoints(output_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
+def _resumable(output_dir: Path) -> Path | None:
+    """The newest complete checkpoint, or None. The Trainer writes trainer_state.json last (under ZeRO-3 after
+    DeepSpeed's closing barrier, so every rank's shards are on disk): a checkpoint without it was cut short by a kill
+    while saving, and resuming from it fails reading that file on every rerun, so the one before is used."""
+    for checkpoint in reversed(_checkpoints(output_dir)):
+        if (checkpoint / "trainer_state.json").is_file():
+            return checkpoint
+        log.warning("%s has no trainer_state.json (cut short while saving): not resuming from it", checkpoint)
+    return None
+
+
 def padding_side(recipe: Recipe, tokenizer: Any) -> str:
     """`padding_side` left/right, or null for the tokenizer's own side (right when it has none)."""
     return str(recipe.padding_side or tokenizer.padding_side or Side.right)
@@ -521,10 +532,10 @@ def finetune(
         processing_class=tokenizer,  # every checkpoint carries the tokenizer, so lm-eval can load it (train.py:304)
         callbacks=callbacks,
     )
-    resume = _checkpoints(output_dir)
+    resume = _resumable(output_dir)
     if resume:
-        log.info("resuming %s from %s", output_dir, resume[-1].name)
-    trainer.train(resume_from_checkpoint=str(resume[-1]) if resume else None)
+        log.info("resuming %s from %s", output_dir, resume.name)
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     trainer.save_model(str(final))
     main = trainer.is_world_process_zero()
     if main:
@@ -568,6 +579,7 @@ def finetune(
         "zero3_partition": partition,  # the main rank's shard, as loaded (null without ZeRO-3)
         "device": device,
         "batch": batch,
+        "resumed_from": resume.name if resume else None,  # the checkpoint continued (null: from step 0)
     }
     if main:
         atomic_write_text(done, json.dumps(record) + "\n")
