@@ -1,6 +1,7 @@
 """Print the findings of one or more reproduction reports (`report.json` written by `make report`): per paper the
 verdict counts under the authors' code and the paper's text, how many non-matching claims fall in each category,
-the unexplained ones, and any claim left without a category.
+the unexplained ones, and any claim left without a category or with one whose evidence does not hold
+(unsupported).
 
     python analysis/report_findings.py report/published/report.json [more report.json ...]
 
@@ -14,7 +15,17 @@ import argparse
 import json
 from pathlib import Path
 
-SECTIONS = ("text-vs-code", "inconsistent", "release-gap", "within-error", "unexplained", "uncategorized")
+SECTIONS = (
+    "text-vs-code",
+    "inconsistent",
+    "release-gap",
+    "implementation",
+    "misrounded",
+    "within-error",
+    "unexplained",
+    "unsupported",
+    "uncategorized",
+)
 
 
 def main() -> None:

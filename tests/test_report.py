@@ -150,17 +150,24 @@ def test_within_se_judges_a_monte_carlo_estimate_by_its_standard_error():
 
 
 def test_categories_load_with_their_fields(tmp_path):
-    category = {"kind": "inconsistent", "places": ["§3.3: four Gemma models", "Table 3: eight"]}
+    category = {
+        "kind": "inconsistent",
+        "places": ["§3.3: four Gemma models", "Table 3: eight"],
+        "arithmetic": "4 + 4 = 8, not 4",
+    }
     (claim,) = ledger.load(_write(tmp_path, [_claim(category=category)]), "toy").claims
     assert claim.category.kind == "inconsistent"
     assert (
         claim.category.summary()
-        == "the paper disagrees with itself: §3.3: four Gemma models vs Table 3: eight"
+        == "the paper disagrees with itself: §3.3: four Gemma models vs Table 3: eight; 4 + 4 = 8, not 4"
     )
+    assert claim.category.evidence == "4 + 4 = 8, not 4"
     assert set(ledger.CATEGORIES) == {
         "text-vs-code",
         "release-gap",
         "inconsistent",
+        "implementation",
+        "misrounded",
         "within-error",
         "unexplained",
     }
@@ -178,6 +185,31 @@ def test_rule_shape_errors():
 
 
 # ---------------------------------------------------------------- ledger
+
+
+TEXT_VS_CODE = {
+    "kind": "text-vs-code",
+    "text": "§2.2",
+    "code": "a/b@c357810:f.py:46: OLS",
+    "shown_by": "make x",
+}
+GAP = {"kind": "release-gap", "missing": ["qwen2"], "toward": "newer models raise θ̂", "shown_by": "ls base"}
+INCONSISTENT = {"kind": "inconsistent", "places": ["Table 4", "Table 5"], "arithmetic": "54.70 ≠ 51.97"}
+ROUNDING = {"kind": "within-error", "basis": "rounding", "printed": "0.19", "shown_by": "make table-1"}
+MONTE_CARLO = {
+    "kind": "within-error",
+    "basis": "monte-carlo",
+    "se": 2.2,
+    "varies": "unseeded",
+    "shown_by": "x",
+}
+MISROUNDED = {
+    "kind": "misrounded",
+    "output": "a/b@80fd183:README.md:40 prints 0.001848",
+    "printed": "0.19",
+    "steps": [3],
+    "shown_by": "make table-1",
+}
 
 
 def _claim(**overrides) -> dict:
@@ -250,11 +282,56 @@ def _write(tmp_path: Path, claims: list[dict], paper: str = "toy") -> Path:
         ({"category": "rounding"}, "category", "a mapping with kind"),
         ({"category": {"kind": "rounding", "error": "x"}}, "category.kind", "is not a category"),
         ({"category": {"kind": "text-vs-code", "text": "§2.2"}}, "category.code", "needs code"),
-        ({"category": {"kind": "release-gap", "missing": "qwen2"}}, "category.missing", "at least 1"),
-        ({"category": {"kind": "inconsistent", "places": ["Table 4"]}}, "category.places", "at least 2"),
-        ({"category": {"kind": "within-error", "error": "MC", "se": -1}}, "category.se", "positive number"),
+        (
+            {"category": {**TEXT_VS_CODE, "code": "notebooks/figures.ipynb: OLS"}},
+            "category.code",
+            "owner/repo@",
+        ),
+        ({"category": {**TEXT_VS_CODE, "code": "a/b@c357810:f.py"}}, "category.code", "path:line"),
+        ({"category": {**TEXT_VS_CODE, "shown_by": ""}}, "category.shown_by", "needs shown_by"),
+        ({"category": {**GAP, "missing": "qwen2"}}, "category.missing", "at least 1"),
+        ({"category": {"kind": "release-gap", "missing": ["qwen2"]}}, "category.toward", "needs toward"),
+        (
+            {"category": {"kind": "inconsistent", "places": ["Table 4"]}},
+            "category.arithmetic",
+            "needs arithmetic",
+        ),
+        ({"category": {**INCONSISTENT, "places": ["Table 4"]}}, "category.places", "at least 2"),
+        (
+            {"category": {**INCONSISTENT, "arithmetic": "they differ"}},
+            "category.arithmetic",
+            "with its numbers",
+        ),
+        ({"category": {"kind": "within-error", "error": "MC"}}, "category.error", "takes basis"),
+        ({"category": {**MONTE_CARLO, "se": -1}}, "category.se", "positive number"),
+        (
+            {"category": {**MONTE_CARLO, "basis": "sampling"}},
+            "category.basis",
+            "choose rounding or monte-carlo",
+        ),
+        (
+            {"category": {"kind": "within-error", "basis": "rounding", "shown_by": "x"}},
+            "category.printed",
+            "needs",
+        ),
+        ({"category": {**ROUNDING, "printed": 0.19}}, "category.printed", "quoted numeral"),
+        ({"category": {**ROUNDING, "se": 0.1}}, "category.se", "on rounding takes no se"),
+        (
+            {"category": {k: v for k, v in MONTE_CARLO.items() if k != "varies"}},
+            "category.varies",
+            "on monte-carlo needs varies",
+        ),
+        ({"category": {**ROUNDING, "of": "rows[x"}}, "category.of", "unbalanced"),
+        ({"category": {**MISROUNDED, "steps": []}}, "category.steps", "needs steps"),
+        ({"category": {**MISROUNDED, "steps": [1.5]}}, "category.steps", "whole numbers"),
+        ({"category": {**MISROUNDED, "output": "summary.py prints it"}}, "category.output", "owner/repo@"),
+        ({"category": {"kind": "implementation", "ours": "x", "shown_by": "y"}}, "category.authors", "needs"),
         ({"category": {"kind": "unexplained", "tried": "x", "why": "y"}}, "category.why", "takes tried"),
-        ({"category": {"kind": "unexplained", "tried": ""}}, "category.tried", "needs tried"),
+        (
+            {"category": {"kind": "unexplained", "tried": "", "shown_by": "x"}},
+            "category.tried",
+            "needs tried",
+        ),
         ({"rule": {"kind": "within_se"}}, "rule", "needs se"),
         ({"rule": {"kind": "within_se", "se": 0}}, "rule", "se must be a positive number"),
     ],

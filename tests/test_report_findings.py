@@ -10,10 +10,20 @@ import pytest
 from markupsafe import escape
 
 from tests.test_report import DOC, _claim, _write
-from testtask.report import evaluate, findings, ledger, provenance, render
+from testtask.report import evaluate, evidence, findings, ledger, provenance, render
 
-GAP = {"kind": "release-gap", "missing": ["few/m100 of every dataset"]}
-TEXT = {"kind": "text-vs-code", "text": "§6.1: Y = n · acc", "code": "a/b@c:utils.py:9: truncates"}
+GAP = {
+    "kind": "release-gap",
+    "missing": ["few/m100 of every dataset"],
+    "toward": "m = 100 raises the boost",
+    "shown_by": "ls few",
+}
+TEXT = {
+    "kind": "text-vs-code",
+    "text": "§6.1: Y = n · acc",
+    "code": "a/b@c357810:utils.py:9: truncates",
+    "shown_by": "make table-1 ARGS=protocol=paper_text",
+}
 
 
 def _folders(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -68,7 +78,7 @@ def test_every_non_matching_claim_is_found_under_its_category(tmp_path):
     assert auto.why == (
         "matches only under the authors' code: the settings that differ are in docs/protocols/toy-analysis.md"
     )
-    assert categorized.why.startswith("text: §6.1: Y = n · acc; authors' code: a/b@c:utils.py:9")
+    assert categorized.why.startswith("text: §6.1: Y = n · acc; authors' code: a/b@c357810:utils.py:9")
     assert (
         findings.headline(found) == "1 of 7 claims match under the authors' code (1 under the paper's text)"
     )
@@ -170,3 +180,132 @@ def test_a_variants_own_command_is_named_for_the_preset_it_is_missing_under():
         command,
         "make figure-12 PAPER=p ARGS='protocol=paper_text x.rule=leader figures_dir=figures/variants/v'",
     ]
+
+
+# ---------------------------------------------------------------- a category is a claim about the cause
+
+
+def _category(kind: str, **fields) -> ledger.Category:
+    return ledger.Category(kind, ledger._frozen({"shown_by": "the command", **fields}))
+
+
+ROUNDING = {"basis": "rounding"}
+MONTE_CARLO = {"basis": "monte-carlo", "varies": "the draw is unseeded"}
+SPREAD = {"observed_sd": 0.177, "null_sd_range": [0.137, 0.173]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "ours", "paper", "problem"),
+    [
+        # rounding: within half a unit of the printed last digit, a tie on the half included
+        ("within-error", {**ROUNDING, "printed": "0.18"}, 0.1848, 0.18, None),
+        ("within-error", {**ROUNDING, "printed": "0.19"}, 0.1848, 0.19, "0.0052 from the printed 0.19"),
+        (
+            "within-error",
+            {**ROUNDING, "printed": "6"},
+            5.4625,
+            6,
+            "more than half a unit of its last digit (0.5)",
+        ),
+        ("within-error", {**ROUNDING, "printed": ["0.76", "0.78"]}, [0.765, 0.7803], [0.76, 0.78], None),
+        ("within-error", {**ROUNDING, "printed": ["0.76", "0.78"]}, [0.7651, 0.78], [0.76, 0.78], "0.76"),
+        ("within-error", {**ROUNDING, "printed": "0.002", "of": "gpqa"}, {"gpqa": 0.00214}, "x", None),
+        ("within-error", {**ROUNDING, "printed": "0.002", "of": "gpqa"}, {"gpqa": 0.0026}, "x", "0.0006"),
+        # Monte Carlo: within two stated standard errors of the paper's value, or of a path into ours
+        ("within-error", {**MONTE_CARLO, "se": 2.22}, 44.6, 47, None),
+        ("within-error", {**MONTE_CARLO, "se": 2.22}, 42.0, 47, "more than 2 standard errors (2 × 2.22)"),
+        (
+            "within-error",
+            {**MONTE_CARLO, "se": 0.0075, "of": "observed_sd", "against": "null_sd_range[1]"},
+            SPREAD,
+            {"within_null_range": True},
+            None,
+        ),
+        (
+            "within-error",
+            {**MONTE_CARLO, "se": 0.001, "of": "observed_sd", "against": "null_sd_range[1]"},
+            SPREAD,
+            {"within_null_range": True},
+            "from ours' null_sd_range[1] 0.173",
+        ),
+        (
+            "within-error",
+            {**MONTE_CARLO, "se": 0.1},
+            {"not_dominated": ["llama-2-70b"]},
+            {"x": 1},
+            "not a number",
+        ),
+        # misrounded: the stated steps give the printed value, which plain rounding does not
+        (
+            "misrounded",
+            {"output": "a/b@80fd183:README.md:40", "printed": "0.19", "steps": [3]},
+            0.1848,
+            0.19,
+            None,
+        ),
+        (
+            "misrounded",
+            {"output": "a/b@80fd183:README.md:40", "printed": "-0.39", "steps": [3]},
+            -0.3848,
+            -0.39,
+            None,
+        ),
+        (
+            "misrounded",
+            {"output": "a/b@80fd183:README.md:40", "printed": "0.19", "steps": [3]},
+            0.1838,
+            0.19,
+            "gives 0.18, not the printed 0.19",
+        ),
+        (
+            "misrounded",
+            {"output": "a/b@80fd183:README.md:40", "printed": "0.18", "steps": [3]},
+            0.1801,
+            0.18,
+            "plain rounding",
+        ),
+        # the kinds whose evidence is not arithmetic on ours are checked for form by the ledger
+        ("release-gap", {"missing": ["qwen2"], "toward": "newer"}, 0.068, 0.073, None),
+    ],
+)
+def test_a_category_is_checked_against_our_value(kind, fields, ours, paper, problem):
+    found = evidence.problem(_category(kind, **fields), ours, paper)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+
+
+def test_a_category_whose_evidence_does_not_hold_is_a_ledger_error(tmp_path):
+    """Ours is 4.127: 0.027 from a printed 4.1 (rounding holds), 0.073 from a printed 4.2 (it does not): the
+    second claim is listed as unsupported, on the page as an error, and `report.require_categories` refuses it."""
+    from types import SimpleNamespace
+
+    from testtask.report import main
+
+    authors, text, data = _folders(tmp_path)
+    rounding = {"kind": "within-error", "basis": "rounding", "shown_by": "make table-1"}
+    claims = [
+        _claim(
+            id="t.rounds",
+            paper=4.12,
+            rule={"kind": "round", "digits": 2},
+            category={**rounding, "printed": "4.1"},
+        ),
+        _claim(id="t.does_not", paper=4.2, category={**rounding, "printed": "4.2"}),
+    ]
+    loaded = ledger.load(_write(tmp_path, claims))
+    verdicts = evaluate.evaluate(loaded, authors, data)
+    assert [v.status for v in verdicts] == ["differs", "differs"]
+    found = findings.collect("toy", verdicts)
+    ids = {section: [line.claim.id for line in lines] for section, lines in found.sections.items()}
+    assert ids == {"within-error": ["t.rounds"], "unsupported": ["t.does_not"]}
+    assert "ours 4.127 is 0.073 from the printed 4.2" in found.unsupported[0].why
+    report = render.PaperReport("toy", verdicts, authors, loaded.file, findings=found)
+    prov = provenance.Provenance("abc123", False, "testtask action=report", "now", tmp_path / "figures")
+    page, _ = render.write([report], prov, tmp_path / "report")
+    assert "A category whose evidence does not hold (ledger error: fix the category) (1)" in page.read_text()
+    config = SimpleNamespace(report=SimpleNamespace(require_categories=True))
+    with pytest.raises(ledger.LedgerError) as err:
+        main._require_categories(config, [report])
+    assert "claim t.does_not, field 'category': within-error (rounding)" in str(err.value)

@@ -51,7 +51,7 @@ def _page_with_own_claims(tmp_path: Path) -> str:
             "ours": {"output": "figure-3", "path": "x"},
             "rule": {"kind": "significance", "alpha": 0.05},
             "note": SCRIPT,
-            "category": {"kind": "unexplained", "tried": SCRIPT},
+            "category": {"kind": "unexplained", "tried": SCRIPT, "shown_by": SCRIPT},
         },
         {
             "id": "own.attribute",

@@ -2,7 +2,8 @@
 
 Per paper: how many claims match under the authors' analysis code (the default preset) and under the paper's text
 (`protocol=paper_text`); then one line per claim that does not match, grouped by its ledger `category`
-(ledger.CATEGORIES, in that order: text-vs-code, inconsistent, release-gap, within-error, unexplained). A claim
+(ledger.CATEGORIES, in that order: text-vs-code, inconsistent, release-gap, implementation, misrounded,
+within-error, unexplained). A claim
 whose verdict is not the same under the two presets is a text-vs-code finding even without a category (the
 preset's keys are the difference: docs/protocols/<paper>-analysis.md).
 
@@ -11,6 +12,11 @@ not computable although every output it reads is built and every input it needs 
 is `uncategorized`: a ledger error (`needs_category`, `uncategorized`). Outputs not built and inputs absent from
 this copy of the release (the offline mirror) are not findings about the paper; the notice above the findings names
 what builds them. The user's own claims (conf/user/claims/) need no category.
+
+A category is a claim about the cause: one whose evidence does not hold against the value the report computed
+(report/evidence.py: ours outside half a unit of the printed digit for `within-error` on rounding, outside two
+standard errors on Monte Carlo error, a `misrounded` whose steps do not give the printed value) is `unsupported`,
+a ledger error like a missing category (`unsupported`).
 """
 
 from __future__ import annotations
@@ -18,19 +24,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from testtask.report import rules
+from testtask.report import evidence, rules
 from testtask.report.evaluate import MATCHES, NOT_COMPUTABLE, STATUSES, Verdict, counts
 from testtask.report.ledger import CATEGORIES, TEXT_VS_CODE, Claim, thaw
 
-UNCATEGORIZED = "uncategorized"
+UNCATEGORIZED, UNSUPPORTED = "uncategorized", "unsupported"
 #: the sections of a paper's findings, in the order the report shows them
-SECTIONS = (*CATEGORIES, UNCATEGORIZED)
+SECTIONS = (*CATEGORIES, UNSUPPORTED, UNCATEGORIZED)
+ERRORS = (UNSUPPORTED, UNCATEGORIZED)  # the sections that are ledger errors
 TITLES = {
     "text-vs-code": "The paper's text and the authors' code disagree",
     "inconsistent": "The paper disagrees with itself",
     "release-gap": "The release lacks inputs the paper used",
+    "implementation": "Our implementation differs from the authors'",
+    "misrounded": "The paper rounds the authors' own output in steps",
     "within-error": "Within rounding or Monte Carlo error",
     "unexplained": "Unexplained",
+    UNSUPPORTED: "A category whose evidence does not hold (ledger error: fix the category)",
     UNCATEGORIZED: "Without a category (ledger error: add one to the claim)",
 }
 
@@ -70,6 +80,10 @@ class PaperFindings:
     @property
     def uncategorized(self) -> list[Line]:
         return self.sections.get(UNCATEGORIZED, [])
+
+    @property
+    def unsupported(self) -> list[Line]:
+        return self.sections.get(UNSUPPORTED, [])
 
     def as_dict(self) -> dict:
         return {
@@ -113,7 +127,14 @@ def collect(
         t = by_id.get(v.claim.id)
         category = v.claim.category
         presets_disagree = t is not None and MATCHES in (v.status, t.status) and v.status != t.status
-        if category is not None and (
+        wrong = (
+            evidence.problem(category, v.value, thaw(v.claim.paper))
+            if category is not None and v.status != NOT_COMPUTABLE
+            else None
+        )
+        if wrong is not None:
+            sections[UNSUPPORTED].append(Line(v.claim, v, t, UNSUPPORTED, wrong))
+        elif category is not None and (
             v.status != MATCHES or (presets_disagree and category.kind == TEXT_VS_CODE)
         ):
             sections[category.kind].append(Line(v.claim, v, t, category.kind, category.summary()))

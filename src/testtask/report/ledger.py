@@ -20,17 +20,26 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
     category:                         # why it differs or is not computable on the authors' release (CATEGORIES)
       kind: text-vs-code              #   one of the fixed list below, with that kind's fields
       text: "§2.2: clustered standard errors"
-      code: "socialfoundations/training-on-the-test-task@c357810:notebooks/figures.ipynb: OLS"
+      code: "socialfoundations/training-on-the-test-task@c357810:notebooks/regress_utils.py:46: classical SEs"
+      shown_by: "make figure-4 PAPER=training-on-the-test-task ARGS=protocol=paper_text"
 
-The categories (`category.kind`, fields required / optional):
+A category is a claim about the cause, and each kind carries the evidence that shows it (`category.kind`, fields
+required / optional; every kind but `inconsistent`, whose `arithmetic` is its evidence, also requires `shown_by`:
+the command or computation that shows the cause):
 
-| kind | required | optional | what it says |
+| kind | required | optional | what it says, and the evidence it needs |
 |---|---|---|---|
-| `text-vs-code` | `text`, `code` | `key` | the paper's text and the authors' code disagree; the published number follows one of them |
-| `release-gap` | `missing` (list) | | the release lacks inputs the paper used (names them) |
-| `inconsistent` | `places` (list of ≥ 2) | | the paper's printed value disagrees with the paper itself (names the places) |
-| `within-error` | `error` | `se` | rounding at the printed precision or Monte Carlo error (with the stated standard error) |
+| `text-vs-code` | `text`, `code` | `key` | the paper's text and the authors' code disagree; the published number follows one of them. `code` cites the authors' line that computes the claim's value, as `owner/repo@commit:path:line` |
+| `inconsistent` | `places` (list of ≥ 2), `arithmetic` | | the paper disagrees with itself: both places, and the arithmetic (with its numbers) that shows they disagree |
+| `release-gap` | `missing` (list), `toward` | | the release lacks inputs the paper used: names them, and `toward` says why they would move our value toward the paper's (or make it computable) |
+| `implementation` | `ours`, `authors` | `key` | a difference of this project's own implementation from the authors' (`ours`: what this project does, where; `authors`: what the authors' code or runs do) |
+| `misrounded` | `output`, `printed`, `steps` | `of` | the paper prints the authors' own output on the same data, rounded in steps (`steps`: the decimals of each step) so that it lands more than half a unit of its last digit from the exact value; `output` cites where the authors' output is printed (`owner/repo@commit:path:line`); checked against ours |
+| `within-error` | `basis` | `printed`, `se`, `varies`, `of`, `against` | `basis: rounding`: ours lies within half a unit of the last digit of the paper's `printed` value (a string, or a list of them, null to skip one); `basis: monte-carlo`: ours lies within 2 `se` of the paper's value (or of `against`: a number or a path into ours), for a quantity that varies from run to run (`varies` says why). Never for a deterministic value read from identical data. `of`: a path into ours (report/paths.py) when the checked number is part of it |
 | `unexplained` | `tried` | | no explanation found: what was tried |
+
+The checks that need our value (`misrounded`, `within-error`) are made where the report has the verdict
+(report/evidence.py, report/findings.py): a category whose evidence does not hold is listed as such, a ledger error
+like a missing category.
 
 A claim whose verdict on the authors' release under the authors' analysis code is `differs` or `not computable`
 (for a reason other than an output not built or an input absent from this copy) must have a category: the report
@@ -59,22 +68,35 @@ _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure", "category"}
 _OURS_FIELDS = {"output", "path", "function", "scale", "page"}
 
-TEXT_VS_CODE, RELEASE_GAP, INCONSISTENT, WITHIN_ERROR, UNEXPLAINED = (
+TEXT_VS_CODE, RELEASE_GAP, INCONSISTENT, IMPLEMENTATION, MISROUNDED, WITHIN_ERROR, UNEXPLAINED = (
     "text-vs-code",
     "release-gap",
     "inconsistent",
+    "implementation",
+    "misrounded",
     "within-error",
     "unexplained",
 )
 #: kind -> (required fields, optional fields); the order is the order of the report's findings
 CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    TEXT_VS_CODE: (("text", "code"), ("key",)),
-    INCONSISTENT: (("places",), ()),
-    RELEASE_GAP: (("missing",), ()),
-    WITHIN_ERROR: (("error",), ("se",)),
-    UNEXPLAINED: (("tried",), ()),
+    TEXT_VS_CODE: (("text", "code", "shown_by"), ("key",)),
+    INCONSISTENT: (("places", "arithmetic"), ()),
+    RELEASE_GAP: (("missing", "toward", "shown_by"), ()),
+    IMPLEMENTATION: (("ours", "authors", "shown_by"), ("key",)),
+    MISROUNDED: (("output", "printed", "steps", "shown_by"), ("of",)),
+    WITHIN_ERROR: (("basis", "shown_by"), ("printed", "se", "varies", "of", "against")),
+    UNEXPLAINED: (("tried", "shown_by"), ()),
 }
 _LIST_FIELDS = {"missing": 1, "places": 2}  # list fields and their least length
+ROUNDING, MONTE_CARLO = "rounding", "monte-carlo"  # within-error's bases
+#: within-error's fields by basis: (required, not allowed)
+_BASES = {
+    ROUNDING: (("printed",), ("se", "varies", "against")),
+    MONTE_CARLO: (("se", "varies"), ("printed",)),
+}
+#: an authors' line, `owner/repo@commit:path:line` (a range `:12-18` or more lines after a comma may follow)
+CODE_REF = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+@[0-9a-f]{7,40}:[^\s:]+:\d+")
+NUMERAL = re.compile(r"-?\d+(\.\d+)?")  # a printed value, as the paper prints it (its digits count)
 
 
 SOURCES = ("published", "results", "published+results")  # testtask.settings.Source
@@ -123,12 +145,29 @@ class Category:
                 f" (our key {f['key']})" if f.get("key") else ""
             )
         if self.kind == RELEASE_GAP:
-            return "the release lacks " + ", ".join(f["missing"])
+            return "the release lacks " + ", ".join(f["missing"]) + f"; with it: {f['toward']}"
         if self.kind == INCONSISTENT:
-            return "the paper disagrees with itself: " + " vs ".join(f["places"])
+            return "the paper disagrees with itself: " + " vs ".join(f["places"]) + f"; {f['arithmetic']}"
+        if self.kind == IMPLEMENTATION:
+            return f"ours: {f['ours']}; the authors: {f['authors']}" + (
+                f" (our key {f['key']})" if f.get("key") else ""
+            )
+        if self.kind == MISROUNDED:
+            steps = " then ".join(f"{d} decimals" for d in f["steps"])
+            return f"the paper's {f['printed']} is the authors' output ({f['output']}) rounded to {steps}"
         if self.kind == WITHIN_ERROR:
-            return str(f["error"]) + (f" (standard error {f['se']})" if f.get("se") is not None else "")
+            if f["basis"] == ROUNDING:
+                printed = f["printed"] if isinstance(f["printed"], str) else ", ".join(map(str, f["printed"]))
+                return f"rounding: within half a unit of the last digit of the printed {printed}"
+            return (
+                f"Monte Carlo: within 2 standard errors ({f['se']}); varies run to run because {f['varies']}"
+            )
         return f"no explanation found; tried: {f['tried']}"
+
+    @property
+    def evidence(self) -> str:
+        """The command or computation that shows the cause."""
+        return str(self.fields.get("shown_by") or self.fields.get("arithmetic") or "")
 
 
 @dataclass(frozen=True)
@@ -325,8 +364,55 @@ def _category(raw: Any, fail: Any) -> Category:
                 raise fail(
                     "category.se", f"the stated standard error must be a positive number, got {value!r}"
                 )
+        elif name == "printed":
+            values = value if isinstance(value, list) and kind == WITHIN_ERROR else [value]
+            if not values or not all(
+                v is None or (isinstance(v, str) and NUMERAL.fullmatch(v)) for v in values
+            ):
+                raise fail(
+                    "category.printed",
+                    "the paper's printed value as a quoted numeral with its digits ('0.19', '25.0'; a list of them "
+                    f"for within-error), got {value!r}",
+                )
+        elif name == "steps":
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
+            ):
+                raise fail(
+                    "category.steps", f"a list of decimals (whole numbers >= 0) is required, got {value!r}"
+                )
+        elif name == "against":
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise fail("category.against", f"a number or a path into ours, got {value!r}")
         elif not isinstance(value, str) or not value.strip():
             raise fail(f"category.{name}", "a non-empty string is required")
+    for name in ("of", "against"):
+        if isinstance(fields.get(name), str):
+            try:
+                paths.validate(fields[name])
+            except paths.PathError as err:
+                raise fail(f"category.{name}", str(err)) from None
+    for name in ("code", "output"):
+        if name in fields and not CODE_REF.search(fields[name]):
+            raise fail(
+                f"category.{name}",
+                "cite the authors' line that computes the claim's value, as owner/repo@commit:path:line",
+            )
+    if "arithmetic" in fields and not re.search(r"\d", fields["arithmetic"]):
+        raise fail("category.arithmetic", "the arithmetic that shows the disagreement, with its numbers")
+    if kind == WITHIN_ERROR:
+        basis = fields["basis"]
+        if basis not in _BASES:
+            raise fail("category.basis", f"{basis!r}: choose {ROUNDING} or {MONTE_CARLO}")
+        needed, barred = _BASES[basis]
+        for name in needed:
+            if name not in fields:
+                raise fail(f"category.{name}", f"a within-error category on {basis} needs {name}")
+        for name in barred:
+            if name in fields:
+                raise fail(f"category.{name}", f"a within-error category on {basis} takes no {name}")
     return Category(kind=str(kind), fields=_frozen(fields))
 
 

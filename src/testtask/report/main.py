@@ -274,6 +274,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         r.paper: [line.claim.id for line in r.findings.uncategorized] for r in reports if r.findings
     }
     summary["uncategorized"] = {paper: ids for paper, ids in uncategorized.items() if ids}
+    unsupported = {r.paper: [line.claim.id for line in r.findings.unsupported] for r in reports if r.findings}
+    summary["unsupported"] = {paper: ids for paper, ids in unsupported.items() if ids}
     atomic_write_json(out_dir / "report.json", summary)
     log.info("report -> %s, %s", page, md)
     _require_categories(config, reports)
@@ -293,7 +295,8 @@ def _claim_entry(report: render.PaperReport, v: evaluate.Verdict) -> dict[str, A
 
 def _require_categories(config: Any, reports: list[render.PaperReport]) -> None:
     """LedgerError, once the report is written, when a claim that does not match on the authors' release has no
-    category (report/findings.py: only source=published lists any); with report.require_categories."""
+    category (report/findings.py: only source=published lists any), or has one whose evidence does not hold
+    against our value (report/evidence.py); with report.require_categories."""
     if not config.report.require_categories:
         return
     problems = [
@@ -302,9 +305,15 @@ def _require_categories(config: Any, reports: list[render.PaperReport]) -> None:
         for r in reports
         if r.findings
         for line in r.findings.uncategorized
+    ] + [
+        f"{provenance.shown(r.ledger_file)}: claim {line.claim.id}, field 'category': {line.why}"
+        for r in reports
+        if r.findings
+        for line in r.findings.unsupported
     ]
     if problems:
         raise ledger.LedgerError(
-            f"{len(problems)} claims do not match and have no category (the report is written; "
-            "ledger.CATEGORIES lists the kinds):\n  " + "\n  ".join(problems)
+            f"{len(problems)} claims do not match and have no category, or a category whose evidence does not "
+            "hold (the report is written; ledger.CATEGORIES lists the kinds and their evidence):\n  "
+            + "\n  ".join(problems)
         )

@@ -141,7 +141,7 @@ def _findings(r: PaperReport, f: findings.PaperFindings) -> FindingsBlock:
     sections = [
         FindingsSection(
             findings.TITLES[section],
-            section == findings.UNCATEGORIZED,
+            section in findings.ERRORS,
             [_finding_line(line) for line in f.sections[section]],
         )
         for section in findings.SECTIONS

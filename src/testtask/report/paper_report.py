@@ -83,7 +83,11 @@ def detail(v: Verdict) -> str:
         if v.command:
             parts.append(f"make it with `{v.command}`")
     if v.claim.category is not None and v.status != MATCHES:
-        parts.append(f"{v.claim.category.kind}: {v.claim.category.summary()}")
+        category = v.claim.category
+        shown_by = category.get("shown_by")  # inconsistent's evidence, its arithmetic, is in its summary
+        parts.append(
+            f"{category.kind}: {category.summary()}" + (f"; shown by: {shown_by}" if shown_by else "")
+        )
     if v.claim.note and v.status != MATCHES:
         parts.append(f"note: {v.claim.note}")
     return "; ".join(parts)
