@@ -353,3 +353,12 @@ def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch
         check=True,
     ).stdout
     assert "action=data paper=pretrain-on-test source=results" in dry
+
+
+def test_a_list_value_is_checked_like_any_override_and_a_sweep_is_left_to_hydra():
+    """A comma inside a list value is no sweep: `key=[a,b]` is prechecked (an unknown key is one line naming it);
+    `key=a,b` and `key=range(3)` sweep, which Hydra's multirun runs."""
+    from testtask.pipeline import plain_overrides
+
+    assert plain_overrides(["proxy_tasks.table_3.matrices=[tbt_direct,tott_base]", "x='a,b'"])
+    assert not plain_overrides(["sampler.draws=10,20"]) and not plain_overrides(["sampler.draws=range(3)"])

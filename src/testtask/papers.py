@@ -10,8 +10,9 @@ nothing is hard-wired to one paper.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from testtask.context import Context
@@ -19,6 +20,57 @@ from testtask.context import Context
 Key = int | str  # outputs are numbered as in the paper; our additions (e.g. `mini`, `loo`) are named
 Builder = Callable[[Context], dict]
 Action = Callable[[Context, Any], Any]  # (the paper's context, the whole config) -> result
+
+
+def resolve(target: str) -> Any:
+    """The object a "module:attribute" string names, imported now."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class Lazy:
+    """A function named by "module:attribute", imported on its first call.
+
+    A paper's registry names its builders this way so that reading the registry (to check a config, list the
+    outputs or print `--help`) imports no figure module and none of the heavy libraries they import (PyMC, arviz,
+    statsmodels, torch): a config error is reported before any of them loads.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    @cached_property
+    def function(self) -> Callable[..., Any]:
+        return resolve(self.target)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
+
+
+class LazyMapping(Mapping[str, Any]):
+    """A mapping named by "module:attribute" (e.g. a report hook's FUNCTIONS), imported on first use."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    @cached_property
+    def mapping(self) -> Mapping[str, Any]:
+        return resolve(self.target)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.mapping[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.mapping)
+
+    def __len__(self) -> int:
+        return len(self.mapping)
+
+    def __repr__(self) -> str:
+        return f"LazyMapping({self.target!r})"
 
 
 @dataclass(frozen=True)

@@ -548,9 +548,21 @@ def plain_overrides(args: Sequence[str]) -> bool:
         not a.startswith("-")
         and "=" in a
         and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
-        and "," not in a.split("=", 1)[1]
+        and not _sweeps(a)
         for a in args
     )
+
+
+def _sweeps(arg: str) -> bool:
+    """Whether override `arg` sweeps (`a=1,2`, `a=range(3)`): Hydra's parser says, so a list value (`a=[1,2]`)
+    is no sweep. An override that does not parse is not one either: the precheck names it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        return OverridesParser.create().parse_override(arg).is_sweep_override()
+    except HydraException:
+        return False
 
 
 def compose_checked(

@@ -9,20 +9,23 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
-from testtask.downstream_predictability import distribution_figures as dist
-from testtask.downstream_predictability import mechanism_figures as mech
-from testtask.downstream_predictability import report
 from testtask.downstream_predictability.settings import Settings
-from testtask.papers import Paper
+from testtask.papers import Lazy, LazyMapping, Paper
 
 Builder = Callable[[Context], dict]
 
+
+def _(target: str) -> Lazy:
+    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
+    return Lazy(f"testtask.downstream_predictability.{target}")
+
+
 FIGURES: dict[int | str, Builder] = {
-    2: dist.figure_2,
-    3: dist.figure_3,
-    4: dist.figure_4,
-    5: mech.figure_5,
-    6: mech.figure_6,
+    2: _("distribution_figures:figure_2"),
+    3: _("distribution_figures:figure_3"),
+    4: _("distribution_figures:figure_4"),
+    5: _("mechanism_figures:figure_5"),
+    6: _("mechanism_figures:figure_6"),
 }
 TABLES: dict[int | str, Builder] = {}
 CONFIG_KEY = "downstream_predictability"
@@ -33,5 +36,5 @@ PAPER = Paper(
     figures=FIGURES,
     tables=TABLES,
     settings=Settings,
-    report=report.FUNCTIONS,
+    report=LazyMapping("testtask.downstream_predictability.report:FUNCTIONS"),
 )

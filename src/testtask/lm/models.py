@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import annotated_types as at
-import pandas as pd
 from pydantic import Strict, StringConstraints
 
 from testtask.errors import InputError
@@ -38,6 +37,9 @@ from testtask.schema import (
     section,
     violations,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Kind(Choice):
@@ -416,6 +418,8 @@ class ModelRegistry:
             row["compute"] = info.compute
             row["log10_compute"] = math.log10(info.compute)
             rows.append(row)
+        import pandas as pd  # only here: reading the registry to check a config must stay light
+
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:

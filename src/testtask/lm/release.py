@@ -16,8 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from testtask.context import InputsUnavailable
 from testtask.lm.models import Kind, ModelRegistry, Models
@@ -25,6 +24,9 @@ from testtask.lm.results import ANY, Absence, AbsentResults, load_results
 from testtask.lm.results_layout import ResultFile, discover
 from testtask.schema import Choice, Name, Problem, require, section, to_plain
 from testtask.sources import OverlayConflict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +148,8 @@ def results(data_root: Path, release: Release, source: str, overlay: Path | None
     Every value is checked (results.load_results); a value missing or NaN is an error unless `absent_results`
     lists that result. `overlay` (source=published+results): a run's root whose results are added to those of
     `data_root`; a result in both is an OverlayConflict naming both files."""
+    import pandas as pd  # here, not at the top: checking a config must not load pandas
+
     if overlay is None:
         return _one_root(data_root, release, source)
     conflicts(data_root / release.evaluations_dir, overlay / release.evaluations_dir)

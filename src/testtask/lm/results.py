@@ -16,14 +16,15 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Annotated, Any
 
 from testtask.io import unique_keys_hook
 from testtask.lm.results_layout import ADJUSTMENTS, FINETUNES, ResultFile, ResultsError, discover
 from testtask.metric_ranges import problem
 from testtask.schema import Choice, Name, NonNegativeInt, Text, load, non_empty, section
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = [
     "model",
@@ -284,6 +285,8 @@ def load_results(
     `absent`: results config lists as genuinely absent (read as NaN where the file holds no number); None reads
     the list of the repository's config (`absent_results` in conf/training_on_the_test_task/analysis.yaml).
     """
+    import pandas as pd  # here, not at the top: checking a config must not load pandas
+
     files = discover(root)
     if not files:
         raise ResultsError(f"{root}: no result files")

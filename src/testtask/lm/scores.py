@@ -13,10 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from testtask.lm.results import (
     CONFIG,
@@ -26,6 +25,9 @@ from testtask.lm.results import (
     entries_lacking,
 )
 from testtask.schema import Choice, Flag, Name, UnitInterval, section
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +226,8 @@ def usable(table: pd.DataFrame, column: str, what: str) -> tuple[pd.DataFrame, l
     """Rows of `table` with a score in `column`, and the Gap (column `gap_<column>`) of each row without one.
 
     Every row left out is logged; a row without a score and without a listed reason is a ResultsError."""
+    import pandas as pd  # here, not at the top: checking a config must not load pandas
+
     lacking = table[column].isna().to_numpy()
     recorded = table[f"gap_{column}"] if f"gap_{column}" in table else pd.Series(None, index=table.index)
     gaps = []
@@ -261,6 +265,8 @@ def before_after(
     fine-tuning stage is configured: every `after` is missing, for that reason.
     `absent`: the results config lists as missing from the source (their Gaps carry its reason).
     """
+    import pandas as pd  # here, not at the top: checking a config must not load pandas
+
     absent = absent if absent is not None else AbsentResults()
     names = list(models)
     before, before_gaps = lookup(results, spec, "base", names, absent)

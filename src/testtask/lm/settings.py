@@ -9,8 +9,11 @@ only when a value is checked, so this module stays light (the runners check thei
 
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import re
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Strict
@@ -60,16 +63,38 @@ class Side(Choice):
 # --- transformers' names (checked on use, against the installed transformers) -----------------------------------
 
 
+# Where transformers declares each set of names: (module, enum class).
+_NAMES = {
+    "optim": ("transformers.training_args", "OptimizerNames"),
+    "scheduler": ("transformers.trainer_utils", "SchedulerType"),
+}
+
+
 @functools.cache
 def transformers_names(kind: str) -> tuple[str, ...]:
-    """Optimizer (`optim`) or scheduler (`scheduler`) names transformers' TrainingArguments accept."""
-    if kind == "optim":
-        from transformers.training_args import OptimizerNames
+    """Optimizer (`optim`) or scheduler (`scheduler`) names the installed transformers' TrainingArguments accept.
 
-        return tuple(o.value for o in OptimizerNames)
-    from transformers.trainer_utils import SchedulerType
-
-    return tuple(s.value for s in SchedulerType)
+    Read from the enum's source, not by importing it: importing transformers' trainer modules loads torch, and a
+    config is checked before any heavy library loads. Should the source ever not declare the enum as plain string
+    members, the enum is imported instead."""
+    module, enum = _NAMES[kind]
+    # A top-level package's spec is found without importing the package.
+    package = importlib.util.find_spec("transformers")
+    if package is not None and package.submodule_search_locations:
+        source = Path(package.submodule_search_locations[0], *module.split(".")[1:]).with_suffix(".py")
+        tree = ast.parse(source.read_text(encoding="utf-8")) if source.is_file() else ast.Module(body=[])
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == enum:
+                values = [
+                    item.value.value
+                    for item in node.body
+                    if isinstance(item, ast.Assign)
+                    and isinstance(item.value, ast.Constant)
+                    and isinstance(item.value.value, str)
+                ]
+                if values:
+                    return tuple(values)
+    return tuple(member.value for member in getattr(importlib.import_module(module), enum))
 
 
 def _known(kind: str, words: str) -> Any:

@@ -5,46 +5,39 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from testtask.context import Context
-from testtask.papers import Paper, Runner
-from testtask.pretrain_on_test import (
-    bench,
-    bench_vs_authors,
-    boost_bias_figures,
-    contamination_table,
-    correlation_figure,
-    difference_figures,
-    meta_analysis_figures,
-    model_check_figures,
-    recovery,
-    report,
-    tables,
-)
+from testtask.papers import Lazy, LazyMapping, Paper, Runner
 from testtask.pretrain_on_test.runner import settings as runner_settings
 from testtask.pretrain_on_test.settings import Settings
 
 Builder = Callable[[Context], dict]
 
+
+def _(target: str) -> Lazy:
+    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
+    return Lazy(f"testtask.pretrain_on_test.{target}")
+
+
 FIGURES: dict[int, Builder] = {
-    3: boost_bias_figures.figure_3,
-    4: boost_bias_figures.figure_4,
-    5: boost_bias_figures.figure_5,
-    6: boost_bias_figures.figure_6,
-    7: meta_analysis_figures.figure_7,
-    8: correlation_figure.figure_8,
-    9: model_check_figures.figure_9,
-    10: model_check_figures.figure_10,
-    11: model_check_figures.figure_11,
-    12: recovery.figure_12,
-    **{number: getattr(difference_figures, f"figure_{number}") for number in range(13, 21)},
+    3: _("boost_bias_figures:figure_3"),
+    4: _("boost_bias_figures:figure_4"),
+    5: _("boost_bias_figures:figure_5"),
+    6: _("boost_bias_figures:figure_6"),
+    7: _("meta_analysis_figures:figure_7"),
+    8: _("correlation_figure:figure_8"),
+    9: _("model_check_figures:figure_9"),
+    10: _("model_check_figures:figure_10"),
+    11: _("model_check_figures:figure_11"),
+    12: _("recovery:figure_12"),
+    **{number: _(f"difference_figures:figure_{number}") for number in range(13, 21)},
 }
 TABLES: dict[int | str, Builder] = {
-    1: tables.table_1,
-    2: tables.table_2,
-    "contamination": contamination_table.table_contamination,  # §9.2 (our runs only)
+    1: _("tables:table_1"),
+    2: _("tables:table_2"),
+    "contamination": _("contamination_table:table_contamination"),  # §9.2 (our runs only)
 }
 CONFIG_KEY = "pretrain_on_test"
 # Actions beyond figures and tables: `testtask action=<name> paper=pretrain-on-test` (`make bench`, `make bench-vs-authors`).
-ACTIONS = {"bench": bench.bench, "bench-vs-authors": bench_vs_authors.bench_vs_authors}
+ACTIONS = {"bench": _("bench:bench"), "bench-vs-authors": _("bench_vs_authors:bench_vs_authors")}
 
 PAPER = Paper(
     key="pretrain-on-test",
@@ -55,7 +48,7 @@ PAPER = Paper(
     paper_text=("analysis", "runner"),
     overlay=True,  # inputs.load_collection lays a run's accuracies files over the release's
     actions=ACTIONS,
-    report=report.FUNCTIONS,
+    report=LazyMapping("testtask.pretrain_on_test.report:FUNCTIONS"),
     runner=Runner(
         "pretrain_on_test_run",
         "testtask.pretrain_on_test.runner.main:run",
