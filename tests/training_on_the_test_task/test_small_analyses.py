@@ -162,7 +162,7 @@ def test_compare_pareto_areas_ratio_and_use_max() -> None:
     # Adjusted: older models catch up to (2, 3) and the newer (3, 3) adds nothing: only [1, 2) keeps a gap
     # of 2 - 1 = 1.
     adjusted = np.array([1.0, 3.0, 2.0, 3.0, 2.5])
-    result = compare_pareto_areas(log_compute, unadjusted, adjusted, older)
+    result = compare_pareto_areas(log_compute, unadjusted, adjusted, older, use_max=True)
     assert isinstance(result, ParetoComparison)
     assert result.area_unadjusted == pytest.approx(2.0)
     assert result.area_adjusted == pytest.approx(1.0)
@@ -170,7 +170,9 @@ def test_compare_pareto_areas_ratio_and_use_max() -> None:
     # use_max keeps the larger of the two scores, so a fine-tuned score below the base one is ignored.
     lowered = adjusted.copy()
     lowered[2] = 0.0
-    assert compare_pareto_areas(log_compute, unadjusted, lowered, older).area_adjusted == pytest.approx(1.0)
+    assert compare_pareto_areas(
+        log_compute, unadjusted, lowered, older, use_max=True
+    ).area_adjusted == pytest.approx(1.0)
     no_max = compare_pareto_areas(log_compute, unadjusted, lowered, older, use_max=False)
     assert no_max.area_adjusted == pytest.approx(0.0)
     assert no_max.ratio == float("inf")
@@ -186,8 +188,11 @@ def test_compare_pareto_areas_ratio_and_use_max() -> None:
         (lambda: frontier_area_between([1.0, 2.0], [0.1, 0.2], [1.0], [0.1, 0.2]), "older models"),
         (lambda: frontier_area_between([1.0, 2.0], [0.1, np.inf], [1.0], [0.1]), "NaN or infinite"),
         (lambda: frontier_area_between([1.0, 2.0], [0.1, 0.2], [1.0], [0.1], x_range=(3.0, 1.0)), "x_range"),
-        (lambda: compare_pareto_areas([1.0, 2.0], [0.1, 0.2], [0.1, 0.2], [True]), "is_older"),
-        (lambda: compare_pareto_areas([1.0, 2.0], [0.1, 0.2], [0.1, 0.2], [False, False]), "no model"),
+        (lambda: compare_pareto_areas([1.0, 2.0], [0.1, 0.2], [0.1, 0.2], [True], use_max=True), "is_older"),
+        (
+            lambda: compare_pareto_areas([1.0, 2.0], [0.1, 0.2], [0.1, 0.2], [False, False], use_max=True),
+            "no model",
+        ),
     ],
 )
 def test_pareto_rejects_bad_input(call, message: str) -> None:
@@ -212,7 +217,7 @@ def test_rank_shifts_of_a_known_permutation() -> None:
 
 
 def test_rank_shifts_sorts_by_direct_rank_whatever_the_input_order() -> None:
-    table = rank_shifts(["low", "high", "mid"], [0.1, 0.9, 0.5], [0.1, 0.9, 0.5])
+    table = rank_shifts(["low", "high", "mid"], [0.1, 0.9, 0.5], [0.1, 0.9, 0.5], use_max=True)
     assert table["name"].tolist() == ["high", "mid", "low"]
     assert table["shift"].tolist() == [0, 0, 0]
 
@@ -221,16 +226,16 @@ def test_ties_share_the_best_rank_by_default() -> None:
     names = ["A", "B", "C", "D"]
     direct = [0.9, 0.8, 0.7, 0.6]
     adjusted = [0.5, 0.9, 0.8, 0.7]  # with the default use_max, A keeps 0.9 and ties B
-    table = rank_shifts(names, direct, adjusted).set_index("name")
+    table = rank_shifts(names, direct, adjusted, use_max=True).set_index("name")
     assert table["rank_adjusted"].to_dict() == {"A": 1, "B": 1, "C": 3, "D": 4}
     assert table["shift"].to_dict() == {"A": 0, "B": 1, "C": 0, "D": 0}
-    averaged = rank_shifts(names, direct, adjusted, tie_method="average").set_index("name")
+    averaged = rank_shifts(names, direct, adjusted, use_max=True, tie_method="average").set_index("name")
     assert averaged["rank_adjusted"].to_dict() == {"A": 1.5, "B": 1.5, "C": 3.0, "D": 4.0}
     assert shift_summary(averaged.reset_index())["max_shift"] == 0.5
 
 
 def test_ties_in_direct_rank_are_ordered_by_name() -> None:
-    table = rank_shifts(["b", "a", "c"], [0.5, 0.5, 0.1], [0.5, 0.5, 0.9])
+    table = rank_shifts(["b", "a", "c"], [0.5, 0.5, 0.1], [0.5, 0.5, 0.9], use_max=True)
     assert table["name"].tolist() == ["a", "b", "c"]
     assert table["rank_direct"].tolist() == [1, 1, 3]
     assert table["rank_adjusted"].tolist() == [2, 2, 1]
@@ -251,7 +256,7 @@ def test_ties_in_direct_rank_are_ordered_by_name() -> None:
 )
 def test_rank_shifts_rejects_bad_input(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        rank_shifts(**kwargs)
+        rank_shifts(**kwargs, use_max=True)
 
 
 def test_shift_summary_rejects_bad_input() -> None:

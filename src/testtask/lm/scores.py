@@ -252,8 +252,8 @@ def before_after(
     spec: BenchmarkSpec,
     models: Sequence[str],
     *,
-    stage: str = "e3",
-    use_max: bool = True,
+    stage: str,
+    use_max: bool,
     absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
     """One row per model of `models`, in that order: `before` (no fine-tuning), `after` (fine-tuning `stage`),

@@ -134,7 +134,7 @@ def compare_pareto_areas(
     acc_adjusted: ArrayLike,
     is_older: ArrayLike,
     *,
-    use_max: bool = True,
+    use_max: bool,
     x_range: tuple[float, float] | None = None,
     baseline: float | None = None,
 ) -> ParetoComparison:

@@ -49,7 +49,7 @@ def rank_shifts(
     score_direct: ArrayLike,
     score_adjusted: ArrayLike,
     *,
-    use_max: bool = True,
+    use_max: bool,
     tie_method: str = "min",
 ) -> pd.DataFrame:
     """Per-model ranks (1 = highest score) before and after adjustment, and the absolute shift.
