@@ -841,6 +841,7 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
     NF4 storage (double quantization, bf16 compute) in both the scoring and the training load, the optimizer that
     steps is bitsandbytes' paged 8-bit AdamW, and training moves the adapter (LoRA B starts at zero)."""
     import torch
+    from bitsandbytes.nn import Linear4bit
 
     from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
@@ -859,6 +860,15 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
         assert {m.compute_dtype for m in layers} == {torch.bfloat16}
     texts = fixture_frame()["text"].tolist()[:8]
     trained, stats = protocol.pretrain(texts, seed=0)
+    # what trained, read from the live layers and trainer: NF4, double quantization, bf16 compute and autocast
+    assert stats.quantization == {
+        "layers": sum(isinstance(m, Linear4bit) for m in trained.modules()),  # bitsandbytes' own, not peft's
+        "quant_type": ["nf4"],
+        "double_quant": [True],
+        "compute_dtype": ["bfloat16"],
+        "weight_storage": ["uint8"],
+    }
+    assert stats.quantization["layers"] > 0 and stats.precision == "bf16"
     assert stats.optim == "paged_adamw_8bit"
     states = stats.optimizer
     assert states["class"] == "bitsandbytes.optim.adamw.AdamW" and states["paging_requested"]
