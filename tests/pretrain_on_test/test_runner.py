@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -881,6 +882,54 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
     assert any(float(v.abs().max()) > 0 for k, v in scorer.state_dict().items() if "lora_B" in k)
 
 
+def fp4_instead_of_nf4(monkeypatch) -> None:
+    """The loader's BitsAndBytesConfig quantizes to FP4 whatever it is asked (a swapped recipe)."""
+    import transformers
+
+    real = transformers.BitsAndBytesConfig
+    monkeypatch.setattr(
+        transformers, "BitsAndBytesConfig", lambda **kw: real(**{**kw, "bnb_4bit_quant_type": "fp4"})
+    )
+
+
+@pytest.mark.parametrize(
+    ("swap", "named"),
+    [
+        (None, None),
+        ("fp4", "quant_type=['fp4']"),
+        ("lm.pretrain.precision=fp32", "precision='fp32'"),
+        (
+            "lm.pretrain.optim=paged_adamw_32bit",
+            "none of",
+        ),  # bitsandbytes' class, paging asked, 32-bit states
+        ("lm.pretrain.optim=adamw_torch", "optimizer='torch.optim.adamw.AdamW'"),
+    ],
+)
+def test_the_qlora_check_reads_what_ran_and_fails_on_a_swapped_recipe(
+    tiny_models, data_dir, tmp_path, monkeypatch, swap, named
+):
+    """The preflight's QLoRA check (verify_qlora) on what a zero-shot pretraining recorded from its live layers,
+    Trainer and optimizer: it passes under the authors' recipe and names the swapped element otherwise (FP4 for
+    NF4, fp32 for bf16, a 32-bit optimizer for paged 8-bit AdamW)."""
+    from testtask.preflight.checks.pretrain_on_test import observed_recipe, verify_qlora
+    from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
+
+    overrides = [swap] if swap and "=" in swap else []
+    if swap == "fp4":
+        fp4_instead_of_nf4(monkeypatch)
+    cfg = run_config("mistral_qlora", tiny_models["llama"], data_dir, tmp_path, "lm.lora.r=64", *overrides)
+    protocol = ZeroShot(
+        settings(cfg).lm_for_task(), spec_of("fixture", fixture_spec()), device="cpu", show_progress=False
+    )
+    _, stats = protocol.pretrain(fixture_frame()["text"].tolist()[:8], seed=0)
+    observed = observed_recipe(stats.as_dict("pretrain_extra"), "pretrain_extra", cuda=False)
+    if named is None:
+        verify_qlora(observed)
+        return
+    with pytest.raises(AssertionError, match=re.escape(named)):
+        verify_qlora(observed)
+
+
 def test_pick_device():
     import torch
 
@@ -1126,23 +1175,54 @@ def test_lm_types_are_unique():
     assert len(types) == len(set(types))
 
 
-def test_packing_speed_measures_both_modes(tiny_models, data_dir, tmp_path):
+def packing_speed(tiny_models, data_dir, tmp_path, *overrides: str) -> dict:
+    """`make packing-speed`'s measurement on the tiny Llama and 9 fixture texts."""
     from testtask.pretrain_on_test.runner.packing_speed import measure
 
     cfg = compose(
         "experiment=pretrain_on_test/packing_speed",
         f"lm.model={tiny_models['llama']}",
+        "lm.lora.r=64",  # the adapters of the 64-wide projections reach bitsandbytes' 4,096 elements for 8-bit states
         "dataset=fixture",
         "n=9",
         "device=cpu",
         f"assets_dir={data_dir}",
         f"speed.out={tmp_path}",
         "show_step_progress=false",
+        *overrides,
     )
     OmegaConf.set_struct(cfg, False)
     cfg.datasets.fixture = fixture_spec()
-    result = measure(settings(cfg))
+    return measure(settings(cfg))
+
+
+def test_packing_speed_measures_both_modes_under_qlora(tiny_models, data_dir, tmp_path):
+    from testtask.preflight.checks.pretrain_on_test import verify_qlora
+
+    result = packing_speed(tiny_models, data_dir, tmp_path)
     padding, packing = result["runs"]["padding"], result["runs"]["packing"]
     assert (padding["sequences"], packing["sequences"]) == (9, 2)  # 8 texts per pack
     assert (padding["batch_size"], packing["batch_size"]) == (8, 1)
     assert all(t["tokens"] > 0 for t in padding["trials"] + packing["trials"])
+    # each mode ran the authors' QLoRA recipe, as read from its live model, Trainer and optimizer
+    for run in (padding, packing):
+        verify_qlora({**run["recipe"], "paging_checked": False})  # paged memory is CUDA's
+        assert run["recipe"]["quant_type"] == ["nf4"] and run["recipe"]["precision"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("lm=smollm2_lora", "quant_type=[]"),  # plain LoRA: no 4-bit layer
+        ("lm.pretrain.optim=adamw_torch", "optimizer='torch.optim.adamw.AdamW'"),  # a 32-bit optimizer
+    ],
+)
+def test_packing_speed_record_tells_a_recipe_that_is_not_qlora(
+    tiny_models, data_dir, tmp_path, override, named
+):
+    """Switched away from QLoRA, the record says what ran and the QLoRA check on it fails."""
+    from testtask.preflight.checks.pretrain_on_test import verify_qlora
+
+    result = packing_speed(tiny_models, data_dir, tmp_path, override)
+    with pytest.raises(AssertionError, match=re.escape(named)):
+        verify_qlora({**result["runs"]["padding"]["recipe"], "paging_checked": False})

@@ -65,6 +65,8 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             "partition": getattr(
                 result, "zero3_partition", None
             ),  # this rank's ZeRO-3 shard, under DeepSpeed
+            "precision": result.precision,
+            "trained": getattr(result, "trained", None),  # the live Trainer's autocast, ZeRO stage, optimizer
         }
     if spec["mode"] == "tbt":
         from testtask.train_before_test.runner.training import train_epochs
