@@ -167,6 +167,55 @@ def test_bitsandbytes_nf4_round_trip_and_8bit_state_run_on_the_cpu(tmp_path):
     assert numbers["nf4_relative_error"] < 0.2 and numbers["paging_checked"] is False
 
 
+@pytest.mark.parametrize("dropped", [False, True])
+def test_the_bf16_fine_tune_runs_on_the_cpu_and_fails_when_bf16_is_dropped(tmp_path, monkeypatch, dropped):
+    """tott_finetune_bf16 passes bf16 through on the CPU and reads what ran (the Trainer's autocast, the trained
+    weights' dtype); a Trainer whose bf16 flag is dropped, as the CPU once did, fails it."""
+    from testtask.lm import finetune
+
+    if dropped:
+        monkeypatch.setattr(finetune, "uses_bf16", lambda *args, **kwargs: False)
+    code, data = run_json(tmp_path, "--only", "tott_finetune_bf16")
+    outcome = by_name(data)["tott_finetune_bf16"]
+    if not dropped:
+        assert code == 0, outcome.get("error")
+        assert (outcome["numbers"]["autocast"], outcome["numbers"]["weight_dtype"]) == ("bf16", "bfloat16")
+        return
+    assert code == 1 and outcome["status"] == "failed"
+    assert "precision=bf16 on cpu ran fp32 autocast on bfloat16 weights" in outcome["error"]
+
+
+@pytest.mark.slow  # a QLoRA zero-shot repetition through the command line (~100 s on 2 busy cores)
+def test_the_preflight_reports_fp4_instead_of_nf4_as_failed(tmp_path, monkeypatch):
+    import transformers
+
+    real = transformers.BitsAndBytesConfig
+    monkeypatch.setattr(
+        transformers, "BitsAndBytesConfig", lambda **kw: real(**{**kw, "bnb_4bit_quant_type": "fp4"})
+    )
+    code, data = run_json(tmp_path, "--only", "pot_zeroshot_padding")
+    outcome = by_name(data)["pot_zeroshot_padding"]
+    assert code == 1 and outcome["status"] == "failed"
+    assert "quant_type=['fp4'] (the recipe's ['nf4'])" in outcome["error"]
+
+
+@pytest.mark.slow  # two ZeRO ranks through torchrun (~2 min on 2 busy cores)
+def test_the_zero3_check_fails_under_another_zero_stage(tmp_path, monkeypatch):
+    from testtask.preflight.checks import zero3
+
+    config = json.loads((REPO / zero3.ZERO3_CONFIG).read_text())
+    config["zero_optimization"] = {
+        k: v for k, v in config["zero_optimization"].items() if not k.startswith("stage3")
+    } | {"stage": 2}
+    stage2 = tmp_path / "zero2.json"
+    stage2.write_text(json.dumps(config))
+    monkeypatch.setitem(zero3.RUN, "deepspeed", str(stage2))
+    code, data = run_json(tmp_path / "out", "--only", "zero3_tott_finetune")
+    outcome = by_name(data)["zero3_tott_finetune"]
+    assert code == 1 and outcome["status"] == "failed"
+    assert "trained under ZeRO stage 2, the authors' config is stage 3" in outcome["error"]
+
+
 @pytest.mark.slow  # ~60 s on 2 busy cores; the same code paths run in the fast suite through the runners' tests
 def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
     """The CPU subset runs the authors' QLoRA (NF4 storage, bf16, bitsandbytes' paged 8-bit AdamW, whose paging itself
