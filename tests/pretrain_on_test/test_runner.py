@@ -1081,6 +1081,32 @@ def test_committed_cpu_mini_results_match_the_preset():
         assert [r["repetition"] for r in records] == list(range(cfg.repetitions))
 
 
+def test_committed_cpu_zero_shot_minis_record_the_precision_they_trained_in():
+    """Each committed CPU zero-shot cell's run log records, per pretraining, the precision the Trainer ran; its
+    cell.yaml says the same, and the protocol table's row on the zero-shot precision names it for these runs."""
+    from testtask.paths import repo_root
+    from testtask.protocol_tables import read_table
+
+    root = repo_root() / "results/pretrain-on-test/cpu-mini"
+    cells = sorted(p.parent for p in (root / "accuracies_zero_shot").rglob("cell.yaml"))
+    assert {c.parent.name for c in cells} == {"smollm2-qlora-zero-shot", "smollm2-lora-zero-shot"}
+    ran = set()
+    for cell in cells:
+        stated = OmegaConf.load(cell / "cell.yaml").lm.pretrain.precision
+        for record in CellStore(cell).log_records():
+            assert record["pretrain_extra_precision"] == record["pretrain_test_precision"] == stated, cell
+        ran.add(stated)
+    for path in (root / "accuracies_contamination").rglob("contamination.json"):
+        ran.add(json.loads(path.read_text())["settings"]["lm"]["pretrain"]["precision"])
+    (row,) = [
+        r
+        for r in read_table(repo_root() / "docs/protocols/pretrain-on-test.md")
+        if r.element == "zero-shot training precision"
+    ]
+    assert "accuracies_zero_shot" in row.decision and "accuracies_contamination" in row.decision
+    assert all(f"`{precision}`" in row.decision for precision in ran)
+
+
 def test_paper_experiment_sweeps_25_known_datasets():
     cfg = compose("experiment=pretrain_on_test/paper", hydra_config=True)
     params = cfg.hydra.sweeper.params
