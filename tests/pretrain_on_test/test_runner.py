@@ -835,6 +835,10 @@ def test_zeroshot_cells(zeroshot_runs, labels, tiny_models):
                 assert log[f"pretrain_{name}_optimizer_class"] == "bitsandbytes.optim.adamw.AdamW"
                 assert log[f"pretrain_{name}_optimizer_paging_requested"] is True
                 assert log[f"pretrain_{name}_optimizer_paged"] == 0  # paging is CUDA memory; none on the CPU
+                # read from the live Trainer and 4-bit layers: the recipe's bf16 and NF4 on the CPU too
+                assert log[f"pretrain_{name}_precision"] == "bf16"
+                assert log[f"pretrain_{name}_quantization_quant_type"] == ["nf4"]
+                assert log[f"pretrain_{name}_quantization_double_quant"] == [True]
 
 
 def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):

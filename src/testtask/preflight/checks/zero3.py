@@ -81,7 +81,16 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
         "parameters": models.parameter_count(model),
     }
     records = run_ranks(spec, ranks=ranks, timeout=600)
+    from testtask.preflight.checks.training_on_the_test_task import AUTOCAST
+
+    precision = spec["recipe"]["precision"]
     for record in records:
+        autocast = (record.get("trained") or {}).get("autocast")
+        if autocast != AUTOCAST[precision]:
+            raise AssertionError(
+                f"rank {record['rank']} trained with {autocast} autocast; precision={precision} is "
+                f"{AUTOCAST[precision]}"
+            )
         stage = (record.get("trained") or {}).get("zero_stage")
         if stage != ZERO_STAGE:
             raise AssertionError(
