@@ -187,12 +187,9 @@ def test_the_bf16_fine_tune_runs_on_the_cpu_and_fails_when_bf16_is_dropped(tmp_p
 
 @pytest.mark.slow  # a QLoRA zero-shot repetition through the command line (~100 s on 2 busy cores)
 def test_the_preflight_reports_fp4_instead_of_nf4_as_failed(tmp_path, monkeypatch):
-    import transformers
+    from tests.pretrain_on_test.test_runner import fp4_instead_of_nf4
 
-    real = transformers.BitsAndBytesConfig
-    monkeypatch.setattr(
-        transformers, "BitsAndBytesConfig", lambda **kw: real(**{**kw, "bnb_4bit_quant_type": "fp4"})
-    )
+    fp4_instead_of_nf4(monkeypatch)
     code, data = run_json(tmp_path, "--only", "pot_zeroshot_padding")
     outcome = by_name(data)["pot_zeroshot_padding"]
     assert code == 1 and outcome["status"] == "failed"

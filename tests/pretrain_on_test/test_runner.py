@@ -887,13 +887,16 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
 
 
 def fp4_instead_of_nf4(monkeypatch) -> None:
-    """The loader's BitsAndBytesConfig quantizes to FP4 whatever it is asked (a swapped recipe)."""
-    import transformers
+    """Every BitsAndBytesConfig quantizes to FP4 whatever it is asked (a swapped recipe). The class is patched, not
+    the name `transformers.BitsAndBytesConfig`, which the lazy module may bind again."""
+    from transformers import BitsAndBytesConfig
 
-    real = transformers.BitsAndBytesConfig
-    monkeypatch.setattr(
-        transformers, "BitsAndBytesConfig", lambda **kw: real(**{**kw, "bnb_4bit_quant_type": "fp4"})
-    )
+    real = BitsAndBytesConfig.__init__
+
+    def fp4(self, *args, **kwargs):
+        real(self, *args, **{**kwargs, "bnb_4bit_quant_type": "fp4"})
+
+    monkeypatch.setattr(BitsAndBytesConfig, "__init__", fp4)
 
 
 @pytest.mark.parametrize(
