@@ -541,9 +541,9 @@ def finetune(
     if resume:
         log.info("resuming %s from %s", output_dir, resume[-1].name)
     trainer.train(resume_from_checkpoint=str(resume[-1]) if resume else None)
-    trained = trained_with(trainer)
     trainer.save_model(str(final))
     main = trainer.is_world_process_zero()
+    trained = trained_with(trainer)
     if main:
         tokenizer.save_pretrained(str(final))
     trainer.accelerator.wait_for_everyone()  # every rank lists the same checkpoints and sees the final model
