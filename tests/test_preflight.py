@@ -230,7 +230,9 @@ def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
     zero3 = outcome["zero3_tott_finetune"]["numbers"]
     assert zero3["ranks"] == 2 and zero3["backend"] == "gloo" and zero3["zero_stage"] == 3
     assert all(2 * local == full for local, full in zero3["partition_local_of_full"])
-    assert zero3["fraction_of_weights_changed"] > 0.5
+    assert zero3["precision"] == "bf16-mixed" and zero3["autocast"] == "bf16"
+    # DeepSpeed's bf16 mode saves bf16 weights: updates below bf16's resolution leave some weights as they were
+    assert zero3["fraction_of_weights_changed"] > 0.1
 
 
 def test_unknown_check_is_a_usage_error(tmp_path, capsys):

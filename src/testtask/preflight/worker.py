@@ -56,6 +56,7 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             parameters=float(spec["parameters"]),
             device=spec["device"],
             seed=0,
+            precision=spec.get("precision"),  # passed through (the recipe alone trains fp32 on the CPU)
         )
         return {
             "steps": result.steps,

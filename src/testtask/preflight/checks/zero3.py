@@ -20,6 +20,7 @@ from testtask.preflight import models
 from testtask.preflight.registry import check
 
 ZERO3_CONFIG = "conf/deepspeed/zero3_authors.json"
+PRECISION = "bf16-mixed"  # the recipe's precision_large, the one ZeRO-3 runs train in
 ZERO_STAGE = 3  # the authors' zero3.json (socialfoundations/training-on-the-test-task, `"stage": 3`)
 NCCL_REASON = "NCCL collectives between GPUs, one rank per GPU; the CPU run partitions and gathers over gloo"
 STEPS = 4
@@ -77,7 +78,10 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
         "pairs": [list(p) for p in fixtures.arc_pairs(TRAINING_PAIRS)],
         "device": ctx.device,
         "out": str(out),
-        "recipe": recipe(**RUN, precision="bf16-mixed" if ctx.cuda else "fp32"),
+        # the authors' ZeRO-3 precision (their --bf16 under DeepSpeed: fp32 master weights, bf16 compute), passed
+        # through to finetune so that the CPU trains in it too
+        "recipe": recipe(**RUN, precision=PRECISION),
+        "precision": PRECISION,
         "parameters": models.parameter_count(model),
     }
     records = run_ranks(spec, ranks=ranks, timeout=600)
