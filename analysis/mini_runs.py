@@ -31,7 +31,7 @@ TOTT = Path("results/training-on-the-test-task/cpu-mini")
 
 def cell_summary(csv: Path) -> dict[str, Any]:
     """One cell's accuracies.csv and run_log.jsonl: mean accuracies, boost and bias (points), seconds per
-    repetition, and the pretraining optimizer of the last repetition."""
+    repetition, and the pretraining optimizer and precision (what the Trainer ran) of the last repetition."""
     acc = pd.read_csv(csv)
     log = csv.parent / "run_log.jsonl"
     records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
@@ -49,6 +49,7 @@ def cell_summary(csv: Path) -> dict[str, Any]:
         "seconds_max": max(reps, default=float("nan")),
         "seconds_total": float(sum(reps)),
         "optim": records[-1].get("pretrain_test_optim", "") if records else "",
+        "precision": records[-1].get("pretrain_test_precision", "") if records else "",
     }
 
 
@@ -79,13 +80,15 @@ def _print_zero_shot(rows: dict, speeds: dict) -> None:
         "pretrain-on-test zero-shot cpu-mini (make mini-zero-shot-pretrain-on-test; means over repetitions)"
     )
     print(
-        "| lm_type | dataset | reps | acc_base | acc_extra | acc_test | majority | boost | bias | s / rep | optim |"
+        "| lm_type | dataset | reps | acc_base | acc_extra | acc_test | majority | boost | bias | s / rep | optim "
+        "| precision |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for (lm_type, name), r in rows.items():
         print(
             f"| {lm_type} | {name} | {r['repetitions']} | {r['base']:.3f} | {r['extra']:.3f} | {r['test']:.3f} | "
-            f"{r['majority']:.3f} | {r['boost']:+.1f} | {r['bias']:+.1f} | {r['seconds']:.0f} | {r['optim']} |"
+            f"{r['majority']:.3f} | {r['boost']:+.1f} | {r['bias']:+.1f} | {r['seconds']:.0f} | {r['optim']} | "
+            f"{r['precision']} |"
         )
     print("packing speed (make packing-speed; one epoch of pretraining on the prompts of the same texts)")
     print("| file | mode | sequences | tokens | seconds | tokens/s | texts/s |")

@@ -56,7 +56,8 @@ def test_list_names_every_check_and_what_it_needs():
     for name in ("pot_zeroshot_padding", "pot_zeroshot_packing", "tott_finetune_bf16", "tott_lm_eval"):
         assert name in names
     assert "tbt_lora_cell" in names and "dist_tott_finetune" in names
-    assert "needs 2 GPUs" in out and "needs a CUDA GPU" in out
+    assert "needs 2 GPUs on CUDA (on the CPU: 2 gloo ranks)" in out and "needs a CUDA GPU" in out
+    assert "CUDA only: paged optimizer states" in out
     assert len(out.strip().splitlines()) == len(names)
 
 
@@ -108,24 +109,114 @@ def test_a_failing_check_is_recorded_and_the_others_still_run(tmp_path, monkeypa
     assert data["summary"] == {"passed": 1, "failed": 1, "skipped": 1}
 
 
-def test_gpu_checks_are_skipped_on_the_cpu(tmp_path):
-    code, data = run_json(tmp_path, "--only", "cuda_bf16,bitsandbytes_nf4,tott_finetune_bf16,dist_tbt_epochs")
+# What only CUDA can show, each with its reason: the GPU's own bf16 kernels, paged optimizer memory, NCCL between
+# GPUs, FlashAttention-2. Everything else runs under --cpu.
+CUDA_ONLY = {
+    ("cuda_bf16", registry.WHOLE),
+    ("bitsandbytes_nf4", "paged optimizer states"),
+    ("pot_zeroshot_padding", "paged optimizer states"),
+    ("pot_zeroshot_packing", "paged optimizer states"),
+    ("tott_finetune_bf16", "FlashAttention-2"),
+    ("tott_finetune_bf16_mixed", "FlashAttention-2"),
+    ("dist_tott_finetune", "NCCL on 2 GPUs"),
+    ("dist_tbt_epochs", "NCCL on 2 GPUs"),
+    ("zero3_tott_finetune", "NCCL between GPUs"),
+}
+
+
+def test_only_what_needs_cuda_itself_is_cuda_only(tmp_path):
+    """The CPU run skips only the check that needs CUDA altogether; its JSON lists every check or part of a check
+    that only CUDA can show, with the reason, whichever checks ran."""
+    code, data = run_json(tmp_path, "--only", "cuda_bf16")
     assert code == 0
-    outcome = by_name(data)
-    assert {c["status"] for c in outcome.values()} == {"skipped"}
-    assert outcome["bitsandbytes_nf4"]["reason"].startswith("needs a CUDA GPU")
-    assert outcome["dist_tbt_epochs"]["reason"].startswith("needs 2 GPUs")
-    assert {c["runs_on"] for c in outcome.values()} == {"cuda-only"}
-    # the JSON lists the whole cuda-only remainder, whichever checks ran
-    assert set(data["cuda_only"]) == {n for n, item in registry.checks().items() if item.needs}
-    assert {"cuda_bf16", "bitsandbytes_nf4", "dist_tott_finetune"} <= set(data["cuda_only"])
-    assert not {"pot_zeroshot_padding", "zero3_tott_finetune"} & set(data["cuda_only"])
+    outcome = by_name(data)["cuda_bf16"]
+    assert outcome["status"] == "skipped" and outcome["reason"].startswith("needs a CUDA GPU")
+    assert outcome["runs_on"] == "cuda-only"
+    assert {(c["check"], c["part"]) for c in data["cuda_only"]} == CUDA_ONLY
+    assert all(len(c["reason"]) > 40 for c in data["cuda_only"])
+    # one check needs CUDA altogether; the two-rank, bf16 and bitsandbytes checks run on the CPU
+    assert [n for n, item in registry.checks().items() if "cuda" in item.needs] == ["cuda_bf16"]
+
+
+def test_a_check_that_needs_cuda_says_why():
+    with pytest.raises(ValueError, match="gives the reason"):
+        Check("gpu", lambda ctx: None, "a GPU check without its reason", needs=frozenset({"cuda"}))
+    with pytest.raises(ValueError, match="needs its reason"):
+        Check("part", lambda ctx: None, "a part without a reason", cuda_only={"paging": " "})
+
+
+def test_two_rank_checks_need_two_gpus_only_on_cuda(tmp_path):
+    from testtask.preflight.runner import Context, unmet_need
+
+    dist = registry.checks()["dist_tbt_epochs"]
+    assert unmet_need(dist, Context(device="cpu", work=tmp_path)) is None  # two gloo ranks
+    assert unmet_need(dist, Context(device="cuda", work=tmp_path, gpus=1)).startswith("needs 2 GPUs")
+    assert unmet_need(dist, Context(device="cuda", work=tmp_path, gpus=2)) is None
+
+
+def test_bitsandbytes_nf4_round_trip_and_8bit_state_run_on_the_cpu(tmp_path):
+    code, data = run_json(tmp_path, "--only", "bitsandbytes_nf4")
+    outcome = by_name(data)["bitsandbytes_nf4"]
+    assert code == 0, outcome.get("error")
+    numbers = outcome["numbers"]
+    assert (numbers["quant_type"], numbers["double_quant"], numbers["adamw8bit_state_dtype"]) == (
+        "nf4",
+        True,
+        "uint8",
+    )
+    assert numbers["nf4_relative_error"] < 0.2 and numbers["paging_checked"] is False
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_the_bf16_fine_tune_runs_on_the_cpu_and_fails_when_bf16_is_dropped(tmp_path, monkeypatch, dropped):
+    """tott_finetune_bf16 passes bf16 through on the CPU and reads what ran (the Trainer's autocast, the trained
+    weights' dtype); a Trainer whose bf16 flag is dropped, as the CPU once did, fails it."""
+    from testtask.lm import finetune
+
+    if dropped:
+        monkeypatch.setattr(finetune, "uses_bf16", lambda *args, **kwargs: False)
+    code, data = run_json(tmp_path, "--only", "tott_finetune_bf16")
+    outcome = by_name(data)["tott_finetune_bf16"]
+    if not dropped:
+        assert code == 0, outcome.get("error")
+        assert (outcome["numbers"]["autocast"], outcome["numbers"]["weight_dtype"]) == ("bf16", "bfloat16")
+        return
+    assert code == 1 and outcome["status"] == "failed"
+    assert "precision=bf16 on cpu ran fp32 autocast on bfloat16 weights" in outcome["error"]
+
+
+@pytest.mark.slow  # a QLoRA zero-shot repetition through the command line (~100 s on 2 busy cores)
+def test_the_preflight_reports_fp4_instead_of_nf4_as_failed(tmp_path, monkeypatch):
+    from tests.pretrain_on_test.test_runner import fp4_instead_of_nf4
+
+    fp4_instead_of_nf4(monkeypatch)
+    code, data = run_json(tmp_path, "--only", "pot_zeroshot_padding")
+    outcome = by_name(data)["pot_zeroshot_padding"]
+    assert code == 1 and outcome["status"] == "failed"
+    assert "quant_type=['fp4'] (the recipe's ['nf4'])" in outcome["error"]
+
+
+@pytest.mark.slow  # two ZeRO ranks through torchrun (~2 min on 2 busy cores)
+def test_the_zero3_check_fails_under_another_zero_stage(tmp_path, monkeypatch):
+    from testtask.preflight.checks import zero3
+
+    config = json.loads((REPO / zero3.ZERO3_CONFIG).read_text())
+    config["zero_optimization"] = {
+        k: v for k, v in config["zero_optimization"].items() if not k.startswith("stage3")
+    } | {"stage": 2}
+    stage2 = tmp_path / "zero2.json"
+    stage2.write_text(json.dumps(config))
+    monkeypatch.setitem(zero3.RUN, "deepspeed", str(stage2))
+    code, data = run_json(tmp_path / "out", "--only", "zero3_tott_finetune")
+    outcome = by_name(data)["zero3_tott_finetune"]
+    assert code == 1 and outcome["status"] == "failed"
+    assert "trained under ZeRO stage 2, the authors' config is stage 3" in outcome["error"]
 
 
 @pytest.mark.slow  # ~60 s on 2 busy cores; the same code paths run in the fast suite through the runners' tests
 def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
-    """The CPU subset runs the authors' QLoRA (NF4 storage, bitsandbytes' paged 8-bit AdamW, whose paging itself is
-    CUDA memory: bitsandbytes_nf4, cuda-only) and ZeRO-3 (two gloo ranks, each holding half of every parameter, a
+    """The CPU subset runs the authors' QLoRA (NF4 storage, bf16, bitsandbytes' paged 8-bit AdamW, whose paging itself
+    is CUDA memory: a cuda-only part) and ZeRO-3 (two gloo ranks, each holding half of every parameter, a
     consolidated save); ~40 s."""
     code, data = run_json(tmp_path, "--only", "pot_zeroshot_packing,zero3_tott_finetune")
     outcome = by_name(data)
@@ -135,10 +226,13 @@ def test_qlora_and_zero3_checks_run_for_real_on_the_cpu(tmp_path):
     assert qlora["numbers"]["weight_storage"] == ["uint8"] and qlora["numbers"]["linear4bit_layers"] > 0
     assert qlora["numbers"]["optimizer"] == "bitsandbytes.optim.adamw.AdamW"
     assert qlora["numbers"]["optimizer_8bit_states"] > 0 and qlora["numbers"]["optimizer_paged_states"] == 0
+    assert qlora["numbers"]["precision"] == "bf16" and qlora["numbers"]["double_quant"] is True
     zero3 = outcome["zero3_tott_finetune"]["numbers"]
-    assert zero3["ranks"] == 2 and zero3["backend"] == "gloo"
+    assert zero3["ranks"] == 2 and zero3["backend"] == "gloo" and zero3["zero_stage"] == 3
     assert all(2 * local == full for local, full in zero3["partition_local_of_full"])
-    assert zero3["fraction_of_weights_changed"] > 0.5
+    assert zero3["precision"] == "bf16-mixed" and zero3["autocast"] == "bf16"
+    # DeepSpeed's bf16 mode saves bf16 weights: updates below bf16's resolution leave some weights as they were
+    assert zero3["fraction_of_weights_changed"] > 0.1
 
 
 def test_unknown_check_is_a_usage_error(tmp_path, capsys):
@@ -199,5 +293,9 @@ def test_the_whole_cpu_subset_passes(tmp_path):
     assert outcome["pot_zeroshot_packing"]["numbers"]["training_sequences"] == 3  # 24 texts, 8 per pack
     assert outcome["tott_finetune_fp32"]["numbers"]["weight_dtype"] == "float32"
     assert {name for name, c in outcome.items() if c["status"] == "passed"} == {
-        name for name, item in registry.checks().items() if not item.needs
+        name for name, item in registry.checks().items() if "cuda" not in item.needs
     }
+    for name in ("tott_finetune_bf16", "tott_finetune_bf16_mixed"):
+        assert outcome[name]["numbers"]["precision"] == name.removeprefix("tott_finetune_").replace("_", "-")
+    for name in ("dist_tott_finetune", "dist_tbt_epochs"):
+        assert outcome[name]["numbers"]["backend"] == "gloo" and outcome[name]["numbers"]["ranks"] == 2

@@ -466,7 +466,9 @@ def test_adapters_are_scored_on_the_plain_load(tiny_models):
     """With a separate training model (nf4 on GPU), trained adapters are copied onto the scoring model."""
     from testtask.pretrain_on_test.runner.zeroshot import load_causal_lm
 
-    zs = zero_shot(tiny_models, "lm.pretrain.learning_rate=0.05")
+    # fp32: a Trainer that trained under bf16 autocast leaves accelerate's autocast wrapper on the trained model's
+    # forward, so the trained model and the plain scoring load would be compared at different precisions
+    zs = zero_shot(tiny_models, "lm.pretrain.learning_rate=0.05", "lm.pretrain.precision=fp32")
     zs.training_model, zs.shared = load_causal_lm(zs.lm, "cpu", prepare=True), False
     texts = fixture_frame()["text"][:5].tolist()
     base = zs.class_probabilities(zs.model, texts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -834,6 +835,10 @@ def test_zeroshot_cells(zeroshot_runs, labels, tiny_models):
                 assert log[f"pretrain_{name}_optimizer_class"] == "bitsandbytes.optim.adamw.AdamW"
                 assert log[f"pretrain_{name}_optimizer_paging_requested"] is True
                 assert log[f"pretrain_{name}_optimizer_paged"] == 0  # paging is CUDA memory; none on the CPU
+                # read from the live Trainer and 4-bit layers: the recipe's bf16 and NF4 on the CPU too
+                assert log[f"pretrain_{name}_precision"] == "bf16"
+                assert log[f"pretrain_{name}_quantization_quant_type"] == ["nf4"]
+                assert log[f"pretrain_{name}_quantization_double_quant"] == [True]
 
 
 def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
@@ -841,6 +846,7 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
     NF4 storage (double quantization, bf16 compute) in both the scoring and the training load, the optimizer that
     steps is bitsandbytes' paged 8-bit AdamW, and training moves the adapter (LoRA B starts at zero)."""
     import torch
+    from bitsandbytes.nn import Linear4bit
 
     from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
@@ -859,6 +865,15 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
         assert {m.compute_dtype for m in layers} == {torch.bfloat16}
     texts = fixture_frame()["text"].tolist()[:8]
     trained, stats = protocol.pretrain(texts, seed=0)
+    # what trained, read from the live layers and trainer: NF4, double quantization, bf16 compute and autocast
+    assert stats.quantization == {
+        "layers": sum(isinstance(m, Linear4bit) for m in trained.modules()),  # bitsandbytes' own, not peft's
+        "quant_type": ["nf4"],
+        "double_quant": [True],
+        "compute_dtype": ["bfloat16"],
+        "weight_storage": ["uint8"],
+    }
+    assert stats.quantization["layers"] > 0 and stats.precision == "bf16"
     assert stats.optim == "paged_adamw_8bit"
     states = stats.optimizer
     assert states["class"] == "bitsandbytes.optim.adamw.AdamW" and states["paging_requested"]
@@ -869,6 +884,57 @@ def test_qlora_trains_for_real_on_the_cpu(tiny_models, data_dir, tmp_path):
     assert lora_b and all(float(v.abs().max()) > 0 for v in lora_b.values())
     scorer = protocol.scoring_model(trained)
     assert any(float(v.abs().max()) > 0 for k, v in scorer.state_dict().items() if "lora_B" in k)
+
+
+def fp4_instead_of_nf4(monkeypatch) -> None:
+    """Every BitsAndBytesConfig quantizes to FP4 whatever it is asked (a swapped recipe). The class is patched, not
+    the name `transformers.BitsAndBytesConfig`, which the lazy module may bind again."""
+    from transformers import BitsAndBytesConfig
+
+    real = BitsAndBytesConfig.__init__
+
+    def fp4(self, *args, **kwargs):
+        real(self, *args, **{**kwargs, "bnb_4bit_quant_type": "fp4"})
+
+    monkeypatch.setattr(BitsAndBytesConfig, "__init__", fp4)
+
+
+@pytest.mark.parametrize(
+    ("swap", "named"),
+    [
+        (None, None),
+        ("fp4", "quant_type=['fp4']"),
+        ("lm.pretrain.precision=fp32", "precision='fp32'"),
+        (
+            "lm.pretrain.optim=paged_adamw_32bit",
+            "none of",
+        ),  # bitsandbytes' class, paging asked, 32-bit states
+        ("lm.pretrain.optim=adamw_torch", "optimizer='torch.optim.adamw.AdamW'"),
+    ],
+)
+def test_the_qlora_check_reads_what_ran_and_fails_on_a_swapped_recipe(
+    tiny_models, data_dir, tmp_path, monkeypatch, swap, named
+):
+    """The preflight's QLoRA check (verify_qlora) on what a zero-shot pretraining recorded from its live layers,
+    Trainer and optimizer: it passes under the authors' recipe and names the swapped element otherwise (FP4 for
+    NF4, fp32 for bf16, a 32-bit optimizer for paged 8-bit AdamW)."""
+    from testtask.preflight.checks.pretrain_on_test import observed_recipe, verify_qlora
+    from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
+
+    overrides = [swap] if swap and "=" in swap else []
+    if swap == "fp4":
+        fp4_instead_of_nf4(monkeypatch)
+    cfg = run_config("mistral_qlora", tiny_models["llama"], data_dir, tmp_path, "lm.lora.r=64", *overrides)
+    protocol = ZeroShot(
+        settings(cfg).lm_for_task(), spec_of("fixture", fixture_spec()), device="cpu", show_progress=False
+    )
+    _, stats = protocol.pretrain(fixture_frame()["text"].tolist()[:8], seed=0)
+    observed = observed_recipe(stats.as_dict("pretrain_extra"), "pretrain_extra", cuda=False)
+    if named is None:
+        verify_qlora(observed)
+        return
+    with pytest.raises(AssertionError, match=re.escape(named)):
+        verify_qlora(observed)
 
 
 def test_pick_device():
@@ -1022,6 +1088,32 @@ def test_committed_cpu_mini_results_match_the_preset():
         assert [r["repetition"] for r in records] == list(range(cfg.repetitions))
 
 
+def test_committed_cpu_zero_shot_minis_record_the_precision_they_trained_in():
+    """Each committed CPU zero-shot cell's run log records, per pretraining, the precision the Trainer ran; its
+    cell.yaml says the same, and the protocol table's row on the zero-shot precision names it for these runs."""
+    from testtask.paths import repo_root
+    from testtask.protocol_tables import read_table
+
+    root = repo_root() / "results/pretrain-on-test/cpu-mini"
+    cells = sorted(p.parent for p in (root / "accuracies_zero_shot").rglob("cell.yaml"))
+    assert {c.parent.name for c in cells} == {"smollm2-qlora-zero-shot", "smollm2-lora-zero-shot"}
+    ran = set()
+    for cell in cells:
+        stated = OmegaConf.load(cell / "cell.yaml").lm.pretrain.precision
+        for record in CellStore(cell).log_records():
+            assert record["pretrain_extra_precision"] == record["pretrain_test_precision"] == stated, cell
+        ran.add(stated)
+    for path in (root / "accuracies_contamination").rglob("contamination.json"):
+        ran.add(json.loads(path.read_text())["settings"]["lm"]["pretrain"]["precision"])
+    (row,) = [
+        r
+        for r in read_table(repo_root() / "docs/protocols/pretrain-on-test.md")
+        if r.element == "zero-shot training precision"
+    ]
+    assert "accuracies_zero_shot" in row.decision and "accuracies_contamination" in row.decision
+    assert all(f"`{precision}`" in row.decision for precision in ran)
+
+
 def test_paper_experiment_sweeps_25_known_datasets():
     cfg = compose("experiment=pretrain_on_test/paper", hydra_config=True)
     params = cfg.hydra.sweeper.params
@@ -1116,23 +1208,54 @@ def test_lm_types_are_unique():
     assert len(types) == len(set(types))
 
 
-def test_packing_speed_measures_both_modes(tiny_models, data_dir, tmp_path):
+def packing_speed(tiny_models, data_dir, tmp_path, *overrides: str) -> dict:
+    """`make packing-speed`'s measurement on the tiny Llama and 9 fixture texts."""
     from testtask.pretrain_on_test.runner.packing_speed import measure
 
     cfg = compose(
         "experiment=pretrain_on_test/packing_speed",
         f"lm.model={tiny_models['llama']}",
+        "lm.lora.r=64",  # the adapters of the 64-wide projections reach bitsandbytes' 4,096 elements for 8-bit states
         "dataset=fixture",
         "n=9",
         "device=cpu",
         f"assets_dir={data_dir}",
         f"speed.out={tmp_path}",
         "show_step_progress=false",
+        *overrides,
     )
     OmegaConf.set_struct(cfg, False)
     cfg.datasets.fixture = fixture_spec()
-    result = measure(settings(cfg))
+    return measure(settings(cfg))
+
+
+def test_packing_speed_measures_both_modes_under_qlora(tiny_models, data_dir, tmp_path):
+    from testtask.preflight.checks.pretrain_on_test import verify_qlora
+
+    result = packing_speed(tiny_models, data_dir, tmp_path)
     padding, packing = result["runs"]["padding"], result["runs"]["packing"]
     assert (padding["sequences"], packing["sequences"]) == (9, 2)  # 8 texts per pack
     assert (padding["batch_size"], packing["batch_size"]) == (8, 1)
     assert all(t["tokens"] > 0 for t in padding["trials"] + packing["trials"])
+    # each mode ran the authors' QLoRA recipe, as read from its live model, Trainer and optimizer
+    for run in (padding, packing):
+        verify_qlora({**run["recipe"], "paging_checked": False})  # paged memory is CUDA's
+        assert run["recipe"]["quant_type"] == ["nf4"] and run["recipe"]["precision"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("lm=smollm2_lora", "quant_type=[]"),  # plain LoRA: no 4-bit layer
+        ("lm.pretrain.optim=adamw_torch", "optimizer='torch.optim.adamw.AdamW'"),  # a 32-bit optimizer
+    ],
+)
+def test_packing_speed_record_tells_a_recipe_that_is_not_qlora(
+    tiny_models, data_dir, tmp_path, override, named
+):
+    """Switched away from QLoRA, the record says what ran and the QLoRA check on it fails."""
+    from testtask.preflight.checks.pretrain_on_test import verify_qlora
+
+    result = packing_speed(tiny_models, data_dir, tmp_path, override)
+    with pytest.raises(AssertionError, match=re.escape(named)):
+        verify_qlora({**result["runs"]["padding"]["recipe"], "paging_checked": False})

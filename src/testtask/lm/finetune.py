@@ -110,6 +110,7 @@ class FinetuneResult:
         None  # what the run depended on (`_fingerprint`); identifies the weights it wrote
     )
     zero3_partition: dict[str, int] | None = None  # this rank's ZeRO-3 shard as loaded (`zero3_partition`)
+    trained: dict[str, Any] | None = None  # what the live Trainer ran (`trained_with`): autocast, ZeRO stage
 
     @property
     def first_loss(self) -> float:
@@ -274,6 +275,20 @@ def zero3_partition(model: Any) -> dict[str, int] | None:
         "local_elements": sum(int(p.ds_tensor.numel()) for p in params),
         "full_elements": sum(int(p.ds_numel) for p in params),
         "parameters": len(params),
+    }
+
+
+def trained_with(trainer: Any) -> dict[str, Any]:
+    """What the Trainer ran, read from its live objects rather than the recipe: `autocast` (the accelerator's mixed
+    precision: bf16, fp16 or fp32 for none), `zero_stage` (the DeepSpeed engine's ZeRO stage, null without
+    DeepSpeed) and `optimizer` (the class that stepped)."""
+    mixed = str(getattr(trainer.accelerator, "mixed_precision", "no") or "no")
+    engine = getattr(trainer, "deepspeed", None)
+    optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)  # accelerate's wrapper, unwrapped
+    return {
+        "autocast": "fp32" if mixed == "no" else mixed,
+        "zero_stage": int(engine.zero_optimization_stage()) if engine is not None else None,
+        "optimizer": f"{type(optimizer).__module__}.{type(optimizer).__qualname__}" if optimizer else None,
     }
 
 
@@ -472,6 +487,7 @@ def finetune(
                 record.get("batch"),
                 fingerprint,
                 record.get("zero3_partition"),
+                record.get("trained"),
             )
     set_seed(seed)
     chosen = resolve_precision(recipe, device, parameters, precision)
@@ -538,6 +554,7 @@ def finetune(
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     trainer.save_model(str(final))
     main = trainer.is_world_process_zero()
+    trained = trained_with(trainer)
     if main:
         tokenizer.save_pretrained(str(final))
     trainer.accelerator.wait_for_everyone()  # every rank lists the same checkpoints and sees the final model
@@ -563,6 +580,7 @@ def finetune(
         batch,
         fingerprint,
         partition,
+        trained,
     )
     record = {
         "fingerprint": fingerprint,
@@ -577,6 +595,7 @@ def finetune(
         "weights_dtype": str(weights_dtype(chosen)).removeprefix("torch."),
         "deepspeed": args.deepspeed,
         "zero3_partition": partition,  # the main rank's shard, as loaded (null without ZeRO-3)
+        "trained": trained,  # autocast, ZeRO stage and optimizer as the live Trainer ran them
         "device": device,
         "batch": batch,
         "resumed_from": resume.name if resume else None,  # the checkpoint continued (null: from step 0)

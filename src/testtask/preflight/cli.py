@@ -53,7 +53,11 @@ def list_checks(echo=print) -> int:
     registry = checks()
     width = max(map(len, registry))
     for item in registry.values():
-        needs = "; ".join(NEEDS[n] for n in sorted(item.needs)) or "runs on CPU too"
+        if "cuda" in item.needs:
+            needs = NEEDS["cuda"]
+        else:
+            parts = [NEEDS[n] for n in sorted(item.needs)] + [f"CUDA only: {p}" for p in item.cuda_only]
+            needs = "; ".join(["runs on CPU too", *parts])
         echo(f"{item.name:<{width}}  {item.description}  [{needs}]")
     return 0
 

@@ -1,21 +1,27 @@
-"""The preflight's checks: a name, what it needs (a CUDA GPU, two of them) and the function that runs it.
+"""The preflight's checks: a name, what it needs (a CUDA GPU; two GPUs when on CUDA), which of its parts only CUDA
+can show, and the function that runs it.
 
 A check is a function of the run's `Context` that returns its key numbers (a flat dict: tokens/s, losses,
 accuracies, ...) and raises to fail or `Skip` to be skipped. Checks register themselves with `@check(...)` in the
 modules of `testtask.preflight.checks`, in the order they run; `checks()` imports those modules and returns the
 registry, which tests may extend (`REGISTRY[name] = Check(...)`).
+
+`cuda_only` says what a `--cpu` run cannot show, each with its reason: the whole check (`WHOLE`, for a check that
+needs CUDA) or named parts of a check that otherwise runs on the CPU (paged optimizer memory, NCCL, CUDA kernels).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 NEEDS = {
     "cuda": "needs a CUDA GPU",
-    "2gpu": "needs 2 GPUs",
+    "2gpu": "needs 2 GPUs on CUDA (on the CPU: 2 gloo ranks)",
 }
+WHOLE = "whole check"  # the `cuda_only` part of a check that needs CUDA altogether
 
 
 class Skip(Exception):  # noqa: N818 -- raised to skip, not an error
@@ -28,11 +34,20 @@ class Check:
     run: Callable[[Any], dict[str, Any] | None]
     description: str
     needs: frozenset[str] = field(default_factory=frozenset)
+    cuda_only: Mapping[str, str] = field(default_factory=dict)  # part -> why only CUDA can show it
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
             raise ValueError(f"check {self.name!r}: unknown needs {sorted(unknown)}; known: {sorted(NEEDS)}")
+        if ("cuda" in self.needs) != (WHOLE in self.cuda_only):
+            raise ValueError(
+                f"check {self.name!r}: a check that needs CUDA gives the reason as cuda_only[{WHOLE!r}], "
+                "and only such a check"
+            )
+        if not all(str(reason).strip() for reason in self.cuda_only.values()):
+            raise ValueError(f"check {self.name!r}: every cuda_only part needs its reason")
+        object.__setattr__(self, "cuda_only", MappingProxyType(dict(self.cuda_only)))
 
 
 REGISTRY: dict[str, Check] = {}
@@ -45,11 +60,21 @@ def register(item: Check) -> Check:
     return item
 
 
-def check(name: str, description: str, needs: Iterable[str] = ()) -> Callable:
+def check(
+    name: str, description: str, needs: Iterable[str] = (), cuda_only: Mapping[str, str] | None = None
+) -> Callable:
     """Decorator: register the function as the check `name`."""
 
     def wrap(fn: Callable[[Any], dict[str, Any] | None]) -> Callable[[Any], dict[str, Any] | None]:
-        register(Check(name=name, run=fn, description=description, needs=frozenset(needs)))
+        register(
+            Check(
+                name=name,
+                run=fn,
+                description=description,
+                needs=frozenset(needs),
+                cuda_only=dict(cuda_only or {}),
+            )
+        )
         return fn
 
     return wrap

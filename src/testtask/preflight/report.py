@@ -12,7 +12,7 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,17 @@ def git_commit(root: Path | None = None) -> dict[str, Any]:
 
 def runs_on(needs: frozenset[str] | set[str]) -> str:
     """`cpu` for a check that also runs on the CPU (`--cpu`), `cuda-only` for one that needs CUDA itself."""
-    return "cuda-only" if needs else "cpu"
+    return "cuda-only" if "cuda" in needs else "cpu"
+
+
+def cuda_only(registry: Mapping[str, Any], names: Sequence[str]) -> list[dict[str, str]]:
+    """What a CPU run cannot show: each check, or part of a check, that only CUDA can run, with the reason."""
+    return [
+        {"check": name, "part": part, "reason": reason}
+        for name in names
+        if name in registry
+        for part, reason in registry[name].cuda_only.items()
+    ]
 
 
 def record(
@@ -159,8 +169,9 @@ def record(
         "total_seconds": round(total_seconds, 2),
         "summary": counts(outcomes),
         "checks": [{**o.as_dict(), "runs_on": where(o.name)} for o in outcomes],
-        # what the CPU subset cannot show: the checks that need CUDA itself (kernels, bf16, NCCL, device memory)
-        "cuda_only": [name for name in all_names if where(name) == "cuda-only"],
+        # what the CPU subset cannot show: the checks, or parts of checks, that need CUDA itself (paged memory,
+        # NCCL, CUDA kernels), each with its reason
+        "cuda_only": cuda_only(registry, all_names),
     }
 
 

@@ -76,8 +76,8 @@ def unmet_need(item: Check, ctx: Context) -> str | None:
     """Why `item` cannot run in `ctx`, or None."""
     if "cuda" in item.needs and not ctx.cuda:
         return NEEDS["cuda"] + (" (this run is on the CPU)" if ctx.gpus else "")
-    if "2gpu" in item.needs and (not ctx.cuda or ctx.gpus < 2):
-        return NEEDS["2gpu"] + f" ({ctx.gpus if ctx.cuda else 0} in use)"
+    if "2gpu" in item.needs and ctx.cuda and ctx.gpus < 2:  # on the CPU two gloo ranks stand in
+        return NEEDS["2gpu"] + f" ({ctx.gpus} in use)"
     return None
 
 

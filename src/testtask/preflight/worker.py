@@ -56,6 +56,7 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             parameters=float(spec["parameters"]),
             device=spec["device"],
             seed=0,
+            precision=spec.get("precision"),  # passed through (the recipe alone trains fp32 on the CPU)
         )
         return {
             "steps": result.steps,
@@ -65,6 +66,8 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             "partition": getattr(
                 result, "zero3_partition", None
             ),  # this rank's ZeRO-3 shard, under DeepSpeed
+            "precision": result.precision,
+            "trained": getattr(result, "trained", None),  # the live Trainer's autocast, ZeRO stage, optimizer
         }
     if spec["mode"] == "tbt":
         from testtask.train_before_test.runner.training import train_epochs

@@ -1,11 +1,17 @@
-"""The device itself: torch computes on it; on a GPU, bf16 and bitsandbytes' NF4 and 8-bit optimizer work."""
+"""The device itself: torch computes on it; bitsandbytes' NF4 and 8-bit optimizer work on it (paged optimizer memory
+on a GPU only); on a GPU, its bf16 kernels."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from testtask.preflight.registry import check
+from testtask.preflight.registry import WHOLE, check
+
+PAGED_REASON = (
+    "paged optimizer states live in CUDA unified memory; on the CPU bitsandbytes keeps them as ordinary tensors "
+    "(and warns)"
+)
 
 MATMUL = 512
 
@@ -51,7 +57,15 @@ def torch_device(ctx) -> dict[str, Any]:
     return numbers
 
 
-@check("cuda_bf16", "bf16 matmul and autocast on the GPU; FlashAttention-2 present or not", needs=["cuda"])
+@check(
+    "cuda_bf16",
+    "bf16 matmul and autocast on the GPU; FlashAttention-2 present or not",
+    needs=["cuda"],
+    cuda_only={
+        WHOLE: "the GPU's own bf16 support (compute capability), its bf16 matmul kernels and FlashAttention-2 (CUDA "
+        "kernels); bf16 training on the CPU is shown by tott_finetune_bf16* and pot_zeroshot_*"
+    },
+)
 def cuda_bf16(ctx) -> dict[str, Any]:
     import importlib.util
 
@@ -81,8 +95,8 @@ def cuda_bf16(ctx) -> dict[str, Any]:
 
 @check(
     "bitsandbytes_nf4",
-    "bitsandbytes: NF4 quantize/dequantize and a paged 8-bit AdamW step on the GPU",
-    needs=["cuda"],
+    "bitsandbytes: NF4 quantize/dequantize and a paged 8-bit AdamW step on the device",
+    cuda_only={"paged optimizer states": PAGED_REASON},
 )
 def bitsandbytes_nf4(ctx) -> dict[str, Any]:
     import torch
@@ -110,14 +124,18 @@ def bitsandbytes_nf4(ctx) -> dict[str, Any]:
     state1 = optimizer.state[param]["state1"]
     if state1.dtype != torch.uint8:
         raise AssertionError(f"paged AdamW kept {state1.dtype} states for a {param.numel()}-element tensor")
-    if not getattr(state1, "is_paged", False):
+    paged = bool(getattr(state1, "is_paged", False))
+    if ctx.cuda and not paged:  # the CUDA-only part (PAGED_REASON)
         raise AssertionError("paged AdamW kept its states in ordinary device memory, not paged memory")
     changed = float((param.detach() != before).float().mean())
     if changed < 0.9:
         raise AssertionError(f"a paged 8-bit AdamW step changed only {changed:.1%} of the weights")
     return {
         "nf4_relative_error": error,
-        "adamw8bit_state_dtype": str(state1.dtype),
-        "state_paged": True,
+        "quant_type": state.quant_type,
+        "double_quant": bool(state.nested),
+        "adamw8bit_state_dtype": str(state1.dtype).removeprefix("torch."),
+        "state_paged": paged,
+        "paging_checked": ctx.cuda,
         "changed": changed,
     }

@@ -1,4 +1,5 @@
-"""The 2-rank checks: `torchrun --standalone --nproc_per_node=2` of a small fine-tune on two GPUs (NCCL).
+"""The 2-rank checks: `torchrun --standalone --nproc_per_node=2` of a small fine-tune, on two GPUs (NCCL) or, with
+`--cpu`, as two CPU processes (gloo).
 
 - `dist_tott_finetune`: the training-on-the-test-task recipe for one epoch of 2 optimizer steps. The two ranks must see
   disjoint sequences, and the sequences batched per optimizer step over both ranks must be the recipe's
@@ -6,7 +7,8 @@
 - `dist_tbt_epochs`: train-before-test's LoRA `train_epochs` for 2 epochs: the epoch arithmetic must agree with
   the steps the Trainer ran, and a checkpoint must land at the end of each epoch.
 
-`launch` runs either on any device; the registered checks need two GPUs.
+On CUDA the checks need two GPUs (one rank each, NCCL); what only that shows (NCCL, ranks on distinct GPUs) is
+their cuda_only part.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ TBT_RUN = {
 }
 TBT_EPOCHS = 2
 TBT_LORA = {"enabled": True, "r": 8, "alpha": 32, "dropout": 0.1, "target_modules": None}
+NCCL_REASON = (
+    "NCCL collectives between two GPUs, one rank per GPU: the CPU run shows the same batch and epoch arithmetic "
+    "over gloo"
+)
 
 
 def _model(ctx) -> Path:
@@ -201,8 +207,9 @@ def launch(ctx, mode: str) -> dict[str, Any]:
 
 @check(
     "dist_tott_finetune",
-    "2 ranks (torchrun, NCCL): the B.2 recipe's effective batch and disjoint data per rank",
+    "2 ranks (torchrun; NCCL on GPUs, gloo on the CPU): the B.2 recipe's effective batch and disjoint data per rank",
     needs=["2gpu"],
+    cuda_only={"NCCL on 2 GPUs": NCCL_REASON},
 )
 def dist_tott_finetune(ctx) -> dict[str, Any]:
     return launch(ctx, "tott")
@@ -210,8 +217,9 @@ def dist_tott_finetune(ctx) -> dict[str, Any]:
 
 @check(
     "dist_tbt_epochs",
-    "2 ranks (torchrun, NCCL): train-before-test's epoch checkpoints under LoRA",
+    "2 ranks (torchrun; NCCL on GPUs, gloo on the CPU): train-before-test's epoch checkpoints under LoRA",
     needs=["2gpu"],
+    cuda_only={"NCCL on 2 GPUs": NCCL_REASON},
 )
 def dist_tbt_epochs(ctx) -> dict[str, Any]:
     return launch(ctx, "tbt")

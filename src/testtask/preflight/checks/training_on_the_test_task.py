@@ -5,7 +5,8 @@ The recipe is `conf/training_on_the_test_task/finetune/recipe.yaml` as the runne
 fine-tuning, loss on the answer, every example padded left to the context, attention on the pads, cosine
 schedule, fused AdamW, FlashAttention-2 where installed on sm >= 80) with only the length of the run shrunk.
 Precisions: the values the recipe's `precision` key accepts among bf16, bf16-mixed and fp32, found by asking
-the finetune module; the bf16 ones need a GPU (on the CPU the recipe always trains fp32).
+the finetune module; each is passed to `finetune` explicitly, so it trains in that precision on the CPU as on a GPU.
+What ran is read from the live run, not the request: the Trainer's autocast and the trained weights' dtype.
 """
 
 from __future__ import annotations
@@ -20,9 +21,27 @@ from testtask.preflight import data as fixtures
 from testtask.preflight import models
 from testtask.preflight.registry import Skip, check
 
+FLASH_REASON = (
+    "FlashAttention-2 (attn_implementation=auto on sm >= 80 with flash-attn installed) is a CUDA kernel; "
+    "the CPU runs the default attention"
+)
+
 PRECISIONS = ("bf16", "bf16-mixed", "fp32")
 # Expected dtype of the trained weights: pure bf16 trains bf16 weights; mixed keeps fp32 master weights.
 WEIGHT_DTYPE = {"bf16": "bfloat16", "bf16-mixed": "float32", "fp32": "float32"}
+AUTOCAST = {"bf16": "bf16", "bf16-mixed": "bf16", "fp32": "fp32"}  # the Trainer's autocast per precision
+
+
+def ran_precision(autocast: str | None, weight_dtype: str) -> str:
+    """The precision a run trained in, from what the live Trainer autocast to and the dtype its weights were
+    trained in: bf16 weights under bf16 autocast are `bf16`, fp32 weights under it `bf16-mixed`, fp32 without
+    autocast `fp32`; anything else is named as it is."""
+    for precision in PRECISIONS:
+        if AUTOCAST[precision] == autocast and WEIGHT_DTYPE[precision] == weight_dtype:
+            return precision
+    return f"{autocast} autocast on {weight_dtype} weights"
+
+
 RUN = {
     "epochs": 1,
     "max_steps": 4,
@@ -126,6 +145,7 @@ def finetune_in(ctx, precision: str) -> dict[str, Any]:
         settings,
         parameters=parameters,
         device=ctx.device,
+        precision=precision,  # passed through: the recipe alone trains fp32 on the CPU (resolve_precision)
     )
     seconds = time.perf_counter() - start
     if result.steps != RUN["max_steps"]:
@@ -133,22 +153,25 @@ def finetune_in(ctx, precision: str) -> dict[str, Any]:
     losses = [loss for _, loss in result.losses]
     if not losses or not all(math.isfinite(x) for x in losses):
         raise AssertionError(f"losses {losses}")
-    ran = getattr(result, "precision", None)  # recorded by finetune where it knows the precision
-    if ctx.cuda and ran is not None and ran != precision:
-        raise AssertionError(f"recipe precision={precision}, finetune ran {ran}")
     dtype, changed = weight_change(model, out / "final")
-    expected = WEIGHT_DTYPE.get(precision) if ctx.cuda else "float32"
-    if expected and dtype != expected:
+    autocast = (result.trained or {}).get("autocast")  # the live Trainer's, not the recipe's
+    ran = ran_precision(autocast, dtype)
+    if ran != precision:
         raise AssertionError(
-            f"precision={precision} on {ctx.device} trained {dtype} weights, expected {expected}"
+            f"precision={precision} on {ctx.device} ran {ran} ({autocast} autocast, {dtype} weights; finetune "
+            f"recorded {result.precision})"
         )
+    if result.precision != ran:
+        raise AssertionError(f"finetune recorded precision {result.precision}, the run trained in {ran}")
     if changed == 0.0:
         raise AssertionError("training changed no weight")
     positions = result.steps * settings.batch_size * settings.max_length
     return {
-        "precision": ran or (precision if ctx.cuda else "fp32"),
+        "precision": ran,
+        "autocast": autocast,
         "weight_dtype": dtype,
-        "attn_implementation": ft.attention(settings, ctx.device) or "default",
+        "optimizer": (result.trained or {}).get("optimizer"),
+        "attn_implementation": ft.attention(settings, ctx.device, precision) or "default",
         "learning_rate": ft.peak_learning_rate(settings, parameters),
         "steps": result.steps,
         "effective_batch": (getattr(result, "batch", None) or {}).get("effective"),
@@ -160,7 +183,9 @@ def finetune_in(ctx, precision: str) -> dict[str, Any]:
 
 
 @check(
-    "tott_finetune_bf16", "training-on-the-test-task B.2 recipe, 4 steps, pure bf16 weights", needs=["cuda"]
+    "tott_finetune_bf16",
+    "training-on-the-test-task B.2 recipe, 4 steps, pure bf16 weights",
+    cuda_only={"FlashAttention-2": FLASH_REASON},
 )
 def tott_finetune_bf16(ctx) -> dict[str, Any]:
     return finetune_in(ctx, "bf16")
@@ -169,7 +194,7 @@ def tott_finetune_bf16(ctx) -> dict[str, Any]:
 @check(
     "tott_finetune_bf16_mixed",
     "training-on-the-test-task B.2 recipe, 4 steps, fp32 weights with bf16 autocast",
-    needs=["cuda"],
+    cuda_only={"FlashAttention-2": FLASH_REASON},
 )
 def tott_finetune_bf16_mixed(ctx) -> dict[str, Any]:
     return finetune_in(ctx, "bf16-mixed")

@@ -3,8 +3,9 @@
 job takes.
 
 On the CPU two ranks (gloo, `DS_ACCELERATOR=cpu`); on GPUs one rank per GPU, at most two (NCCL). The check asserts
-that the load was partitioned at construction (each rank holds 1/ranks of every parameter, DeepSpeed's
-`ds_tensor`), that training changed the weights, and that the final model was consolidated into one
+that the DeepSpeed engine that trained ran ZeRO stage 3 (read from the live engine, not the config file), that the
+load was partitioned at construction (each rank holds 1/ranks of every parameter, DeepSpeed's `ds_tensor`), that
+training changed the weights, and that the final model was consolidated into one
 `model.safetensors` with every tensor at its full shape, loadable by `from_pretrained`.
 """
 
@@ -19,6 +20,9 @@ from testtask.preflight import models
 from testtask.preflight.registry import check
 
 ZERO3_CONFIG = "conf/deepspeed/zero3_authors.json"
+PRECISION = "bf16-mixed"  # the recipe's precision_large, the one ZeRO-3 runs train in
+ZERO_STAGE = 3  # the authors' zero3.json (socialfoundations/training-on-the-test-task, `"stage": 3`)
+NCCL_REASON = "NCCL collectives between GPUs, one rank per GPU; the CPU run partitions and gathers over gloo"
 STEPS = 4
 # 32 pairs, 2 per device x accumulation x ranks = 8 per optimizer step: 4 steps, one epoch. More than 2: the
 # authors' DeepSpeed scheduler (WarmupCosineLR, warm-up from 0) gives the first step, and with the recipe's one
@@ -59,6 +63,7 @@ def consolidated(model: Path, final: Path) -> dict[str, Any]:
     "zero3_tott_finetune",
     "training-on-the-test-task fine-tune under the authors' ZeRO-3 config (torchrun; 2 CPU ranks or 1-2 GPUs): "
     "partitioned load, training, consolidated save",
+    cuda_only={"NCCL between GPUs": NCCL_REASON},
 )
 def zero3_tott_finetune(ctx) -> dict[str, Any]:
     from testtask.preflight.checks.distributed import run_ranks
@@ -73,11 +78,28 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
         "pairs": [list(p) for p in fixtures.arc_pairs(TRAINING_PAIRS)],
         "device": ctx.device,
         "out": str(out),
-        "recipe": recipe(**RUN, precision="bf16-mixed" if ctx.cuda else "fp32"),
+        # the authors' ZeRO-3 precision (their --bf16 under DeepSpeed: fp32 master weights, bf16 compute), passed
+        # through to finetune so that the CPU trains in it too
+        "recipe": recipe(**RUN, precision=PRECISION),
+        "precision": PRECISION,
         "parameters": models.parameter_count(model),
     }
     records = run_ranks(spec, ranks=ranks, timeout=600)
+    from testtask.preflight.checks.training_on_the_test_task import AUTOCAST
+
+    precision = spec["recipe"]["precision"]
     for record in records:
+        autocast = (record.get("trained") or {}).get("autocast")
+        if autocast != AUTOCAST[precision]:
+            raise AssertionError(
+                f"rank {record['rank']} trained with {autocast} autocast; precision={precision} is "
+                f"{AUTOCAST[precision]}"
+            )
+        stage = (record.get("trained") or {}).get("zero_stage")
+        if stage != ZERO_STAGE:
+            raise AssertionError(
+                f"rank {record['rank']} trained under ZeRO stage {stage}, the authors' config is stage {ZERO_STAGE}"
+            )
         part = record.get("partition")
         if not part:
             raise AssertionError(
@@ -102,6 +124,9 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
         "partition_local_of_full": [
             [r["partition"]["local_elements"], r["partition"]["full_elements"]] for r in records
         ],
+        "zero_stage": records[0]["trained"]["zero_stage"],
+        "precision": records[0].get("precision"),
+        "autocast": records[0]["trained"]["autocast"],
         "steps": records[0]["steps"],
         "loss_first": losses[0],
         "loss_last": losses[-1],

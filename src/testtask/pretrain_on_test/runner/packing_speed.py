@@ -3,7 +3,9 @@
 Both modes train fresh adapters for one epoch on the prompts of the same n texts with the same hyperparameters
 except the batch layout. Reported: real tokens (attention-mask ones) per second, sequence positions per second
 (padding included) and texts per second; packing also saves the repeated header, so texts/s is the like-for-like
-number.
+number. Each mode also records the recipe it ran, read from the live model, Trainer and optimizer of its last
+trial (`recipe`: 4-bit quant type, double quantization, compute dtype, weight storage, the Trainer's precision,
+the optimizer class and its 8-bit and paged states), so the numbers say whether they are QLoRA's.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner.datasets import load_dataset
 from testtask.pretrain_on_test.runner.settings import Settings, ZeroShotLm
+from testtask.pretrain_on_test.runner.training import TrainStats
 from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
 log = logging.getLogger("testtask.runner")
@@ -50,6 +53,7 @@ def measure(settings: Settings) -> dict[str, Any]:
             protocol = ZeroShot(lm, spec, device=device, show_progress=settings.show_step_progress)
         protocol.lm = lm
         trials = []
+        stats = None
         for repeat in range(settings.speed.repeats):
             model, stats = protocol.pretrain(texts, settings.seed + repeat)
             protocol.drop_adapters(model)
@@ -70,6 +74,7 @@ def measure(settings: Settings) -> dict[str, Any]:
             "trials": trials,
             "tokens_per_second": float(np.median([t["tokens_per_second"] for t in trials])),
             "texts_per_second": float(np.median([t["texts_per_second"] for t in trials])),
+            "recipe": ran_recipe(stats),
         }
     return {
         "model": base_lm.model,
@@ -87,13 +92,35 @@ def measure(settings: Settings) -> dict[str, Any]:
     }
 
 
+def ran_recipe(stats: TrainStats | None) -> dict[str, Any]:
+    """The recipe a trial ran, from its TrainStats (read from the live objects, not the config)."""
+    if stats is None:  # no trial ran (speed.repeats is positive, so this is never the case)
+        return {}
+    quantization = stats.quantization or {}
+    optimizer = stats.optimizer or {}
+    return {  # the keys of the preflight's observed_recipe, so its verify_qlora reads this record as well
+        **{k: quantization.get(k) for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")},
+        "linear4bit_layers": quantization.get("layers", 0),
+        "precision": stats.precision,
+        "optim": stats.optim,
+        "optimizer": optimizer.get("class"),
+        "paging_requested": optimizer.get("paging_requested"),
+        "optimizer_states": optimizer.get("states", 0),
+        "optimizer_8bit_states": optimizer.get("eight_bit", 0),
+        "optimizer_paged_states": optimizer.get("paged", 0),
+    }
+
+
 def run(settings: Settings) -> Path:
     result = measure(settings)
     out = resolve(settings.speed.out) / f"packing-{result['lm_type']}-{result['device']}.json"
     atomic_write_text(out, json.dumps(to_jsonable(result), indent=2) + "\n")
     for mode, r in result["runs"].items():
+        recipe = r["recipe"]
         print(
-            f"{mode:8s} {r['tokens_per_second']:8.1f} tokens/s  {r['texts_per_second']:6.2f} texts/s  ({r['sequences']} sequences)"
+            f"{mode:8s} {r['tokens_per_second']:8.1f} tokens/s  {r['texts_per_second']:6.2f} texts/s  ({r['sequences']} sequences; "
+            f"{','.join(map(str, recipe['quant_type'])) or 'unquantized'}, {recipe['precision']}, "
+            f"{recipe['optimizer']} with {recipe['optimizer_8bit_states']} 8-bit states)"
         )
     print(f"packing/padding texts/s: {result['packing_speedup_texts']:.2f}x -> {out}")
     return out

@@ -81,7 +81,8 @@ class Stratification(Choice):
 
 
 class StagePrecision(Choice):
-    """A training stage's precision on CUDA (CPU training is fp32)."""
+    """A training stage's precision (autocast), on CUDA and on the CPU alike; the run log records the one the
+    Trainer ran (`<stage>_precision`)."""
 
     fp32 = "fp32"
     bf16 = "bf16"

@@ -30,7 +30,7 @@ def training_arguments(
 ) -> Any:
     from transformers import TrainingArguments
 
-    cuda = device.startswith("cuda")  # half precision only on CUDA; CPU training is fp32
+    cuda = device.startswith("cuda")
     return TrainingArguments(
         output_dir=output_dir,
         num_train_epochs=float(hp.epochs),
@@ -41,8 +41,9 @@ def training_arguments(
         warmup_steps=float(hp.warmup_ratio),  # a float in [0, 1) is a ratio of all steps
         lr_scheduler_type=hp.lr_scheduler,
         max_grad_norm=float(hp.max_grad_norm),
-        bf16=cuda and hp.precision == StagePrecision.bf16,
-        fp16=cuda and hp.precision == StagePrecision.fp16,
+        # the stage's precision on every device: torch autocasts to bf16 (and fp16) on the CPU as on CUDA
+        bf16=hp.precision == StagePrecision.bf16,
+        fp16=hp.precision == StagePrecision.fp16,
         activation_checkpointing=gradient_checkpointing,
         optim=hp.optim,  # bitsandbytes' paged 8-bit AdamW runs on the CPU too (bitsandbytes >= 0.49)
         use_cpu=not cuda,
@@ -64,6 +65,8 @@ class TrainStats:
     positions: int  # sequence positions processed, padding included
     optim: str = ""  # the Trainer's `optim` name
     optimizer: dict[str, Any] | None = None  # describe_optimizer: class, 8-bit and paged states
+    precision: str = ""  # trainer_precision: the autocast the Trainer's accelerator ran
+    quantization: dict[str, Any] | None = None  # describe_quantization: the 4-bit layers as they trained
 
     @property
     def tokens_per_second(self) -> float:
@@ -78,7 +81,44 @@ class TrainStats:
             f"{prefix}_tokens_per_second": self.tokens_per_second,
             f"{prefix}_optim": self.optim,
             **{f"{prefix}_optimizer_{k}": v for k, v in (self.optimizer or {}).items()},
+            f"{prefix}_precision": self.precision,
+            **{f"{prefix}_quantization_{k}": v for k, v in (self.quantization or {}).items()},
         }
+
+
+def trainer_precision(trainer: Any) -> str:
+    """The precision the Trainer trained in, read from its accelerator (what autocast ran), not from the config:
+    `bf16`, `fp16`, or `fp32` (no autocast)."""
+    mixed = str(getattr(trainer.accelerator, "mixed_precision", "no") or "no")
+    return "fp32" if mixed == "no" else mixed
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def describe_quantization(model: Any) -> dict[str, Any]:
+    """The model's bitsandbytes 4-bit layers as they are, from each `Linear4bit`'s own state: `layers` (0: not
+    quantized), and over those layers the sorted distinct `quant_type` (nf4, fp4), `double_quant` (the quant
+    state's nested absmax statistics), `compute_dtype` and `weight_storage` (uint8: packed 4-bit)."""
+    try:
+        from bitsandbytes.nn import Linear4bit
+    except ImportError:  # no bitsandbytes: nothing can be 4-bit
+        layers = []
+    else:  # bitsandbytes' own layers (peft's LoRA wrappers of them share the class name, not the class)
+        layers = [m for m in model.modules() if isinstance(m, Linear4bit)]
+    states = [getattr(m.weight, "quant_state", None) for m in layers]
+
+    def distinct(values) -> list[Any]:
+        return sorted(set(values), key=str)
+
+    return {
+        "layers": len(layers),
+        "quant_type": distinct(getattr(st, "quant_type", None) for st in states),
+        "double_quant": distinct(bool(getattr(st, "nested", False)) for st in states),
+        "compute_dtype": distinct(_dtype_name(m.compute_dtype) for m in layers),
+        "weight_storage": distinct(_dtype_name(m.weight.dtype) for m in layers),
+    }
 
 
 def describe_optimizer(optimizer: Any) -> dict[str, Any]:
@@ -154,4 +194,6 @@ def train(
         positions=counting.positions,
         optim=str(getattr(args.optim, "value", args.optim)),
         optimizer=describe_optimizer(trainer.optimizer),
+        precision=trainer_precision(trainer),
+        quantization=describe_quantization(model),
     )

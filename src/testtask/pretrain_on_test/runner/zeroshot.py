@@ -1,6 +1,7 @@
 """Zero-shot protocol of §9 / App. G as the authors' code ran it (A = kddubey/pretrain-on-test@80fd183).
 
-Pretraining: one epoch of causal-LM training of fresh LoRA adapters (QLoRA on GPU) on prompts of the `extra`
+Pretraining: one epoch of causal-LM training of fresh LoRA adapters (QLoRA: NF4 base weights, on a GPU and on the
+CPU alike; `lm.quantization: none` is plain LoRA) on prompts of the `extra`
 (acc_extra) or `test` (acc_test) texts; acc_base uses the model without adapters; `train` is unused.
 
 Prompt strings (A src/pretrain_on_test/_dum.py:54-70, config `lm.prompt`): an instruction naming the classes and
