@@ -64,7 +64,7 @@ def _preset(overrides: Sequence[str]) -> tuple[str, list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ns = parser().parse_args(argv)
+    ns = parser().parse_intermixed_args(argv)  # overrides before and after the options
     from testtask.gpu_bench.settings import load_settings
     from testtask.gpu_bench.steps import STEPS, checks
     from testtask.preflight.cli import names
@@ -95,11 +95,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = CurrentStderr()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    return run(settings, items, argv, device="cpu" if ns.cpu else "cuda", out_dir=ns.out, capture=not ns.verbose)
+    return run(
+        settings, items, argv, device="cpu" if ns.cpu else "cuda", out_dir=ns.out, capture=not ns.verbose
+    )
 
 
 def run(
-    settings: Any, items: Sequence[Any], argv: Sequence[str], *, device: str, out_dir: Path | None, capture: bool
+    settings: Any,
+    items: Sequence[Any],
+    argv: Sequence[str],
+    *,
+    device: str,
+    out_dir: Path | None,
+    capture: bool,
 ) -> int:
     from testtask.gpu_bench.steps import peak
     from testtask.paths import resolve

@@ -4,6 +4,7 @@ values in YAML, read once by `load_settings` with the command line's `key=value`
 from __future__ import annotations
 
 from pathlib import Path
+
 from testtask.schema import (
     AnyText,
     Flag,
@@ -114,7 +115,6 @@ class Settings:
             for name, config in self.architectures.items()
             if not isinstance(config.get("model_type"), str)
         )
-
 
 
 def preset_file(preset: str) -> Path:

@@ -87,7 +87,9 @@ def build_model(ctx, settings: Settings, name: str, *, layers: int | None, bf16:
         if model_type == "bert":
             ids = {"pad_token_id": tokenizer.pad_token_id}
         if len(tokenizer) > fields["vocab_size"]:
-            raise AssertionError(f"{len(tokenizer)} tokens exceed {name}'s vocabulary of {fields['vocab_size']}")
+            raise AssertionError(
+                f"{len(tokenizer)} tokens exceed {name}'s vocabulary of {fields['vocab_size']}"
+            )
         config = AutoConfig.for_model(model_type, **fields, **ids)
         auto = AutoModelForMaskedLM if model_type == "bert" else AutoModelForCausalLM
         torch.manual_seed(settings.seed)
@@ -121,7 +123,9 @@ def _peak_tflops(ctx) -> float | None:
     return found["tflops"] if found else None
 
 
-def _result(ctx, settings: Settings, timed: Any, *, kind: str, parameters: int, **extra: Any) -> dict[str, Any]:
+def _result(
+    ctx, settings: Settings, timed: Any, *, kind: str, parameters: int, **extra: Any
+) -> dict[str, Any]:
     return {
         **summary(
             timed,
@@ -166,7 +170,9 @@ def runner_lm(ctx, lm_name: str, model: Path, *overrides: str) -> tuple[Any, Any
         "show_step_progress=false",
         *overrides,
     )
-    cfg.datasets[fixtures.DATASET] = spec_config  # the synthetic dataset joins the registry, as an own one would
+    cfg.datasets[fixtures.DATASET] = (
+        spec_config  # the synthetic dataset joins the registry, as an own one would
+    )
     settings = settings_of("pretrain-on-test", cfg)
     return settings.lm_for_task(), settings.spec
 
@@ -198,9 +204,14 @@ def zero_shot_pretraining(ctx, settings: Settings, mode: str) -> dict[str, Any]:
     lm = packing if mode == "packing" else padding
     protocol.lm = lm
     steps = settings.steps.warmup + settings.steps.measured
-    per_step = lm.pretrain.batch_size * lm.pretrain.gradient_accumulation_steps * (lm.pack_size if lm.packing else 1)
+    per_step = (
+        lm.pretrain.batch_size * lm.pretrain.gradient_accumulation_steps * (lm.pack_size if lm.packing else 1)
+    )
     sample = texts(steps * per_step, settings.text_words, settings.seed)
-    if len(protocol.pretraining_features(sample)) != steps * lm.pretrain.batch_size * lm.pretrain.gradient_accumulation_steps:
+    if (
+        len(protocol.pretraining_features(sample))
+        != steps * lm.pretrain.batch_size * lm.pretrain.gradient_accumulation_steps
+    ):
         raise AssertionError("the texts do not make whole optimizer steps")
     timer = step_timer(settings.steps.warmup, ctx.cuda)
     protocol.callbacks = [timer]
@@ -259,7 +270,11 @@ def _few_shot(ctx, settings: Settings, kind: str) -> tuple[Any, Any, int]:
         model, parameters = build_model(ctx, settings, name, layers=None, bf16=False)
         # one epoch of each stage: the data below is sized to give exactly warm-up + measured steps
         lm, spec = runner_lm(ctx, kind, model, "lm.pretrain.epochs=1", "lm.classify.epochs=1")
-        return FewShot(lm, num_classes=spec.num_classes, device=ctx.device, show_progress=False), lm, parameters
+        return (
+            FewShot(lm, num_classes=spec.num_classes, device=ctx.device, show_progress=False),
+            lm,
+            parameters,
+        )
 
     return ctx.cached(f"few-shot-{kind}", build)
 
@@ -491,4 +506,3 @@ def checks(settings: Settings, only: list[str] | None = None) -> list[Check]:
         for name, (description, fn) in STEPS.items()
         if not only or name in only
     ]
-
