@@ -118,6 +118,24 @@ def peak(settings: Settings, device_name: str | None) -> dict[str, Any] | None:
     return None
 
 
+def free_zero_shot(ctx, settings: Settings) -> None:
+    """Drop the zero-shot protocol (two NF4 7B loads on the device) and its checkpoint (about 14 GB on disk) before
+    the 7B training-on-the-test-task steps, which need the GPU's memory and the scratch disk."""
+    import gc
+
+    if ctx._cache.pop("zero-shot", None) is None:
+        return
+    key = f"model:{settings.pretrain_on_test.zero_shot.architecture}:None:True"
+    folder = ctx._cache.pop(key, (None, 0))[0]
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    gc.collect()
+    if ctx.cuda:
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def _peak_tflops(ctx) -> float | None:
     found = ctx.cached("peak", lambda: None)
     return found["tflops"] if found else None
@@ -360,6 +378,7 @@ def finetune_step(ctx, settings: Settings) -> dict[str, Any]:
     from testtask.lm import finetune as ft
     from testtask.training_on_the_test_task import task_data
 
+    free_zero_shot(ctx, settings)
     bench = settings.training_on_the_test_task.finetune
     typed = recipe(settings)
     steps = settings.steps.warmup + settings.steps.measured
@@ -399,6 +418,7 @@ def lm_eval_step(ctx, settings: Settings) -> dict[str, Any]:
 
     from testtask.lm import evaluation
 
+    free_zero_shot(ctx, settings)
     bench = settings.training_on_the_test_task.lm_eval
     model, parameters = build_model(ctx, settings, bench.architecture, layers=bench.layers, bf16=ctx.cuda)
     data = ctx.folder("tott-eval-data")
