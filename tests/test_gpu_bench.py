@@ -97,6 +97,13 @@ def test_a_bad_setting_is_reported_before_anything_runs(capsys):
         load_settings("paper", ["pretrain_on_test.few_shot.bert=roberta"])
 
 
+def test_no_bench_setting_has_a_default_in_code():
+    from testtask import schema
+    from testtask.gpu_bench.settings import Settings
+
+    assert schema.defaults_in_code(Settings) == []
+
+
 def test_the_paper_preset_holds_the_published_architectures():
     settings = load_settings("paper")
     mistral, llama = settings.architectures["mistral-7b-v0.1"], settings.architectures["llama-2-7b"]

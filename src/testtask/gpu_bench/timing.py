@@ -165,17 +165,17 @@ def summary(
         raise AssertionError(f"measured {positions} positions in {seconds} s")
     flops = FLOPS_PER_POSITION[kind] * parameters * positions / seconds
     tflops = flops / 1e12
-    return {
+    return {  # the first entries are what the progress line shows
+        "tokens_per_second": tokens / seconds,
+        "positions_per_second": positions / seconds,
+        "achieved_tflops": tflops,
+        "mfu": tflops / peak_tflops if peak_tflops else None,
+        "seconds_per_step": seconds / len(timed.measured),
         "kind": kind,
         "parameters": parameters,
         "flops_per_position": f"{FLOPS_PER_POSITION[kind]}*N",
         "warmup_steps": len(timed.warmup),
         "measured_steps": len(timed.measured),
-        "seconds_per_step": seconds / len(timed.measured),
-        "tokens_per_second": tokens / seconds,
-        "positions_per_second": positions / seconds,
-        "achieved_tflops": tflops,
-        "mfu": tflops / peak_tflops if peak_tflops else None,
         "steps": [s.as_dict() for s in timed.measured],
         "warmup": [s.as_dict() for s in timed.warmup],
     }
