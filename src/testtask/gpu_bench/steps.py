@@ -144,16 +144,20 @@ def _peak_tflops(ctx) -> float | None:
 def _result(
     ctx, settings: Settings, timed: Any, *, kind: str, parameters: int, **extra: Any
 ) -> dict[str, Any]:
-    return {
-        **summary(
-            timed,
-            kind=kind,
-            parameters=parameters,
-            peak_tflops=_peak_tflops(ctx),
-            expected=settings.steps.measured,
-        ),
-        **extra,
-    }
+    rates = summary(
+        timed,
+        kind=kind,
+        parameters=parameters,
+        peak_tflops=_peak_tflops(ctx),
+        expected=settings.steps.measured,
+    )
+    memory = extra.pop("peak_gpu_memory_mib", None)
+    if ctx.cuda and memory is None:  # an inference step: the whole step's peak, its model's load included
+        import torch
+
+        memory = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    first = dict(list(rates.items())[:5])  # the progress line shows the first six entries
+    return {**first, "peak_gpu_memory_mib": memory, **rates, **extra}
 
 
 def _plain(value: Any) -> Any:
