@@ -478,9 +478,18 @@ def lm_eval_step(ctx, settings: Settings) -> dict[str, Any]:
     )
 
 
-# --- the step kinds, in running order ----------------------------------------------------------------------------
+# --- the step kinds, in running order: the two the plan reads first (a run cut short still has them), the 7B
+# fine-tune first of all, on an empty GPU --------------------------------------------------------------------------
 
 STEPS: dict[str, tuple[str, Callable[[Any, Settings], dict[str, Any]]]] = {
+    "tott_finetune": (
+        "training-on-the-test-task B.2 fine-tuning step, full-parameter (Llama-2-7B shape)",
+        finetune_step,
+    ),
+    "tott_lm_eval": (
+        "training-on-the-test-task lm-eval (hf model, batch 1) on our multiple-choice ARC task (Llama-2-7B shape)",
+        lm_eval_step,
+    ),
     "pot_zeroshot_padding": (
         "pretrain-on-test zero-shot QLoRA pretraining, padded prompts (Mistral-7B shape, NF4)",
         lambda ctx, s: zero_shot_pretraining(ctx, s, "padding"),
@@ -508,14 +517,6 @@ STEPS: dict[str, tuple[str, Callable[[Any, Settings], dict[str, Any]]]] = {
     "pot_fewshot_gpt2_classify": (
         "pretrain-on-test few-shot classifier training (GPT-2 small)",
         lambda ctx, s: few_shot_step(ctx, s, "gpt2", "classify"),
-    ),
-    "tott_lm_eval": (
-        "training-on-the-test-task lm-eval (hf model, batch 1) on our multiple-choice ARC task (Llama-2-7B shape)",
-        lm_eval_step,
-    ),
-    "tott_finetune": (
-        "training-on-the-test-task B.2 fine-tuning step, full-parameter (Llama-2-7B shape)",
-        finetune_step,
     ),
 }
 
