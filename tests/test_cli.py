@@ -256,7 +256,10 @@ def test_make_help_lists_every_target_and_phony_is_declared_once():
     assert "\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)" in makefile
     # every other step is a `testtask` action (or a runner), no library module's own main but the GPU preflight's
     # and the GPU bench's (entry modules, tests/test_architecture.py)
-    assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == ["testtask.preflight", "testtask.gpu_bench"]
+    assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == [
+        "testtask.preflight",
+        "testtask.gpu_bench",
+    ]
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-c constraints.txt" in pip and any(p.startswith("-e .[") for p in pip)
