@@ -115,6 +115,23 @@ def test_the_paper_preset_holds_the_published_architectures():
     assert (llama["hidden_size"], llama["intermediate_size"], llama["num_hidden_layers"]) == (4096, 11008, 32)
     assert settings.architectures["bert-base-uncased"]["num_hidden_layers"] == 12
     assert settings.architectures["gpt2"]["n_embd"] == 768
+    # the configurations give the published models' parameter counts (built on the meta device: no memory)
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+
+    published = {
+        "mistral-7b-v0.1": 7_241_732_096,
+        "llama-2-7b": 6_738_415_616,
+        "bert-base-uncased": 109_514_298,  # with its masked-LM head, as the few-shot pretraining builds it
+        "gpt2": 124_439_808,
+    }
+    for name, count in published.items():
+        fields = dict(settings.architectures[name])
+        model_type = fields.pop("model_type")
+        auto = AutoModelForMaskedLM if model_type == "bert" else AutoModelForCausalLM
+        with torch.device("meta"):
+            model = auto.from_config(AutoConfig.for_model(model_type, **fields))
+        assert sum(p.numel() for p in model.parameters()) == count, name
     from testtask.gpu_bench.steps import peak
 
     assert peak(settings, "NVIDIA H100 80GB HBM3")["tflops"] == 989.0
