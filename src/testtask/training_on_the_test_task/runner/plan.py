@@ -134,7 +134,7 @@ def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
                 return float(tflops), (
                     f"measured: {shown}, step {step} ({gpu}, {numbers.get('architecture')} shape"
                     + (f", MFU {mfu:.2f}" if mfu else "")
-                    + f", {record.get('created', '?')})"
+                    + f", {record.get('created', '?')}; applied to every model and size class)"
                 )
     return None
 
