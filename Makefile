@@ -126,6 +126,11 @@ plan-training-on-the-test-task: install ## the paper sweep's jobs, GPUs, batch a
 gpu-preflight: install ## every GPU code path on tiny models -> results/gpu-preflight/<gpu>.json
 	$(BIN)/python -m testtask.preflight $(ARGS)
 
+# The runners' real steps at the papers' model sizes (random weights from the published configurations), timed per
+# step: tokens/s, peak memory, TFLOP/s, MFU (conf/gpu_bench/paper.yaml; ARGS='--cpu preset=tiny' on the CPU).
+gpu-bench: install ## the runners' steps at paper scale, timed -> results/gpu-bench/<gpu>.json
+	$(BIN)/python -m testtask.gpu_bench $(ARGS)
+
 mini-training-on-the-test-task: assets ## CPU mini-replication of training-on-the-test-task
 	$(TT) action=mini-data paper=training-on-the-test-task assets.dir=$(ASSETS)
 	$(BIN)/python experiments/training_on_the_test_task/run.py experiment=training_on_the_test_task/cpu_mini $(ARGS)
@@ -172,4 +177,4 @@ lock: install ## re-pin constraints.txt from the current environment
 clean: ## remove outputs (figures, outputs, multirun)
 	rm -rf figures outputs multirun .pytest_cache
 
-.PHONY: help install data figures tables report report-fast assess-model bench bench-vs-authors browser assets run-pretrain-on-test mini-pretrain-on-test mini-zero-shot-pretrain-on-test run-training-on-the-test-task plan-training-on-the-test-task gpu-preflight mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test tiny-train-before-test packing-speed contamination-pretrain-on-test test notebooks test-slow lint lock clean
+.PHONY: help install data figures tables report report-fast assess-model bench bench-vs-authors browser assets run-pretrain-on-test mini-pretrain-on-test mini-zero-shot-pretrain-on-test run-training-on-the-test-task plan-training-on-the-test-task gpu-preflight gpu-bench mini-training-on-the-test-task mini-checkpoints-training-on-the-test-task run-train-before-test tiny-train-before-test packing-speed contamination-pretrain-on-test test notebooks test-slow lint lock clean

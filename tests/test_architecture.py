@@ -310,13 +310,14 @@ def test_shared_machinery_imports_no_paper(graph):
 
 
 # Entry modules, the only ones that may parse a command line: the `testtask` command, the runners' Hydra main, the
-# GPU preflight's command and the worker torchrun starts.
+# GPU preflight's command and the worker torchrun starts, the GPU bench's command.
 COMMAND_LINE_MODULES = {
     "testtask.cli",
     "testtask.runners",
     "testtask.preflight.cli",
     "testtask.preflight.worker",
     "testtask.preflight.__main__",
+    "testtask.gpu_bench.cli",
 }
 
 

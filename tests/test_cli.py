@@ -248,14 +248,18 @@ def test_make_help_lists_every_target_and_phony_is_declared_once():
     listed = set(re.findall(r"^make (\S+)", shown, flags=re.M))
     assert targets <= listed | {"install"} and "install" in listed, sorted(targets - listed)
     assert targets <= set(phonies[0].split()), sorted(targets - set(phonies[0].split()))
-    for target in ("plan-training-on-the-test-task", "gpu-preflight"):
+    for target in ("plan-training-on-the-test-task", "gpu-preflight", "gpu-bench"):
         assert target in listed
     assert "-c constraints.txt -e '.[dev,jax]'" in makefile and "install-gpu" not in makefile
     assert "gpu-preflight: install ## " in makefile
     assert "\n\t$(BIN)/python -m testtask.preflight $(ARGS)" in makefile
     assert "\n\t$(TT) action=plan paper=training-on-the-test-task $(ARGS)" in makefile
-    # every other step is a `testtask` action (or a runner), no library module's own main
-    assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == ["testtask.preflight"]
+    # every other step is a `testtask` action (or a runner), no library module's own main but the GPU preflight's
+    # and the GPU bench's (entry modules, tests/test_architecture.py)
+    assert re.findall(r"python -m (testtask\.[\w.]+)", makefile) == [
+        "testtask.preflight",
+        "testtask.gpu_bench",
+    ]
     env = yaml.safe_load((repo_root() / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-c constraints.txt" in pip and any(p.startswith("-e .[") for p in pip)

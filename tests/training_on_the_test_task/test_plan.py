@@ -60,8 +60,11 @@ def test_the_report_has_a_line_per_job_and_the_papers_totals(sweep):
 
 
 def _settings(**changes):
-    """The default plan settings (typed, frozen) with `changes` (checked against the schema again)."""
-    return dataclasses.replace(plan.default_settings(), **changes)
+    """The default plan settings (typed, frozen) with `changes` (checked against the schema again), at the assumed
+    throughput (a committed GPU bench file would otherwise replace train_tflops)."""
+    default = plan.default_settings()
+    assumed = dataclasses.replace(default.measured, use=False)
+    return dataclasses.replace(default, **{"measured": assumed, **changes})
 
 
 def test_overrides_change_the_arithmetic_not_the_effective_batch():
@@ -98,6 +101,7 @@ def test_the_plan_action_prints_the_report_with_the_configs_settings(tmp_path, c
             f"figures_dir={tmp_path / 'figures'}",
             f"{keys}.models=[pythia-70m,llama-2-70b]",
             f"{keys}.train_tflops=600",
+            f"{keys}.measured.use=false",
             f"{keys}.runner_overrides=['recipe.per_device_batch_size=2']",
         ]
     )

@@ -460,13 +460,15 @@ def finetune(
     adapter: str | Path | None = None,
     precision: str | None = None,
     model_kwargs: Mapping[str, Any] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> FinetuneResult:
     """Fine-tune `model_name` on `texts` ((prompt, completion) pairs or whole documents); the final model (or
     adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training. `precision`:
     one of PRECISIONS, over the recipe's rule and on any device (CPU bf16 included); see `resolve_precision`.
 
     Under torchrun/accelerate every process calls this with the same arguments; the main process writes the
-    final model and finished.json, which records the precision and the batch arithmetic of the run."""
+    final model and finished.json, which records the precision and the batch arithmetic of the run. `callbacks`:
+    more Trainer callbacks (the GPU bench's step timer); they change nothing the run computes."""
     from transformers import Trainer, set_seed
 
     output_dir = Path(output_dir)
@@ -538,7 +540,7 @@ def finetune(
             partition["world_size"],
         )
     features = tokenize(tokenizer, texts, recipe)
-    callbacks = [SaveAtSteps(recipe.save_steps or [], recipe.save_every)]
+    callbacks = [SaveAtSteps(recipe.save_steps or [], recipe.save_every), *callbacks]
     collate = PadCollator(tokenizer.pad_token_id, recipe, padding_side(recipe, tokenizer))
     trainer = Trainer(
         model=model,

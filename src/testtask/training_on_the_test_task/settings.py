@@ -198,6 +198,17 @@ TokensPerExample = Annotated[
 
 
 @section
+class MeasuredThroughput:
+    """Where the plan finds measured throughput (`make gpu-bench`'s JSON files) and which steps it takes."""
+
+    use: Flag  # false: always the assumed train_tflops / eval_tflops
+    dir: Name  # the bench's folder (relative to the repository root, or absolute)
+    file: Name | None  # one file of `dir` by name (null: its GPU files, the first by name that has the step)
+    train_step: Name  # the bench step whose achieved TFLOP/s stands for fine-tuning
+    eval_step: Name  # and for lm-eval
+
+
+@section
 class Plan:
     """`action=plan` (runner/plan.py): the jobs of the runner's paper sweeps and their compute estimate."""
 
@@ -210,6 +221,7 @@ class Plan:
     tokens_per_example: TokensPerExample  # null: recipe.max_length when padded to it
     eval_tokens: dict[str, PositiveNumber]  # tokens lm-eval forwards per benchmark and model
     paper_gpu_hours: PaperGpuHours
+    measured: MeasuredThroughput  # measured throughput over the assumed one, where a bench file has it
 
 
 @section

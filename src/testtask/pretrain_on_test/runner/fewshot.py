@@ -35,6 +35,7 @@ class FewShot:
         self.num_classes = num_classes
         self.device = device
         self.show_progress = show_progress
+        self.callbacks: list[Any] = []  # more Trainer callbacks for every training (the GPU bench's timer)
         self.tokenizer = load_tokenizer(lm.model)
 
     def _encode(
@@ -77,6 +78,7 @@ class FewShot:
             seed=seed,
             show_progress=self.show_progress,
             gradient_checkpointing=False,  # the authors' few-shot Trainer calls never checkpoint
+            callbacks=self.callbacks,
         )
         model.save_pretrained(out_dir)
         self.tokenizer.save_pretrained(out_dir)
@@ -102,6 +104,7 @@ class FewShot:
             seed=seed,
             show_progress=self.show_progress,
             gradient_checkpointing=False,
+            callbacks=self.callbacks,
         )
         predictions = self.predict(model, test_frame["text"], hp, collate)
         return float(np.mean(predictions == test_frame["label"].to_numpy())), stats

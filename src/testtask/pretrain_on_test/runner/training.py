@@ -169,8 +169,10 @@ def train(
     seed: int,
     show_progress: bool,
     gradient_checkpointing: bool,
+    callbacks: Sequence[Any] = (),
 ) -> TrainStats:
-    """Train `model` in place on tokenized `features` with the transformers Trainer."""
+    """Train `model` in place on tokenized `features` with the transformers Trainer; `callbacks`: more Trainer
+    callbacks (the GPU bench's step timer)."""
     from transformers import Trainer
 
     counting = _Counting(collate)
@@ -183,7 +185,13 @@ def train(
             show_progress=show_progress,
             gradient_checkpointing=gradient_checkpointing,
         )
-        trainer = Trainer(model=model, args=args, train_dataset=list(features), data_collator=counting)
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=list(features),
+            data_collator=counting,
+            callbacks=list(callbacks),
+        )
         start = time.perf_counter()
         out = trainer.train()
         seconds = time.perf_counter() - start

@@ -213,6 +213,7 @@ class ZeroShot:
         self.spec = spec
         self.device = device
         self.show_progress = show_progress
+        self.callbacks: list[Any] = []  # more Trainer callbacks for every pretraining (the GPU bench's timer)
         self.rule = lm.prediction
         self.tokenizer = load_tokenizer(lm.model)
         self.prompts = PromptBuilder(self.tokenizer, spec, lm.prompt, lm.scoring_tokenization)
@@ -251,6 +252,7 @@ class ZeroShot:
             seed=seed,
             show_progress=self.show_progress,
             gradient_checkpointing=self.lm.pretrain.gradient_checkpointing,
+            callbacks=self.callbacks,
         )
         return model, stats
 

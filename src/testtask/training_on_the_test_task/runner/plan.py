@@ -16,13 +16,16 @@ The estimate is arithmetic, not a measurement: training FLOPs = 6 x N x tokens, 
 x tokens per example (`recipe.max_length` when every example is padded to it, as the authors' collator does, else
 `plan.tokens_per_example`) and the example counts of `plan.finetune_examples`; evaluation FLOPs = 2 x N x the
 tokens lm-eval forwards (`plan.eval_tokens` per benchmark, also for each emergence checkpoint the stage
-evaluates); both divided by an assumed achieved throughput per GPU (`plan.train_tflops`, `plan.eval_tflops`).
+evaluates); both divided by an achieved throughput per GPU: measured by `make gpu-bench` where its JSON
+(`plan.measured.dir`, results/gpu-bench/<gpu>.json) has the step `plan.measured.train_step` / `eval_step`, else the
+assumed `plan.train_tflops`, `plan.eval_tflops`; the report says which file and step, or that it assumed.
 Activation checkpointing (>= 10B) adds about a third to the training FLOPs and is not counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -74,6 +77,83 @@ class Job:
     def held_gpu_hours(self) -> float:
         """GPU-hours the job reserves: its wall time times the GPUs it holds."""
         return self.wall_hours * self.gpus
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Achieved TFLOP/s per GPU for training and for lm-eval, and where each number comes from."""
+
+    train_tflops: float
+    eval_tflops: float
+    train_source: str
+    eval_source: str
+
+
+def _bench_files(settings: Plan) -> list[Any]:
+    from pathlib import Path
+
+    from testtask.errors import SettingUnusable
+    from testtask.paths import resolve
+
+    measured = settings.measured
+    folder = resolve(measured.dir)
+    if measured.file is not None:
+        path = folder / measured.file
+        if not path.is_file():
+            raise SettingUnusable(
+                "training_on_the_test_task.plan.measured.file",
+                measured.file,
+                f"no such file in {folder}",
+                "run `make gpu-bench` on a GPU, or set it to null",
+            )
+        return [path]
+    return sorted(Path(p) for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
+    """(achieved TFLOP/s, where from) of the first GPU bench file with a passed `step`, else None."""
+    from testtask.paths import repo_root
+
+    for path in _bench_files(settings):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("device") != "cuda":  # a CPU run (--cpu) says nothing about a GPU
+            continue
+        for entry in record.get("steps") or []:
+            numbers = entry.get("numbers") or {}
+            tflops = numbers.get("achieved_tflops")
+            if entry.get("name") == step and entry.get("status") == "passed" and tflops and tflops > 0:
+                try:
+                    shown = path.resolve().relative_to(repo_root())
+                except ValueError:
+                    shown = path
+                gpu = (record.get("gpu") or {}).get("name", "?")
+                mfu = numbers.get("mfu")
+                return float(tflops), (
+                    f"measured: {shown}, step {step} ({gpu}, {numbers.get('architecture')} shape"
+                    + (f", MFU {mfu:.2f}" if mfu else "")
+                    + f", {record.get('created', '?')}; applied to every model and size class)"
+                )
+    return None
+
+
+def throughput(settings: Plan) -> Throughput:
+    """The measured throughput of `settings.measured` where a GPU bench file has it, else the assumed one."""
+    measured = settings.measured
+    found = {}
+    for key, step in (("train", measured.train_step), ("eval", measured.eval_step)):
+        found[key] = _measured_step(settings, step) if measured.use else None
+    why = "plan.measured.use is false" if not measured.use else None
+
+    def assumed(key: str, step: str) -> str:
+        reason = why or f"no GPU bench file with a passed {step} step in {measured.file or measured.dir}"
+        return f"assumed: plan.{key}_tflops ({reason})"
+
+    train = found["train"] or (settings.train_tflops, assumed("train", measured.train_step))
+    evaluation = found["eval"] or (settings.eval_tflops, assumed("eval", measured.eval_step))
+    return Throughput(train[0], evaluation[0], train[1], evaluation[1])
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
@@ -159,9 +239,11 @@ def job(
     stage: str,
     finetune: str | None,
     run: Any = None,
+    rates: Throughput | None = None,
 ) -> Job:
     """The plan line of one job (runner config `cfg`, its typed settings `run` when read already, plan
-    `settings`), computed with the runner's and finetune's own functions."""
+    `settings`, the throughput `rates` when found already), computed with the runner's and finetune's own
+    functions."""
     from testtask.lm import finetune as ft
     from testtask.training_on_the_test_task.runner import main as runner
 
@@ -171,7 +253,8 @@ def job(
     gpus = int(launcher.get("gpus_per_node") or 0) * nodes
     path, parameters = runner.model_source(run)
     n = parameters
-    eval_tflops = settings.eval_tflops * 1e12
+    rates = throughput(settings) if rates is None else rates
+    eval_tflops = rates.eval_tflops * 1e12
     evaluations = _eval_tokens(settings, list(run.benchmarks))
     common = {
         "experiment": experiment,
@@ -218,7 +301,7 @@ def job(
     if recipe.max_steps:
         steps = min(steps, recipe.max_steps)
     tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
-    train_hours = 6 * n * tokens / (settings.train_tflops * 1e12) / 3600
+    train_hours = 6 * n * tokens / (rates.train_tflops * 1e12) / 3600
     checkpoints = 0
     if spec:  # the emergence checkpoints this stage saves and evaluates
         saved = ft.emergence_schedule(spec.steps, spec.every, steps)
@@ -253,6 +336,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
     overrides = list(settings.runner_overrides)
     wanted = set(settings.models) if settings.models else None
     jobs: list[Job] = []
+    rates = throughput(settings)
     with fixed_registry(ModelRegistry.from_config(compose(overrides).models)):
         for experiment in settings.experiments:
             cfg = compose([f"experiment={experiment}", *overrides])
@@ -268,7 +352,7 @@ def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
                         if stage == "base" and any(j.model == model and j.stage == "base" for j in jobs):
                             continue  # launched once per finetune dataset; the second run finds the files
                         ft = None if stage == "base" else finetune
-                        jobs.append(job(data, settings, str(experiment), model, stage, ft, typed))
+                        jobs.append(job(data, settings, str(experiment), model, stage, ft, typed, rates))
     return jobs, settings
 
 
@@ -317,15 +401,17 @@ HEADER = [
 ]
 
 
-def report(jobs: Sequence[Job], settings: Plan) -> str:
-    """The plan as text: the assumptions (plan `settings`), one line per job, and the totals beside the paper's."""
+def report(jobs: Sequence[Job], settings: Plan, rates: Throughput | None = None) -> str:
+    """The plan as text: the throughput and where it comes from, the assumptions (plan `settings`), one line per
+    job, and the totals beside the paper's."""
+    rates = throughput(settings) if rates is None else rates
     rows = [HEADER, *(_row(j) for j in jobs)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     lines = [
         "Training on the test task: the paper sweep by App. B.2 size class (estimates, not measurements)",
         f"  sweeps: {', '.join(str(e) for e in settings.experiments)}",
-        f"  assumed throughput per GPU: training {settings.train_tflops:g} TFLOP/s (6·N·tokens), "
-        f"lm-eval {settings.eval_tflops:g} TFLOP/s (2·N·tokens)",
+        f"  throughput per GPU: training {rates.train_tflops:.4g} TFLOP/s (6·N·tokens; {rates.train_source})",
+        f"                      lm-eval {rates.eval_tflops:.4g} TFLOP/s (2·N·tokens; {rates.eval_source})",
         "  training tokens = steps x 64 x tokens per example (recipe.max_length when padded to it); examples: "
         + ", ".join(f"{k} {float(v):,.0f}" for k, v in settings.finetune_examples.items()),
         "",
@@ -346,8 +432,8 @@ def report(jobs: Sequence[Job], settings: Plan) -> str:
         f"{len(jobs)} jobs ({len(trained)} fine-tuning, {len(jobs) - len(trained)} base evaluations; the sweeps "
         "launch base once per finetune dataset, the second run finds the result files); "
         f"effective batch {', '.join(str(b) for b in batches)}",
-        f"estimated GPU-hours: fine-tuning {train:,.0f}, evaluation {evaluation:,.0f} (compute at the assumed "
-        f"throughput); held by the jobs (wall time x GPUs held) {held:,.0f}",
+        f"estimated GPU-hours: fine-tuning {train:,.0f}, evaluation {evaluation:,.0f} (compute at the throughput "
+        f"above); held by the jobs (wall time x GPUs held) {held:,.0f}",
         f"the paper (all of its experiments: e1/e2/e3, learning-rate sweep, checkpoints): about "
         f"{float(paper.finetune):,.0f} H100 hours of fine-tuning and {float(paper.evaluation):,.0f} of evaluation",
     ]

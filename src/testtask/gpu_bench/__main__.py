@@ -1,0 +1,3 @@
+from testtask.gpu_bench.cli import main
+
+raise SystemExit(main())
