@@ -70,7 +70,7 @@ class Step:
     tokens: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seconds": round(self.seconds, 4), "positions": self.positions, "tokens": self.tokens}
+        return {"seconds": round(self.seconds, 6), "positions": self.positions, "tokens": self.tokens}
 
 
 @dataclass
