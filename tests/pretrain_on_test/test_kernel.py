@@ -19,7 +19,6 @@ from testtask.pretrain_on_test.hierarchical import (
 )
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
-
 # The raw coordinates of σ_U and σ_V (`hierarchical.Scales`) PyMC samples as the kernel's x[2], x[3].
 RAW_SCALES = {
     f"{SCALE_RADIUS}_log__": 2,

@@ -20,6 +20,10 @@ Two backends build it:
   Every parameter of interest (μ, α, β, σ_U, σ_V, σ_W) keeps exactly its posterior under the original model;
   `tests/pretrain_on_test/test_hierarchical.py` checks the two backends agree.
 
+σ_U and σ_V are sampled as log σ's, or, where the data cannot tell them apart or do not see σ_V at all (Figure 7's
+one-subsample slices), in the coordinates of `Scales`: the same priors and posterior, without the ridge that made
+most slice fits diverge.
+
 Data enter as a dense (dataset, subsample, lm_type, arm) array. Cells without data (datasets with fewer
 subsamples, a single LM type) carry zero trials, and their latent c_jk then only sees its prior, which
 integrates to one: padding leaves the posterior unchanged and lets one compiled model serve every fit of a shape.
