@@ -170,9 +170,6 @@ class MetaAnalysis:
     subsample_effect: Flag  # V_jk beside U_j in the slice model (authors' meta.py: one intercept per task)
     chains: PositiveInt  # per slice fit (authors' meta.py: 1)
     draw: SliceDraw
-    # t_j's coordinates in a slice fit with W (the same model): a slice's one subsample per task leaves each t_j
-    # noisy next to √2·σ_W, where the centred funnel diverges
-    noncentered_t: TrueFalseAuto
 
 
 @section
