@@ -163,8 +163,7 @@ def test_the_command_reports_every_bad_key_in_one_line_each_and_exits_non_zero()
         "invalid config: pretrain_on_test.figure_7.chains = 0: expected a positive integer",
         "invalid config: pretrain_on_test.figure_7.draw = 'sometimes': expected one of per_lm_type, per_task",
         "invalid config: pretrain_on_test.figure_7.chians: unknown key (did you mean chains?); the keys here are "
-        "slices, m, n, band, band_zero_shot, draws, tune, interaction, subsample_effect, chains, draw, "
-        "noncentered_t",
+        "slices, m, n, band, band_zero_shot, draws, tune, interaction, subsample_effect, chains, draw",
     ]
 
 
