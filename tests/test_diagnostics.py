@@ -197,6 +197,14 @@ def test_the_report_marks_claims_resting_on_the_failed_fit(figure_3_with_a_bad_b
     other_row = next(line for line in markdown.splitlines() if "`t.other`" in line)
     assert render.FIT_WARNING in bias_row and "figure-3.json" in bias_row
     assert render.FIT_WARNING not in other_row
+    # A fit that failed only under protocol=paper_text is named too, as the paper's text's.
+    import dataclasses
+
+    from testtask.report.paper_report import detail
+
+    clean = dataclasses.replace(verdicts["t.bias"], failed_fits=())
+    assert render.FIT_WARNING not in detail(clean)
+    assert "(paper's text): figure-3.json" in detail(clean, verdicts["t.bias"])
     page = render.html_page([report], _provenance(tmp_path), tmp_path / "report")
     assert render.FIT_WARNING in page
 
