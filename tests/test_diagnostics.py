@@ -104,6 +104,10 @@ def test_the_limits_are_read_from_the_config(tmp_path):
 def figure_3_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog):
     """Figure 3 built through the pipeline on a small results tree, the m=50, n=50 bias fit replaced by one with
     known bad diagnostics (the boost's by a healthy one). Gives the figures folder and the warnings logged."""
+    return _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, 3)
+
+
+def _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, figure: int):
     write_accuracies(
         tmp_path / "results" / "pretrain-on-test",
         "accuracies_from_paper",
@@ -126,7 +130,7 @@ def figure_3_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog):
         posterior_panels, "fit_cached", lambda data, *_: handmade_fit(data, bad=effect_of[id(data)] == "bias")
     )
     with caplog.at_level(logging.WARNING, logger="testtask"):
-        run(tmp_config(tmp_path, "action=figure", "figure=3", "source=results"))
+        run(tmp_config(tmp_path, "action=figure", f"figure={figure}", "source=results"))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     return tmp_path / "figures" / "pretrain-on-test" / "results", warnings
 
@@ -146,6 +150,16 @@ def test_figure_3_names_the_cell_and_flags_the_fit_in_its_sidecar(figure_3_with_
         "ess_bulk",
         "divergences",
     }
+
+
+def test_figure_4_records_the_bias_fits_it_draws_on(tmp_path, monkeypatch, caplog):
+    """Figure 4 draws eq. 12 from Figure 3's bias fits: its sidecar records their verdicts, so the report marks
+    the claims it feeds when one failed."""
+    out, _ = _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, 4)
+    numbers = json.loads((out / "figure-4.json").read_text())
+    assert [(f["m"], f["n"], f["effect"]) for f in numbers["fits"]] == [(50, 50, "bias")]
+    assert numbers["fits"][0][diagnostics.OK] is False and numbers["fits"][0]["divergences"] == DIVERGENT
+    assert diagnostics.any_failed(numbers)
 
 
 def test_the_report_marks_claims_resting_on_the_failed_fit(figure_3_with_a_bad_bias_fit, tmp_path):
@@ -183,6 +197,14 @@ def test_the_report_marks_claims_resting_on_the_failed_fit(figure_3_with_a_bad_b
     other_row = next(line for line in markdown.splitlines() if "`t.other`" in line)
     assert render.FIT_WARNING in bias_row and "figure-3.json" in bias_row
     assert render.FIT_WARNING not in other_row
+    # A fit that failed only under protocol=paper_text is named too, as the paper's text's.
+    import dataclasses
+
+    from testtask.report.paper_report import detail
+
+    clean = dataclasses.replace(verdicts["t.bias"], failed_fits=())
+    assert render.FIT_WARNING not in detail(clean)
+    assert "(paper's text): figure-3.json" in detail(clean, verdicts["t.bias"])
     page = render.html_page([report], _provenance(tmp_path), tmp_path / "report")
     assert render.FIT_WARNING in page
 

@@ -8,8 +8,23 @@ import pytest
 
 from tests.conftest import model_spec
 from testtask.pretrain_on_test import kernel
-from testtask.pretrain_on_test.hierarchical import ModelData, build_marginal, resolve_spec
+from testtask.pretrain_on_test.hierarchical import (
+    SCALE_ANGLE,
+    SCALE_RADIUS,
+    SIGMA_V_RAW,
+    ModelData,
+    Scales,
+    build_marginal,
+    resolve_spec,
+)
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
+
+# The raw coordinates of σ_U and σ_V (`hierarchical.Scales`) PyMC samples as the kernel's x[2], x[3].
+RAW_SCALES = {
+    f"{SCALE_RADIUS}_log__": 2,
+    f"{SCALE_ANGLE}_interval__": 3,
+    SIGMA_V_RAW: 3,
+}
 
 
 def _point(model: pm.Model, layout: kernel.Layout, x: np.ndarray) -> dict:
@@ -17,7 +32,9 @@ def _point(model: pm.Model, layout: kernel.Layout, x: np.ndarray) -> dict:
     point = {}
     for var in model.value_vars:
         name = var.name
-        if name.endswith("_log__"):
+        if name in RAW_SCALES:
+            point[name] = x[RAW_SCALES[name]]
+        elif name.endswith("_log__"):
             point[name] = np.log(values[name[: -len("_log__")]])
         else:
             point[name] = values[name]
@@ -98,10 +115,8 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
     assert spec.collapse_s is True
     layout = kernel.Layout(data.shape, spec, False, True)
     model = build_marginal(data.shape, spec)
-    assert {v.name for v in model.free_RVs} >= {
-        "c",
-        "1|dataset:subsample_sigma",
-    } and "s" not in model.named_vars
+    assert {v.name for v in model.free_RVs} >= {"c", SIGMA_V_RAW} and "s" not in model.named_vars
+    assert "1|dataset:subsample_sigma" in model.named_vars  # σ_V = h_V·|B|, a deterministic
     with model:
         pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
@@ -114,7 +129,9 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
         False,
         True,
         False,
+        int(Scales.PRIOR_ONLY_V),
     )
+    assert layout.scales is Scales.PRIOR_ONLY_V
     rng = np.random.default_rng(1)
     xs = [rng.normal(0, 0.5, layout.ndim) for _ in range(3)]
     ours = [kernel.log_density(x, *args) for x in xs]
@@ -126,7 +143,7 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
         "Intercept": [0],
         "treatment": [1],
         "1|dataset_sigma_log__": [2],
-        "1|dataset:subsample_sigma_log__": [3],
+        SIGMA_V_RAW: [3],
         "1|dataset:treatment_sigma_log__": [4],
         "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
         "t": list(range(layout.t.start, layout.t.stop)),
@@ -140,9 +157,58 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
             np.testing.assert_allclose(
                 grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
             )
-    # σ_V is free of the data: its gradient is its HalfNormal prior's alone.
-    sig_v = np.exp(xs[0][3])
-    assert ours[0][1][3] == pytest.approx(-(sig_v**2) / kernel.priors_vector(spec)[5] ** 2 + 1.0)
+    # σ_V is free of the data: its coordinate B (σ_V = h_V·|B|) is a standard normal's alone.
+    assert ours[0][1][3] == pytest.approx(-xs[0][3])
+    assert layout.expand(xs[0])["1|dataset:subsample_sigma"] == pytest.approx(
+        kernel.priors_vector(spec)[5] * abs(xs[0][3])
+    )
+
+
+@pytest.mark.parametrize(
+    ("interaction", "noncentered", "lm_types"), [(True, False, 2), (True, True, 1), (False, False, 2)]
+)
+def test_polar_scales_of_one_subsample_per_task_match_pymc(interaction, noncentered, lm_types):
+    """Figure 7's slices under protocol=paper_text: one subsample per task with the V term, σ_U and σ_V sampled
+    as (log r, logit(2φ/π)); unequal HalfNormal scales so that the angle enters the likelihood too."""
+    import dataclasses
+
+    long = simulate_long(TruePars(beta=0.2), datasets=5, subsamples=1, n=200, lm_types=lm_types, seed=6)
+    data = ModelData.from_long(long)
+    base = model_spec(interaction=interaction, noncentered_t=noncentered)
+    spec = resolve_spec(data, dataclasses.replace(base, priors=dataclasses.replace(base.priors, sigma_V=0.6)))
+    layout = kernel.Layout(data.shape, spec, noncentered, True)
+    assert layout.scales is Scales.POLAR
+    model = build_marginal(data.shape, spec)
+    with model:
+        pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    args = (data.correct.astype(float), data.trials.astype(float), kernel.priors_vector(spec), lm_types)
+    args += (interaction, noncentered, True, True, int(Scales.POLAR))
+    xs = [np.random.default_rng(seed).normal(0, 0.8, layout.ndim) for seed in range(4)]
+    ours = [kernel.log_density(x, *args) for x in xs]
+    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
+    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
+        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
+    order = [v.name for v in model.value_vars]
+    positions = {
+        "Intercept": [0],
+        "treatment": [1],
+        f"{SCALE_RADIUS}_log__": [2],
+        f"{SCALE_ANGLE}_interval__": [3],
+        "1|dataset:treatment_sigma_log__": [4],
+        "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
+        "t": list(range(layout.t.start, layout.t.stop)),
+        "t_offset": list(range(layout.t.start, layout.t.stop)),
+        "c": list(range(layout.c.start, layout.c.stop)),
+    }
+    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
+        point = _point(model, layout, x)
+        sizes = [np.size(point[name]) for name in order]
+        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
+        for name in order:
+            np.testing.assert_allclose(
+                grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
+            )
 
 
 def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
@@ -152,22 +218,37 @@ def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
 
 
 @pytest.mark.parametrize(
-    ("interaction", "noncentered", "lm_types", "collapsed"),
-    [(True, True, 2, False), (True, False, 3, True), (False, False, 1, False), (False, False, 2, True)],
+    ("interaction", "noncentered", "lm_types", "collapsed", "n_k", "subsample_effect"),
+    [
+        (True, True, 2, False, 4, True),
+        (True, False, 3, True, 4, True),
+        (False, False, 1, False, 4, True),
+        (False, False, 2, True, 4, True),
+        (True, False, 2, True, 1, True),  # POLAR scales
+        (False, False, 2, True, 1, False),  # PRIOR_ONLY_V
+    ],
 )
-def test_compiled_expansion_is_the_layouts(interaction, noncentered, lm_types, collapsed):
+def test_compiled_expansion_is_the_layouts(
+    interaction, noncentered, lm_types, collapsed, n_k, subsample_effect
+):
     """What nutpie stores per draw (the compiled `expand_into`) is `Layout.expand`, value for value, in order."""
-    spec = model_spec(interaction=interaction, noncentered_t=noncentered, collapse_s=collapsed)
-    shape = (3, 4, lm_types, 2)
+    spec = model_spec(
+        interaction=interaction,
+        noncentered_t=noncentered,
+        collapse_s=collapsed,
+        subsample_effect=subsample_effect,
+    )
+    shape = (3, n_k, lm_types, 2)
     layout = kernel.Layout(shape, spec, noncentered, collapsed)
     x = np.random.default_rng(1).normal(0, 0.7, layout.ndim)
     expected = np.concatenate([np.ravel(v) for v in layout.expand(x).values()])
-    flags = (3, 4, lm_types, interaction, noncentered, collapsed)
+    flags = (3, n_k, lm_types, interaction, noncentered, collapsed)
+    scales = (int(layout.scales), spec.priors.sigma_U, spec.priors.sigma_V)
     out = np.full(expected.size, np.nan)
-    assert kernel.expand_into(x, out, *flags, False) == expected.size
+    assert kernel.expand_into(x, out, *flags, False, *scales) == expected.size
     np.testing.assert_array_equal(out, expected)
     hyper = np.full(expected.size, np.nan)
-    written = kernel.expand_into(x, hyper, *flags, True)
+    written = kernel.expand_into(x, hyper, *flags, True, *scales)
     assert written == (5 if interaction else 4)
     np.testing.assert_array_equal(hyper[:written], expected[:written])
 

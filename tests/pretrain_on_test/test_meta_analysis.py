@@ -176,3 +176,7 @@ def test_the_default_slice_model_is_the_authors():
     preset = configured("pretrain-on-test", ("protocol=paper_text",)).figure_7
     assert (default.interaction, default.subsample_effect, default.chains) == (False, False, 1)
     assert (preset.interaction, preset.subsample_effect, preset.chains) == (True, True, 4)
+    # The authors' one chain draws App. E's 4 x 1,000 in a row, so that its split r̂ is not noise (~7% of slice fits
+    # exceed 1.01 at 1,000 draws); the paper_text preset's four chains draw App. E's 1,000 each.
+    assert (default.draws, preset.draws) == (4000, 1000)
+    assert default.draws * default.chains == preset.draws * preset.chains

@@ -25,7 +25,7 @@ from testtask.pretrain_on_test.inputs import (
     missing_paper_m,
 )
 from testtask.pretrain_on_test.permutation import paired_differences
-from testtask.pretrain_on_test.posterior_panels import fit_collection, posterior_collection
+from testtask.pretrain_on_test.posterior_panels import fit_collection, fit_record, posterior_collection
 from testtask.pretrain_on_test.settings import LmTypeFit
 from testtask.signs import sign
 
@@ -278,6 +278,7 @@ def figure_4(ctx: Context) -> dict:
         "reached": reached.rename(columns={"bias": "observed_mean"}).to_dict(orient="records"),
         "tasks": shown.drop(columns="draws").to_dict(orient="records"),
         "all_task_means": table.drop(columns="draws").to_dict(orient="records"),
+        "fits": [fit_record(r["panel"]) for r in results],  # the bias fits eq. 12 is drawn from
         "total_seconds": time.perf_counter() - started,
         "units": {
             "threshold": ACCURACY_DIFFERENCE,

@@ -20,6 +20,10 @@ Two backends build it:
   Every parameter of interest (μ, α, β, σ_U, σ_V, σ_W) keeps exactly its posterior under the original model;
   `tests/pretrain_on_test/test_hierarchical.py` checks the two backends agree.
 
+σ_U and σ_V are sampled as log σ's, or, where the data cannot tell them apart or do not see σ_V at all (Figure 7's
+one-subsample slices), in the coordinates of `Scales`: the same priors and posterior, without the ridge that made
+most slice fits diverge.
+
 Data enter as a dense (dataset, subsample, lm_type, arm) array. Cells without data (datasets with fewer
 subsamples, a single LM type) carry zero trials, and their latent c_jk then only sees its prior, which
 integrates to one: padding leaves the posterior unchanged and lets one compiled model serve every fit of a shape.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from enum import IntEnum
 
 import arviz as az
 import numpy as np
@@ -45,6 +50,38 @@ INTERCEPT, LM_TYPE, TREATMENT = "Intercept", "lm_type", "treatment"
 SIGMA_U, SIGMA_V, SIGMA_W = "1|dataset_sigma", "1|dataset:subsample_sigma", "1|dataset:treatment_sigma"
 DIAGNOSED = (TREATMENT, SIGMA_U, SIGMA_V, SIGMA_W)
 ARM_OFFSET = np.array([-0.5, 0.5])  # x_l − ½ for control, treatment
+# The raw coordinates of σ_U and σ_V where they are not sampled as log σ's (`Scales`).
+SCALE_RADIUS, SCALE_ANGLE, SIGMA_V_RAW = "scale_radius", "scale_angle", "1|dataset:subsample_sigma_raw"
+
+
+class Scales(IntEnum):
+    """The coordinates σ_U and σ_V are sampled in; each is the same prior and posterior, only the geometry the
+    sampler sees differs.
+
+    - LOG: log σ_U, log σ_V (both identified: tasks with several subsamples).
+    - POLAR: one subsample per task with the V term (Figure 7's slices under protocol=paper_text). The data see
+      σ_U and σ_V only through σ_U² + σ_V², so in log coordinates the posterior is an L-shaped ridge whose corner
+      and arms a diagonal mass matrix cannot follow (divergences in most slice fits). With a = σ_U/h_U and
+      b = σ_V/h_V (iid HalfNormal(1) a priori) in polar form, a = r·cos φ, b = r·sin φ, the radius r is
+      Rayleigh(1) and the angle φ Uniform(0, π/2), independent: the data see r (log r sampled) and φ keeps its
+      prior (logit(2φ/π) sampled, a logistic coordinate).
+    - PRIOR_ONLY_V: no V term (the authors' slice model): σ_V enters nothing but its HalfNormal prior, and its log
+      has a doubly exponential upper tail whose curvature breaks leapfrog steps tuned to the rest. σ_V = h_V·|B|
+      with B ~ N(0, 1) sampled is the same HalfNormal.
+    """
+
+    LOG = 0
+    POLAR = 1
+    PRIOR_ONLY_V = 2
+
+
+def scale_coordinates(shape: tuple[int, ...], subsample_effect: bool, collapsed: bool) -> Scales:
+    """The `Scales` of a fit of data of `shape` (dataset, subsample, lm_type, arm), s_j `collapsed` or not."""
+    if not subsample_effect:
+        return Scales.PRIOR_ONLY_V
+    if collapsed and shape[1] == 1:
+        return Scales.POLAR
+    return Scales.LOG
 
 
 @dataclass
@@ -107,8 +144,7 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
         trials = pm.Data("trials", np.zeros(shape))
         mu = pm.Normal(INTERCEPT, 0.0, p.intercept_sigma)
         beta = pm.Normal(TREATMENT, p.treatment_mu, p.treatment_sigma)
-        sigma_u = pm.HalfNormal(SIGMA_U, p.sigma_U)
-        sigma_v = pm.HalfNormal(SIGMA_V, p.sigma_V)
+        sigma_u, sigma_v = _scales(shape, spec, p)
         lm_term = 0.0
         if n_i > 1:
             alpha = pm.Normal(LM_TYPE, 0.0, p.lm_type_sigma, shape=n_i - 1)
@@ -141,6 +177,25 @@ def build_marginal(shape: tuple[int, int, int, int], spec: ModelSpec) -> pm.Mode
         # Binomial log-likelihood without its constant; padded cells have zero trials and add nothing.
         pm.Potential("likelihood", pt.sum(correct * eta - trials * pt.softplus(eta)))
     return model
+
+
+def _scales(
+    shape: tuple[int, int, int, int], spec: ModelSpec, p
+) -> tuple[pt.TensorVariable, pt.TensorVariable]:
+    """σ_U and σ_V (HalfNormal(h_U), HalfNormal(h_V)) in the coordinates `scale_coordinates` picks."""
+    collapsed = spec.collapse_s is True or not spec.subsample_effect
+    scales = scale_coordinates(shape, spec.subsample_effect, collapsed)
+    if scales is Scales.POLAR:
+        # Rayleigh(1) is Weibull(2, √2); PyMC samples log r and logit(2φ/π), the kernel's coordinates.
+        radius = pm.Weibull(SCALE_RADIUS, alpha=2.0, beta=np.sqrt(2.0))
+        angle = pm.Uniform(SCALE_ANGLE, 0.0, np.pi / 2)
+        sigma_u = pm.Deterministic(SIGMA_U, p.sigma_U * radius * pt.cos(angle))
+        sigma_v = pm.Deterministic(SIGMA_V, p.sigma_V * radius * pt.sin(angle))
+        return sigma_u, sigma_v
+    sigma_u = pm.HalfNormal(SIGMA_U, p.sigma_U)
+    if scales is Scales.PRIOR_ONLY_V:
+        return sigma_u, pm.Deterministic(SIGMA_V, p.sigma_V * pt.abs(pm.Normal(SIGMA_V_RAW, 0.0, 1.0)))
+    return sigma_u, pm.HalfNormal(SIGMA_V, p.sigma_V)
 
 
 def build_bambi(long: pd.DataFrame, spec: ModelSpec):

@@ -26,6 +26,8 @@ from testtask.pretrain_on_test.hierarchical import (
     TREATMENT,
     ModelData,
     ModelSpec,
+    Scales,
+    scale_coordinates,
 )
 
 # exp and log written out so that LLVM vectorises the likelihood's loops (pip's llvmlite has no vector math
@@ -328,8 +330,37 @@ def _collapsed_c_prior(c, m_s, var_s, var_v, g_c):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False, subsample_effect=True):
+def _polar(r_log, z):
+    """The POLAR coordinates (log r, logit(2φ/π)) of `Scales`: returns (r·cos φ, r·sin φ, tan φ·dφ/dz,
+    cot φ·dφ/dz, dφ/dz). The two products stay finite at the ends (they tend to 1 as φ → π/2 or 0)."""
+    sg = 1.0 / (1.0 + math.exp(-z))
+    phi = 0.5 * math.pi * sg
+    dphi = 0.5 * math.pi * sg * (1.0 - sg)
+    r = math.exp(r_log)
+    cos_phi, sin_phi = math.cos(phi), math.sin(phi)
+    return r * cos_phi, r * sin_phi, sin_phi / cos_phi * dphi, cos_phi / sin_phi * dphi, dphi
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def scale_values(x2, x3, h_u, h_v, scales):
+    """(σ_U, σ_V) at the coordinates x[2], x[3] of `scales` (`hierarchical.Scales`)."""
+    if scales == 1:
+        a, b, _, _, _ = _polar(x2, x3)
+        return h_u * a, h_v * b
+    if scales == 2:
+        return math.exp(x2), h_v * abs(x3)
+    return math.exp(x2), math.exp(x3)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def log_density(
+    x, y, n, priors, n_i, interaction, noncentered, collapsed=False, subsample_effect=True, scales=0
+):
     """Log density (up to a constant) and gradient at unconstrained `x`; layout in `Layout`.
+
+    `scales` (`hierarchical.Scales`) is how x[2], x[3] hold σ_U and σ_V. The density is computed in log σ
+    coordinates and then carried to the POLAR ones by the chain rule and the log Jacobian; PRIOR_ONLY_V (no V
+    term, σ_V in its prior alone) samples B ~ N(0, 1) with σ_V = h_V·|B|.
 
     `collapsed`: s_j is integrated out (it has no coordinates in `x`) and the c_j· are jointly normal
     around μ + β/2. The posterior of every other parameter is unchanged; with one subsample per task
@@ -348,8 +379,10 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False,
         priors[6],
     )
     grad = np.zeros_like(x)
-    mu, beta, x_u, x_v = x[0], x[1], x[2], x[3]
-    sig_u, sig_v = math.exp(x_u), math.exp(x_v)
+    mu, beta = x[0], x[1]
+    sig_u, sig_v = scale_values(x[2], x[3], h_u, h_v, scales)
+    x_u = math.log(sig_u)
+    x_v = math.log(sig_v) if scales != 2 else 0.0
     pos = 4
     sig_w, x_w = 0.0, 0.0
     if interaction:
@@ -371,9 +404,14 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False,
     grad[0] = -mu / (a_sd * a_sd)
     grad[1] = -(beta - b_mu) / (b_sd * b_sd)
     # HalfNormal(h) on σ = exp(x): −σ²/(2h²) + x (Jacobian).
-    lp += -0.5 * sig_u * sig_u / (h_u * h_u) + x_u - 0.5 * sig_v * sig_v / (h_v * h_v) + x_v
+    lp += -0.5 * sig_u * sig_u / (h_u * h_u) + x_u
     grad[2] = -sig_u * sig_u / (h_u * h_u) + 1.0
-    grad[3] = -sig_v * sig_v / (h_v * h_v) + 1.0
+    if scales == 2:  # σ_V = h_V·|B|, B ~ N(0, 1): σ_V is in nothing else (no V term)
+        lp += -0.5 * x[3] * x[3]
+        grad[3] = -x[3]
+    else:
+        lp += -0.5 * sig_v * sig_v / (h_v * h_v) + x_v
+        grad[3] = -sig_v * sig_v / (h_v * h_v) + 1.0
     if interaction:
         lp += -0.5 * sig_w * sig_w / (h_w * h_w) + x_w
         grad[4] = -sig_w * sig_w / (h_w * h_w) + 1.0
@@ -483,6 +521,16 @@ def log_density(x, y, n, priors, n_i, interaction, noncentered, collapsed=False,
     else:
         for j in range(n_j):
             grad[1] += g_t[j]
+    if scales == 1:
+        # grad[2], grad[3] hold ∂/∂log σ_U, ∂/∂log σ_V. With log σ_U = log h_U + log r + log cos φ and
+        # log σ_V = log h_V + log r + log sin φ, the Jacobian of (log σ_U, log σ_V) by (log r, z) is
+        # dφ/dz / (sin φ cos φ); with it the prior becomes r²·exp(−r²/2)·dφ/dz.
+        _, _, tan_d, cot_d, dphi = _polar(x[2], x[3])
+        sg = 1.0 / (1.0 + math.exp(-x[3]))
+        g_u, g_v = grad[2], grad[3]
+        grad[2] = g_u + g_v
+        grad[3] = -tan_d * g_u + cot_d * g_v + (1.0 - 2.0 * sg) - (cot_d - tan_d)
+        lp += math.log(dphi) - x_u - x_v + math.log(h_u * h_v) + 2.0 * x[2]
     return lp, grad
 
 
@@ -493,6 +541,8 @@ class Layout:
         n_j, n_k, n_i, _ = shape
         self.shape, self.interaction, self.noncentered = shape, spec.interaction, noncentered
         self.collapsed = collapsed
+        self.scales = scale_coordinates(shape, spec.subsample_effect, collapsed)
+        self.scale_priors = (spec.priors.sigma_U, spec.priors.sigma_V)
         pos = 5 if spec.interaction else 4
         self.alpha = slice(pos, pos + n_i - 1)
         self.s = slice(self.alpha.stop, self.alpha.stop + (0 if collapsed else n_j))
@@ -502,11 +552,12 @@ class Layout:
 
     def expand(self, x: np.ndarray) -> dict[str, np.ndarray]:
         n_j, n_k, n_i, _ = self.shape
+        sig_u, sig_v = scale_values(x[2], x[3], *self.scale_priors, int(self.scales))
         out = {
             INTERCEPT: np.asarray(x[0]),
             TREATMENT: np.asarray(x[1]),
-            SIGMA_U: np.asarray(math.exp(x[2])),
-            SIGMA_V: np.asarray(math.exp(x[3])),
+            SIGMA_U: np.asarray(sig_u),
+            SIGMA_V: np.asarray(sig_v),
         }
         if self.interaction:
             sig_w = math.exp(x[4])
@@ -554,24 +605,30 @@ def initial_point(data: ModelData, layout: Layout, rng: np.random.Generator) -> 
         x[layout.s] += s
     x[layout.c] += c.ravel()
     x[0] += s.mean()
-    x[2] += math.log(max(s.std(), 0.1))
-    x[3] += math.log(max(float((c - s[:, None])[observed].std()) if observed.sum() > 1 else 0.1, 0.05))
+    spread = max(s.std(), 0.1)
+    if layout.scales is Scales.POLAR:  # r with σ_U at the spread of tasks, φ = π/4 (x[3] = 0) plus jitter
+        x[2] += math.log(spread / layout.scale_priors[0])
+    else:
+        x[2] += math.log(spread)
+    if layout.scales is Scales.LOG:
+        x[3] += math.log(max(float((c - s[:, None])[observed].std()) if observed.sum() > 1 else 0.1, 0.05))
     if layout.interaction:
         x[4] += math.log(0.1)
     return x
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def expand_into(x, out, n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only):
+def expand_into(
+    x, out, n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, scales=0, h_u=1.0, h_v=1.0
+):
     """`Layout.expand(x)` flattened into `out`, in the same order (what nutpie stores per draw).
 
     `hyper_only` stops after μ, β and the σ's: a fit that needs only those (Figure 7's slices) then stores
-    5 numbers per draw instead of ~80.
+    5 numbers per draw instead of ~80. `scales`, `h_u`, `h_v`: the `Scales` of x[2], x[3] and the σ priors.
     """
     out[0] = x[0]
     out[1] = x[1]
-    out[2] = math.exp(x[2])
-    out[3] = math.exp(x[3])
+    out[2], out[3] = scale_values(x[2], x[3], h_u, h_v, scales)
     pos = 4
     src = 4
     if interaction:
@@ -616,8 +673,8 @@ def expand_into(x, out, n_j, n_k, n_i, interaction, noncentered, collapsed, hype
 # is invalidated only by edits to the function's own file: a callback cached in another module would keep running
 # an old `log_density` after this file changed.
 # The packed buffer's header: n_j, n_k, n_i, interaction, noncentered, collapsed, hyper_only, subsample_effect,
-# then the 7 prior scales.
-HEADER = 15
+# scales (`Scales`), then the 7 prior scales.
+HEADER = 16
 
 _LOGP_SIGNATURE = numba.types.int64(
     numba.types.uint64,
@@ -659,7 +716,16 @@ def callbacks() -> tuple[Any, Any]:
         grad_out = numba.carray(grad_ptr, (dim,))
         logp_out = numba.carray(logp_ptr, (1,))
         value, grad = log_density(
-            x, y, n, header[8:15], int(header[2]), header[3] > 0, header[4] > 0, header[5] > 0, header[7] > 0
+            x,
+            y,
+            n,
+            header[9:16],
+            int(header[2]),
+            header[3] > 0,
+            header[4] > 0,
+            header[5] > 0,
+            header[7] > 0,
+            int(header[8]),
         )
         logp_out[0] = value
         for q in range(dim):
@@ -685,6 +751,9 @@ def callbacks() -> tuple[Any, Any]:
             header[4] > 0,
             header[5] > 0,
             header[6] > 0,
+            int(header[8]),
+            header[13],
+            header[14],
         )
         return 0 if written == n_expanded else -1
 

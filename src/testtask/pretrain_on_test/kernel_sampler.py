@@ -72,6 +72,7 @@ def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool =
     layout = Layout(data.shape, spec, noncentered, collapsed)
     n_j, n_k, n_i, _ = data.shape
     flags = [n_j, n_k, n_i, spec.interaction, noncentered, collapsed, hyper_only, spec.subsample_effect]
+    flags.append(int(layout.scales))
     buffer = np.concatenate(
         [
             np.asarray(flags, dtype=np.float64),

@@ -18,7 +18,7 @@ from testtask.pretrain_on_test import accuracies, predictive
 from testtask.pretrain_on_test.fits import configuration_data, spec_from
 from testtask.pretrain_on_test.hierarchical import Fit, build_marginal, resolve_spec
 from testtask.pretrain_on_test.inputs import ACCURACY, ACCURACY_DIFFERENCE, LOG_ODDS, SHARE, load_collection
-from testtask.pretrain_on_test.posterior_panels import configurations, fit_panel
+from testtask.pretrain_on_test.posterior_panels import configurations, fit_panel, fit_record
 from testtask.pretrain_on_test.settings import Reference
 
 
@@ -99,7 +99,9 @@ def figure_9(ctx: Context) -> dict:
         obs = pp.observed_task_accuracy()[..., 1].ravel()
         draws = pp.task_accuracy[..., 1].reshape(pp.task_accuracy.shape[0], -1)
         stats = _calibration_axes(ax, obs, draws, f"{effect}: treatment-arm task accuracy")
-        numbers["panels"].append({"effect": effect, **stats, "beta": r["panel"]["beta"]})
+        numbers["panels"].append(
+            {"effect": effect, **stats, "beta": r["panel"]["beta"], "fit": fit_record(r["panel"])}
+        )
     fig.suptitle(f"Figure 9: calibration of predicted task accuracies (m={numbers['m']}, n={numbers['n']})")
     fig.tight_layout()
     numbers["units"] = _calibration_units("accuracy")
@@ -128,7 +130,13 @@ def figure_10(ctx: Context) -> dict:
                 axes[row, col], obs, draws, f"{effect}, {'with' if interaction else 'without'} W"
             )
             numbers["panels"].append(
-                {"effect": effect, "interaction": interaction, **stats, "beta": r["panel"]["beta"]}
+                {
+                    "effect": effect,
+                    "interaction": interaction,
+                    **stats,
+                    "beta": r["panel"]["beta"],
+                    "fit": fit_record(r["panel"]),
+                }
             )
     fig.suptitle("Figure 10: per-task differences (eq. 12) with and without the task × treatment term")
     fig.tight_layout()

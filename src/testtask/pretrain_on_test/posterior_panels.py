@@ -82,6 +82,13 @@ def fit_panel(
     return {"panel": panel, "fit": fit, "predictive": pp}
 
 
+def fit_record(panel: dict) -> dict:
+    """What a figure that draws on a fit records of its health (the panel's cell, divergences, verdict and
+    failures), so that the report marks the claims it feeds and `analysis/fit_diagnostics.py` counts it."""
+    keys = ("m", "n", "effect", "lm_types", "divergences", diagnostics.OK, diagnostics.FAILURES)
+    return {k: panel[k] for k in keys}
+
+
 def configurations(frame: pd.DataFrame) -> list[tuple[int, int]]:
     """The (m, n) pairs present in `frame`, sorted."""
     return sorted({(int(m), int(n)) for m, n in zip(frame.m, frame.n, strict=True)})

@@ -198,7 +198,7 @@ def _claim_row(r: PaperReport, v: Verdict) -> ClaimRow:
         paper_value(v),
         ours_shown(v),
         _status(v.status),
-        detail(v),
+        detail(v, r.text_verdict(v.claim.id)),
         _status(text.status) if text.status is not None else None,
         text.shown,
         text.ours,

@@ -70,10 +70,15 @@ def ours_shown(v: Verdict) -> str:
     return shown_ours
 
 
-def detail(v: Verdict) -> str:
+def detail(v: Verdict, text: Verdict | None = None) -> str:
+    """The notes of a claim's row; `text`, its verdict under protocol=paper_text, adds the failed fits it read."""
     parts = []
     if v.failed_fits:
         parts.append(f"{FIT_WARNING}: {', '.join(v.failed_fits)} records a fit outside the limits")
+    if text is not None and text.failed_fits:
+        parts.append(
+            f"{FIT_WARNING} (paper's text): {', '.join(text.failed_fits)} records a fit outside the limits"
+        )
     if v.status == DIFFERS and v.difference:
         parts.append(f"differs by {v.difference}")
     if v.status == NOT_COMPUTABLE:

@@ -114,7 +114,7 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
                 text = cell.shown + (f" (ours {cell.ours})" if cell.ours else "")
                 lines.append(
                     f'| <a id="{v.claim.id}"></a>`{v.claim.id}` | {_md(v.claim.where)} | {_md(v.claim.statement)} | '
-                    f"{_md(paper_value(v))} | {_md(ours)} | {v.status} | {_md(text)} | {_md(detail(v))} |"
+                    f"{_md(paper_value(v))} | {_md(ours)} | {v.status} | {_md(text)} | {_md(detail(v, r.text_verdict(v.claim.id)))} |"
                 )
     return "\n".join(lines) + "\n"
 
