@@ -43,7 +43,7 @@ def test_every_step_kind_runs_at_tiny_sizes_and_records_its_rates(tiny):
         assert n["measured_steps"] == 2 and len(n["steps"]) == 2 and len(n["warmup"]) == 1
         positions = sum(s["positions"] for s in n["steps"])
         seconds = sum(s["seconds"] for s in n["steps"])
-        assert n["positions_per_second"] == pytest.approx(positions / seconds, rel=1e-3)  # seconds rounded to the microsecond
+        assert n["positions_per_second"] == pytest.approx(positions / seconds, rel=1e-3)  # rounded to 1 µs
         assert 0 < n["tokens_per_second"] <= n["positions_per_second"]
         factor = 6 if n["kind"] == "training" else 2
         assert n["achieved_tflops"] == pytest.approx(
