@@ -45,7 +45,7 @@ def test_default_config_gives_typed_settings(settings: Settings):
     assert settings.counts is Counts.truncate
     assert settings.figure_4.threshold == pytest.approx(0.03)
     f7 = settings.figure_7
-    assert (f7.slices, f7.m, f7.n, f7.draws, f7.tune) == (500, 100, 500, 1000, 500)
+    assert (f7.slices, f7.m, f7.n, f7.draws, f7.tune) == (500, 100, 500, 4000, 500)
     assert (f7.band, f7.band_zero_shot) == (pytest.approx(0.04), pytest.approx(0.08))
     assert f7.draw is SliceDraw.per_lm_type
     assert settings.figure_8.permutations == 10
