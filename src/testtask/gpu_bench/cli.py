@@ -10,7 +10,6 @@ until the last), so a run cut short keeps what it measured.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import tempfile
 import time
@@ -89,12 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ns.cpu and not torch.cuda.is_available():
         print(NO_CUDA, file=sys.stderr)
         return 2
-    from testtask.preflight.cli import CurrentStderr
+    from testtask.preflight.cli import warnings_to_current_stderr
 
-    if not logging.getLogger().handlers:
-        handler = CurrentStderr()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    warnings_to_current_stderr()
     return run(
         settings, items, argv, device="cpu" if ns.cpu else "cuda", out_dir=ns.out, capture=not ns.verbose
     )

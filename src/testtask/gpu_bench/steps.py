@@ -17,7 +17,8 @@ architecture's vocabulary): throughput depends on token counts and shapes, not o
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,17 @@ CAUSAL = {"llama", "mistral", "gpt2"}
 
 
 # --- fixtures: texts, tokenizer and random models ---------------------------------------------------------------
+
+
+@contextmanager
+def _timing(protocol: Any, settings: Settings, ctx: Any) -> Iterator[Any]:
+    """A step timer on `protocol`'s Trainer callbacks while the block trains; removed after, even on an error."""
+    timer = step_timer(settings.steps.warmup, ctx.cuda)
+    protocol.callbacks = [timer]
+    try:
+        yield timer
+    finally:
+        protocol.callbacks = []
 
 
 def texts(count: int, words: int, seed: int) -> list[str]:
@@ -235,13 +247,9 @@ def zero_shot_pretraining(ctx, settings: Settings, mode: str) -> dict[str, Any]:
         != steps * lm.pretrain.batch_size * lm.pretrain.gradient_accumulation_steps
     ):
         raise AssertionError("the texts do not make whole optimizer steps")
-    timer = step_timer(settings.steps.warmup, ctx.cuda)
-    protocol.callbacks = [timer]
-    try:
+    with _timing(protocol, settings, ctx) as timer:
         model, stats = protocol.pretrain(sample, settings.seed)
         protocol.drop_adapters(model)
-    finally:
-        protocol.callbacks = []
     return _result(
         ctx,
         settings,
@@ -309,16 +317,12 @@ def few_shot_step(ctx, settings: Settings, kind: str, stage: str) -> dict[str, A
     steps = settings.steps.warmup + settings.steps.measured
     count = steps * hp.batch_size * hp.gradient_accumulation_steps
     sample = texts(count, settings.text_words, settings.seed)
-    timer = step_timer(settings.steps.warmup, ctx.cuda)
-    protocol.callbacks = [timer]
-    try:
+    with _timing(protocol, settings, ctx) as timer:
         if stage == "pretrain":
             stats = protocol.pretrain(sample, str(ctx.folder(f"{kind}-pretrained")), settings.seed)
         else:
             frame = pd.DataFrame({"text": sample, "label": [i % 3 for i in range(count)]})
             _, stats = protocol.classify(lm.model, frame, frame.iloc[: hp.batch_size], settings.seed)
-    finally:
-        protocol.callbacks = []
     return _result(
         ctx,
         settings,

@@ -90,6 +90,15 @@ def quiet_offline() -> Iterator[None]:
                 os.environ[key] = value
 
 
+def warnings_to_current_stderr() -> None:
+    """Log warnings to the current stderr (a check's captured log while it runs); the runners' INFO stays quiet.
+    Nothing changes where the caller already configured logging."""
+    if not logging.getLogger().handlers:
+        handler = CurrentStderr()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = parser().parse_args(argv)
@@ -109,11 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if ns.threads:
         torch.set_num_threads(ns.threads)
-    if not logging.getLogger().handlers:
-        # warnings to the current stderr (a check's captured log while it runs); the runners' INFO stays quiet
-        handler = CurrentStderr()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    warnings_to_current_stderr()
     from testtask.paths import resolve
     from testtask.preflight import report
     from testtask.preflight.runner import Context, counts, run_checks
