@@ -155,14 +155,17 @@ packing-speed: assets ## padding vs packing throughput of the §9 QLoRA recipe
 contamination-pretrain-on-test: assets ## §9.2 contamination test on CPU -> results/pretrain-on-test/cpu-mini
 	$(BIN)/python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/contamination_cpu $(ARGS)
 
-test: install ## the test suite without the slow tests
-	$(BIN)/python -m pytest -q $(ARGS)
+# The tests run on every core (pytest-xdist; at most 8 workers, each imports torch and friends). Tests of one module
+# share a worker (--dist loadscope), so a module's fixtures are built once. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= auto
+test: install ## the test suite without the slow tests, on every core
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope $(ARGS)
 
 notebooks: data ## execute every notebook
 	$(BIN)/jupytext --to ipynb --execute notebooks/*.py
 
 test-slow: install ## the slow tests
-	$(BIN)/python -m pytest -q -m slow $(ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope -m slow $(ARGS)
 
 lint: install ## ruff check and format check
 	$(BIN)/ruff check .
