@@ -32,7 +32,6 @@ WORDS = (
     "romeo sierra tango uniform victor whiskey xray yankee zulu red blue green stone water light plant sun moon "
     "rock heat cold river cloud seed leaf sand wind rain salt iron gold wood glass paper metal field road"
 ).split()
-CAUSAL = {"llama", "mistral", "gpt2"}
 
 
 # --- fixtures: texts, tokenizer and random models ---------------------------------------------------------------
