@@ -203,9 +203,8 @@ def runner_lm(ctx, lm_name: str, model: Path, *overrides: str) -> tuple[Any, Any
         "show_step_progress=false",
         *overrides,
     )
-    cfg.datasets[fixtures.DATASET] = (
-        spec_config  # the synthetic dataset joins the registry, as an own one would
-    )
+    # the synthetic dataset joins the registry, as an own one would
+    cfg.datasets[fixtures.DATASET] = spec_config
     settings = settings_of("pretrain-on-test", cfg)
     return settings.lm_for_task(), settings.spec
 

@@ -217,9 +217,8 @@ class ModelInfo:
     # Loading (the runner; analyses never read these). Off unless the entry says so; the authors loaded every
     # model with trust_remote_code=True except falcon (jobs_eval.py:29-31).
     trust_remote_code: bool = False
-    revision: str | None = (
-        None  # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
-    )
+    # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
+    revision: str | None = None
     # from_pretrained kwargs, and lm-eval `hf` model arguments only
     model_args: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     eval_model_args: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)

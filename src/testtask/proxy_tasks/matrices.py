@@ -263,9 +263,8 @@ def _read_table(path: Path, where: str) -> _Table:
     if not path.is_file():
         raise MatrixError(f"{name} does not exist: change {where}")
     try:
-        text = path.read_bytes().decode(
-            "utf-8-sig"
-        )  # a byte-order mark, as spreadsheet programs write, is fine
+        # a byte-order mark, as spreadsheet programs write, is fine
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise MatrixError(f"{name}: not a UTF-8 text file ({err})") from None
     lines = list(csv.reader(text.splitlines()))
