@@ -189,13 +189,10 @@ def sweep_values(cfg: DictConfig, key: str) -> list[str]:
 
 
 def _precision(recipe: Any, parameters: float) -> str:
-    """What finetune trains in on a GPU (its own rule: resolve_precision, else uses_bf16)."""
-    from testtask.lm import finetune as ft
+    """What finetune trains in on a GPU (its own rule)."""
+    from testtask.lm.finetune import resolve_precision
 
-    resolve = getattr(ft, "resolve_precision", None)
-    if resolve is not None:
-        return str(resolve(recipe, "cuda", parameters))
-    return "bf16" if ft.uses_bf16(recipe, "cuda", parameters) else "fp32"
+    return str(resolve_precision(recipe, "cuda", parameters))
 
 
 def default_settings() -> Plan:
