@@ -178,9 +178,8 @@ class Consistency:
     n_models: int_at_least(3)  # n: models per subset (Algorithm 1: 2 < n)
     samples: int_at_least(2)  # k: subsets
     top_t: PositiveInt  # t: top tasks of interest
-    min_top_frequency: (
-        UnitInterval  # our extension: keep proxies in the sampled top t at least this often (0: off)
-    )
+    # our extension: keep proxies in the sampled top t at least this often (0: off)
+    min_top_frequency: UnitInterval
 
 
 @section
