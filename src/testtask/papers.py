@@ -50,6 +50,12 @@ class Lazy:
         return f"Lazy({self.target!r})"
 
 
+def lazy_in(package: str) -> Callable[[str], Lazy]:
+    """`_("module:function")` for the builders of `package`: each a `Lazy`, imported when it runs (checking a
+    config imports no figure module)."""
+    return lambda target: Lazy(f"{package}.{target}")
+
+
 class LazyMapping(Mapping[str, Any]):
     """A mapping named by "module:attribute" (e.g. a report hook's FUNCTIONS), imported on first use."""
 

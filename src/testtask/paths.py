@@ -19,6 +19,14 @@ def repo_root() -> Path:
     return Path.cwd().resolve()
 
 
+def in_repo(path: str | os.PathLike) -> str:
+    """A path as messages and records show it: relative to the repository root when inside it."""
+    try:
+        return Path(path).resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def conf_dir() -> Path:
     return repo_root() / "conf"
 

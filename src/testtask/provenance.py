@@ -29,33 +29,28 @@ from pathlib import Path
 from typing import Any
 
 from testtask.io import JSON_HOOK
-from testtask.paths import repo_root
+from testtask.paths import in_repo, repo_root
 
 log = logging.getLogger(__name__)
 
 KEY = "provenance"  # the sidecar key
 FROM_PYTHON = "(called from Python, not the testtask command)"
-CHUNK = 1 << 20
 
 
 def git_state(root: Path | None = None) -> tuple[str, bool]:
     """(HEAD commit, whether the work tree has uncommitted changes); ("unknown", False) outside a checkout."""
     root = root or repo_root()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60
+        )
+        return done.stdout.strip()
+
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=30
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout
+        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
         return "unknown", False
-    return commit, bool(status.strip())
 
 
 def code_git_state() -> tuple[str, bool]:
@@ -74,20 +69,9 @@ def command(fallback: str = FROM_PYTHON) -> str:
         return fallback
 
 
-def _relative(path: Path) -> str:
-    path = Path(path)
-    try:
-        return path.resolve().relative_to(repo_root()).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def tree_digest(root: Path) -> tuple[str, int]:
@@ -107,7 +91,7 @@ def data_identity(root: Path, source: str) -> dict[str, Any]:
     from testtask.data.fetch import STAMP_NAME, canonical_json
 
     root = Path(root)
-    entry: dict[str, Any] = {"root": _relative(root)}
+    entry: dict[str, Any] = {"root": in_repo(root)}
     if not root.is_dir():
         return {**entry, "present": False, "checksum": None}
     stamp_path = root / STAMP_NAME

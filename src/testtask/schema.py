@@ -35,7 +35,7 @@ import hashlib
 import json
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
@@ -614,23 +614,27 @@ def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def defaults_in_code(schema: Any, seen: set[Any] | None = None) -> list[str]:
-    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code (a data
-    record's `record_field` is not a setting and not listed)."""
+def _fields(schema: Any, seen: set[Any] | None = None) -> Iterator[tuple[type, dataclasses.Field]]:
+    """(section, field) for every field of `schema` and the sections it holds, each section once."""
     seen = set() if seen is None else seen
-    out: list[str] = []
     for annotation in _nested(schema):
         if annotation in seen:
             continue
         seen.add(annotation)
-        for f in dataclasses.fields(annotation):
-            if f.metadata.get(_RECORD_FIELD):
-                continue
-            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                out.append(f"{annotation.__qualname__}.{f.name}")
+        yield from ((annotation, f) for f in dataclasses.fields(annotation))
         for inner in field_types(annotation).values():
-            out.extend(defaults_in_code(inner, seen))
-    return out
+            yield from _fields(inner, seen)
+
+
+def defaults_in_code(schema: Any) -> list[str]:
+    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code (a data
+    record's `record_field` is not a setting and not listed)."""
+    return [
+        f"{owner.__qualname__}.{f.name}"
+        for owner, f in _fields(schema)
+        if not f.metadata.get(_RECORD_FIELD)
+        and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
+    ]
 
 
 def _nested(annotation: Any) -> list[type]:
@@ -643,19 +647,6 @@ def _nested(annotation: Any) -> list[type]:
     return [t for arg in get_args(base) for t in _nested(arg)]
 
 
-def record_fields(schema: Any, seen: set[Any] | None = None) -> list[str]:
+def record_fields(schema: Any) -> list[str]:
     """`Class.field` for every `record_field` of `schema` and the sections it holds."""
-    seen = set() if seen is None else seen
-    out: list[str] = []
-    for annotation in _nested(schema):
-        if annotation in seen:
-            continue
-        seen.add(annotation)
-        out += [
-            f"{annotation.__qualname__}.{f.name}"
-            for f in dataclasses.fields(annotation)
-            if f.metadata.get(_RECORD_FIELD)
-        ]
-        for inner in field_types(annotation).values():
-            out.extend(record_fields(inner, seen))
-    return out
+    return [f"{owner.__qualname__}.{f.name}" for owner, f in _fields(schema) if f.metadata.get(_RECORD_FIELD)]

@@ -34,7 +34,3 @@ class OverlayConflict(InputError, ValueError):
             f"source={OVERLAY}: {what} is in both the release ({published}) and the run ({results}); "
             "remove one of them (a run laid over the release may only add results)"
         )
-
-
-class OverlayUnsupported(InputError, ValueError):
-    """A step that has no meaning for, or no reader of, source=published+results."""

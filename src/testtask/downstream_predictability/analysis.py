@@ -29,9 +29,8 @@ from testtask.downstream_predictability.settings import (
 from testtask.downstream_predictability.statistics import summarise, usable
 from testtask.errors import SettingUnusable
 
-SECTION = (
-    "downstream_predictability"  # the config section of this paper's settings, as messages name its keys
-)
+# the config section of this paper's settings, as messages name its keys
+SECTION = "downstream_predictability"
 
 log = logging.getLogger(__name__)
 

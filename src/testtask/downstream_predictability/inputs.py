@@ -35,9 +35,8 @@ class TaskSamples:
     chars: np.ndarray  # (n, C) length of each choice in characters (lm-eval's acc_norm divisor)
     bytes: np.ndarray  # (n, C) length in UTF-8 bytes
     doc_hash: list[str | None]
-    logged: dict[str, np.ndarray] = field(
-        default_factory=dict
-    )  # lm-eval's per-document metrics, NaN if absent
+    # lm-eval's per-document metrics, NaN if absent
+    logged: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_choices(self) -> np.ndarray:

@@ -6,19 +6,10 @@ The paper released no per-sample logs, so every figure reads our runs (source=re
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from testtask.context import Context
 from testtask.downstream_predictability.settings import Settings
-from testtask.papers import Lazy, LazyMapping, Paper
+from testtask.papers import Builder, LazyMapping, Paper, lazy_in
 
-Builder = Callable[[Context], dict]
-
-
-def _(target: str) -> Lazy:
-    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
-    return Lazy(f"testtask.downstream_predictability.{target}")
-
+_ = lazy_in("testtask.downstream_predictability")
 
 FIGURES: dict[int | str, Builder] = {
     2: _("distribution_figures:figure_2"),

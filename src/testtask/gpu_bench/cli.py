@@ -109,7 +109,7 @@ def run(
     from testtask.paths import resolve
     from testtask.preflight import report
     from testtask.preflight.cli import quiet_offline
-    from testtask.preflight.runner import Context, counts, run_checks
+    from testtask.preflight.runner import Context, counts, run_and_save
     from testtask.schema import to_plain
 
     gpu = report.gpu_info() if device == "cuda" else None
@@ -152,19 +152,4 @@ def run(
                 },
             )
 
-        stdout = sys.stdout
-        outcomes = run_checks(
-            items,
-            ctx,
-            echo=lambda line: print(line, file=stdout, flush=True),
-            after_each=save,
-            capture=capture,
-        )
-        save(outcomes, complete=True)
-    total = counts(outcomes)
-    print(
-        f"gpu-bench: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped "
-        f"in {time.perf_counter() - started:.1f} s -> {out}",
-        flush=True,
-    )
-    return 1 if total["failed"] else 0
+        return run_and_save("gpu-bench", items, ctx, save, capture=capture, started=started, out=out)

@@ -32,7 +32,6 @@ WORDS = (
     "romeo sierra tango uniform victor whiskey xray yankee zulu red blue green stone water light plant sun moon "
     "rock heat cold river cloud seed leaf sand wind rain salt iron gold wood glass paper metal field road"
 ).split()
-CAUSAL = {"llama", "mistral", "gpt2"}
 
 
 # --- fixtures: texts, tokenizer and random models ---------------------------------------------------------------
@@ -204,9 +203,8 @@ def runner_lm(ctx, lm_name: str, model: Path, *overrides: str) -> tuple[Any, Any
         "show_step_progress=false",
         *overrides,
     )
-    cfg.datasets[fixtures.DATASET] = (
-        spec_config  # the synthetic dataset joins the registry, as an own one would
-    )
+    # the synthetic dataset joins the registry, as an own one would
+    cfg.datasets[fixtures.DATASET] = spec_config
     settings = settings_of("pretrain-on-test", cfg)
     return settings.lm_for_task(), settings.spec
 

@@ -116,7 +116,8 @@ def leaf_tasks(manager: TaskManager, name: str) -> list[str]:
     return out
 
 
-def _resolved_config(manager: TaskManager, task: str) -> dict[str, Any]:
+def resolved_config(manager: TaskManager, task: str) -> dict[str, Any]:
+    """The config of task `task` in `manager`'s index, its includes and functions resolved."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
     entry = manager.task_index[task]
@@ -182,7 +183,7 @@ def register_variant(manager: TaskManager, name: str, variant: str) -> None:
         return
     if variant not in manager.task_index or leaf_tasks(manager, variant) != [variant]:
         raise KeyError(f"task variant {variant!r} for {name!r} is not a single task lm-eval knows")
-    config = {**_resolved_config(manager, variant), "task": name}
+    config = {**resolved_config(manager, variant), "task": name}
     entry = manager.task_index[variant]
     manager.task_index[name] = Entry(name=name, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags)
 
@@ -211,7 +212,7 @@ def task_manager(
     for benchmark, data in (local_data or {}).items():
         for task in leaf_tasks(manager, benchmark):
             entry = manager.task_index[task]
-            config = _resolved_config(manager, task)
+            config = resolved_config(manager, task)
             config.update(local_dataset_overrides(config, Path(data), cache_dir))
             manager.task_index[task] = Entry(
                 name=task, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags
@@ -227,7 +228,7 @@ def task_config(task: str, data: Path | None = None, cache_dir: Path | None = No
     manager = task_manager(include_defaults=False)
     if task not in manager.task_index or leaf_tasks(manager, task) != [task]:
         raise KeyError(f"{task!r} is not one of our tasks (groups: use task_manager(local_data=...))")
-    config = _resolved_config(manager, task)
+    config = resolved_config(manager, task)
     if data is not None:
         config.update(local_dataset_overrides(config, Path(data), cache_dir))
     return config

@@ -106,9 +106,8 @@ class FinetuneResult:
     checkpoints: list[int]
     precision: str | None = None  # one of PRECISIONS (None: a run recorded before precision was)
     batch: dict[str, int] | None = None  # per_device × accumulation × world_size = effective
-    fingerprint: str | None = (
-        None  # what the run depended on (`_fingerprint`); identifies the weights it wrote
-    )
+    # what the run depended on (`_fingerprint`); identifies the weights it wrote
+    fingerprint: str | None = None
     zero3_partition: dict[str, int] | None = None  # this rank's ZeRO-3 shard as loaded (`zero3_partition`)
     trained: dict[str, Any] | None = None  # what the live Trainer ran (`trained_with`): autocast, ZeRO stage
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -93,9 +93,7 @@ class ModelEntry:
     paper_name: Name | None = record_field()  # the name figures and tables show
     paper_hf_repo: AnyText | None = record_field()  # the paper's string where it is a typo
     source: AnyText | None = record_field()  # where the results of a model outside Appendix B.1 come from
-    authors_tokens_t: PositiveNumber | None = (
-        record_field()
-    )  # D of the authors' analysis code, where it differs
+    authors_tokens_t: PositiveNumber | None = record_field()  # D of the authors' analysis code, if it differs
     authors_train_date: Month | None = record_field()  # the train date of the authors' analysis code
     revision_note: AnyText | None = record_field()  # why `revision` is null
     # Loading (the runner): off unless the entry says so (the authors loaded every model but falcon with it on)
@@ -219,15 +217,11 @@ class ModelInfo:
     # Loading (the runner; analyses never read these). Off unless the entry says so; the authors loaded every
     # model with trust_remote_code=True except falcon (jobs_eval.py:29-31).
     trust_remote_code: bool = False
-    revision: str | None = (
-        None  # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
-    )
-    model_args: dict[str, Any] = field(
-        default_factory=dict, hash=False, compare=False
-    )  # from_pretrained kwargs
-    eval_model_args: dict[str, Any] = field(
-        default_factory=dict, hash=False, compare=False
-    )  # lm-eval `hf` only
+    # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
+    revision: str | None = None
+    # from_pretrained kwargs, and lm-eval `hf` model arguments only
+    model_args: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    eval_model_args: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def load_kwargs(self) -> dict[str, Any]:
         """from_pretrained keyword arguments besides trust_remote_code: `revision` when pinned, `model_args`."""
@@ -400,19 +394,7 @@ class ModelRegistry:
         """One row per model: every ModelInfo field, the optional annotations, compute and log10_compute."""
         rows = []
         for info in self._models.values():
-            row = {
-                "name": info.name,
-                "kind": info.kind,
-                "train_date": info.train_date,
-                "params_b": info.params_b,
-                "tokens_t": info.tokens_t,
-                "family": info.family,
-                "language": info.language,
-                "hf_repo": info.hf_repo,
-                "base_model": info.base_model,
-                "trust_remote_code": info.trust_remote_code,
-                "revision": info.revision,
-            }
+            row = {k: v for k, v in asdict(info).items() if k not in ("model_args", "eval_model_args")}
             note = self._notes.get(info.name, {})
             row.update({key: note.get(key) for key in NOTES})
             row["compute"] = info.compute

@@ -58,9 +58,8 @@ class ReleaseSettings:
 
     evaluations_dir: Name  # below the source's data root
     model_values: ModelValues
-    models: (
-        Models  # the model registry (conf/training_on_the_test_task/models/paper.yaml, and the user's own)
-    )
+    # the model registry (conf/training_on_the_test_task/models/paper.yaml, and the user's own)
+    models: Models
     absent_results: list[Absence]  # the only licence to leave a model out (analysis.yaml says how)
 
     def __post_init__(self) -> None:

@@ -24,6 +24,7 @@ from testtask.lm.results import (
     ResultsError,
     entries_lacking,
 )
+from testtask.lm.settings import Suite
 from testtask.schema import Choice, Flag, Name, UnitInterval, section
 
 if TYPE_CHECKING:
@@ -39,14 +40,6 @@ class Aggregate(Choice):
 
     own = "own"
     entries_mean = ENTRIES_MEAN
-
-
-class Suite(Choice):
-    """Which evaluations a result belongs to: Open LLM Leaderboard v1-era tasks (`v1`) or v2 (`v2`, the release's
-    new_evals/ folder; testtask.lm.results_layout)."""
-
-    v1 = "v1"
-    v2 = "v2"
 
 
 @section

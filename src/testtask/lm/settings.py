@@ -53,6 +53,14 @@ class LossOn(Choice):
     all = "all"
 
 
+class Suite(Choice):
+    """Which evaluations a result belongs to: Open LLM Leaderboard v1-era tasks (`v1`, evaluations/) or v2 (`v2`,
+    the release's new_evals/ folder; testtask.lm.results_layout)."""
+
+    v1 = "v1"
+    v2 = "v2"
+
+
 class Side(Choice):
     """A side of a token sequence (truncation, padding)."""
 
@@ -165,16 +173,13 @@ class Recipe:
     pad_to_max_length: Flag
     attend_padding: Flag
     padding_side: Side | None  # null: the tokenizer's
-    attn_implementation: (
-        Name | None
-    )  # a transformers name, `auto` (FlashAttention-2 where it runs), null: default
+    # a transformers name, `auto` (FlashAttention-2 where it runs), null: default
+    attn_implementation: Name | None
     # --- optimisation
-    learning_rate_small: (
-        PositiveNumber | None
-    )  # peak lr below large_model_threshold parameters (the size rule)
-    learning_rate_large: (
-        PositiveNumber | None
-    )  # at or above it; null (both): the runner gives the learning rate
+    # peak lr below large_model_threshold parameters (the size rule)
+    learning_rate_small: PositiveNumber | None
+    # at or above it; null (both): the runner gives the learning rate
+    learning_rate_large: PositiveNumber | None
     large_model_threshold: PositiveNumber | None
     learning_rate_overrides: dict[str, PositiveNumber] | None  # model -> peak lr, over the size rule
     optim: Optimizer

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 NO_CUDA = "no CUDA GPU: the preflight needs one; `--cpu` runs the CPU subset"
 OFFLINE_ENV = {
@@ -78,16 +79,8 @@ class CurrentStderr(logging.StreamHandler):
 def quiet_offline() -> Iterator[None]:
     """No Hub access and transformers' warnings only (the environment variables are read when the libraries are
     first imported, which is inside the checks); the environment is restored afterwards."""
-    saved = {k: os.environ.get(k) for k in OFFLINE_ENV}
-    os.environ.update(OFFLINE_ENV)
-    try:
+    with mock.patch.dict(os.environ, OFFLINE_ENV):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def warnings_to_current_stderr() -> None:
@@ -121,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings_to_current_stderr()
     from testtask.paths import resolve
     from testtask.preflight import report
-    from testtask.preflight.runner import Context, counts, run_checks
+    from testtask.preflight.runner import Context, run_and_save
 
     device = "cpu" if ns.cpu else "cuda"
     gpu = report.gpu_info() if device == "cuda" else None
@@ -148,19 +141,4 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ),
             )
 
-        stdout = sys.stdout  # progress lines go here while a check's own output is captured
-        outcomes = run_checks(
-            items,
-            ctx,
-            echo=lambda line: print(line, file=stdout, flush=True),
-            after_each=save,
-            capture=not ns.verbose,
-        )
-        save(outcomes, complete=True)
-    total = counts(outcomes)
-    print(
-        f"preflight: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped "
-        f"in {time.perf_counter() - started:.1f} s -> {out}",
-        flush=True,
-    )
-    return 1 if total["failed"] else 0
+        return run_and_save("preflight", items, ctx, save, capture=not ns.verbose, started=started, out=out)

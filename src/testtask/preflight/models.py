@@ -8,6 +8,7 @@ whole check still takes seconds.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -141,12 +142,5 @@ def parameter_count(folder: Path) -> int:
     for path in sorted(Path(folder).glob("*.safetensors")):
         with safe_open(str(path), framework="pt") as f:
             for key in f.keys():  # noqa: SIM118 -- safe_open is not a mapping
-                total += _numel(f.get_slice(key).get_shape())
+                total += math.prod(int(dim) for dim in f.get_slice(key).get_shape())
     return total
-
-
-def _numel(shape: list[int]) -> int:
-    out = 1
-    for dim in shape:
-        out *= int(dim)
-    return out

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from testtask.io import atomic_write_json
-from testtask.paths import repo_root
 from testtask.preflight.runner import Context, Outcome, counts
 
 SCHEMA = 1
@@ -104,20 +103,11 @@ def file_name(gpu: dict[str, Any] | None, device: str) -> str:
 
 
 def git_commit(root: Path | None = None) -> dict[str, Any]:
-    root = root or repo_root()
+    from testtask.provenance import git_state
 
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20, check=True
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    commit, dirty = git_state(root)
+    known = commit != "unknown"  # outside a checkout, or git missing
+    return {"commit": commit if known else None, "dirty": dirty if known else None}
 
 
 def runs_on(needs: frozenset[str] | set[str]) -> str:

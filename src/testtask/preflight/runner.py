@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -205,7 +206,31 @@ def run_checks(
 
 
 def counts(outcomes: Iterable[Outcome]) -> dict[str, int]:
-    out = {PASSED: 0, FAILED: 0, SKIPPED: 0}
-    for outcome in outcomes:
-        out[outcome.status] += 1
-    return out
+    statuses = [outcome.status for outcome in outcomes]
+    return {status: statuses.count(status) for status in (PASSED, FAILED, SKIPPED)}
+
+
+def run_and_save(
+    prog: str,
+    items: Sequence[Check],
+    ctx: Context,
+    save: Callable[..., None],
+    *,
+    capture: bool,
+    started: float,
+    out: Path,
+) -> int:
+    """`run_checks` with progress on the current stdout, `save(outcomes)` after each check and
+    `save(outcomes, complete=True)` at the end, then the totals; the exit status (1 when a check failed)."""
+    stdout = sys.stdout  # progress lines go here while a check's own output is captured
+    outcomes = run_checks(
+        items, ctx, echo=lambda line: print(line, file=stdout, flush=True), after_each=save, capture=capture
+    )
+    save(outcomes, complete=True)
+    total = counts(outcomes)
+    print(
+        f"{prog}: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped "
+        f"in {time.perf_counter() - started:.1f} s -> {out}",
+        flush=True,
+    )
+    return 1 if total["failed"] else 0

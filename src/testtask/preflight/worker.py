@@ -63,9 +63,8 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             "losses": result.losses,
             "checkpoints": result.checkpoints,
             "batch": getattr(result, "batch", None),  # finetune's own batch arithmetic, where it records it
-            "partition": getattr(
-                result, "zero3_partition", None
-            ),  # this rank's ZeRO-3 shard, under DeepSpeed
+            # this rank's ZeRO-3 shard, under DeepSpeed
+            "partition": getattr(result, "zero3_partition", None),
             "precision": result.precision,
             "trained": getattr(result, "trained", None),  # the live Trainer's autocast, ZeRO stage, optimizer
         }

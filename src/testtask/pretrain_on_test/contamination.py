@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -82,14 +82,7 @@ class TestResult:
     degenerate: bool  # every difference equal (std 0): t and p undefined (NaN), as in the authors' code
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "p_value": self.p_value,
-            "t": self.t,
-            "mean_difference": self.mean_difference,
-            "std_difference": self.std_difference,
-            "shards": self.shards,
-            "degenerate": self.degenerate,
-        }
+        return asdict(self)
 
 
 def shard_sizes(num_examples: int, num_shards: int) -> np.ndarray:

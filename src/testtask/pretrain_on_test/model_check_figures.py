@@ -89,10 +89,7 @@ def figure_9(ctx: Context) -> dict:
     frame = reference_configuration(ctx, ctx.settings.figure_9)
     notes = substitution_notes(ctx.settings.figure_9, frame)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
-    numbers: dict[str, Any] = {
-        **_configuration(ctx, frame),
-        "panels": [],
-    }
+    numbers: dict[str, Any] = {**_configuration(ctx, frame), "panels": []}
     for ax, effect in zip(axes, ("boost", "bias"), strict=True):
         r = fit_panel(ctx, frame, effect)
         pp = r["predictive"]
@@ -116,10 +113,7 @@ def figure_10(ctx: Context) -> dict:
     frame = reference_configuration(ctx, ctx.settings.figure_10)
     notes = substitution_notes(ctx.settings.figure_10, frame)
     fig, axes = plt.subplots(2, 2, figsize=(10, 9))
-    numbers: dict[str, Any] = {
-        **_configuration(ctx, frame),
-        "panels": [],
-    }
+    numbers: dict[str, Any] = {**_configuration(ctx, frame), "panels": []}
     for row, effect in enumerate(("boost", "bias")):
         for col, interaction in enumerate((True, False)):
             r = fit_panel(ctx, frame, effect, interaction=interaction)

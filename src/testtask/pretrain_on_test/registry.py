@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from testtask.context import Context
-from testtask.papers import Lazy, LazyMapping, Paper, Runner
+from testtask.papers import Builder, LazyMapping, Paper, Runner, lazy_in
 from testtask.pretrain_on_test.runner import settings as runner_settings
 from testtask.pretrain_on_test.settings import Settings
 
-Builder = Callable[[Context], dict]
-
-
-def _(target: str) -> Lazy:
-    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
-    return Lazy(f"testtask.pretrain_on_test.{target}")
-
+_ = lazy_in("testtask.pretrain_on_test")
 
 FIGURES: dict[int, Builder] = {
     3: _("boost_bias_figures:figure_3"),

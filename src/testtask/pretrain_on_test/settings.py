@@ -149,9 +149,8 @@ class LmTypes:
 
 @section
 class Figure4:
-    threshold: (
-        Number  # tasks whose observed average bias passes this in some configuration (dataset_level.ipynb)
-    )
+    # tasks whose observed average bias passes this in some configuration (dataset_level.ipynb)
+    threshold: Number
     strict: Flag  # `>` as the authors' notebook filters; False: ≥, the text's "at least"
 
 

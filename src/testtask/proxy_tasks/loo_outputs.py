@@ -110,6 +110,14 @@ def _common(ctx: Context, settings: Method) -> dict[str, Any]:
     }
 
 
+# Figure loo's predictions against the actual scores: (column, legend name, marker style), drawn in this order
+SERIES = (
+    ("mean_of_tasks", "mean of tasks", {"s": 14, "color": "#999999", "alpha": 0.8}),
+    ("best_single", "best single proxy", {"s": 10, "color": "#E69F00", "alpha": 0.7, "marker": "^"}),
+    ("proxy", "proxy tasks", {"s": 18, "color": "#0072B2"}),
+)
+
+
 def figure_loo(ctx: Context) -> dict:
     panels = []
     settings = None
@@ -136,32 +144,10 @@ def figure_loo(ctx: Context) -> dict:
     for ax, panel in zip(axes.flat, panels, strict=False):
         pred = pd.DataFrame(panel["predictions"])
         err = panel["errors"]
-        ax.scatter(
-            pred["actual"],
-            pred["mean_of_tasks"],
-            s=14,
-            color="#999999",
-            alpha=0.8,
-            label=f"mean of tasks (MAE {err['mean_of_tasks']['mae']:.3f})",
-        )
-        ax.scatter(
-            pred["actual"],
-            pred["best_single"],
-            s=10,
-            color="#E69F00",
-            alpha=0.7,
-            marker="^",
-            label=f"best single proxy (MAE {err['best_single']['mae']:.3f})",
-        )
-        ax.scatter(
-            pred["actual"],
-            pred["proxy"],
-            s=18,
-            color="#0072B2",
-            label=f"proxy tasks (MAE {err['proxy']['mae']:.3f})",
-        )
-        lo = float(np.nanmin(pred[["actual", "proxy", "mean_of_tasks", "best_single"]].to_numpy()))
-        hi = float(np.nanmax(pred[["actual", "proxy", "mean_of_tasks", "best_single"]].to_numpy()))
+        for column, name, style in SERIES:
+            ax.scatter(pred["actual"], pred[column], **style, label=f"{name} (MAE {err[column]['mae']:.3f})")
+        values = pred[["actual", "proxy", "mean_of_tasks", "best_single"]].to_numpy()
+        lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
         ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
         ax.set_title(
             f"{panel['matrix']['label']}\ntarget {panel['target']}, {panel['n_models']} models", fontsize=8

@@ -35,7 +35,7 @@ import pandas as pd
 from testtask.context import Context, InputsUnavailable
 from testtask.errors import InputError
 from testtask.metric_ranges import problem
-from testtask.paths import repo_root, resolve
+from testtask.paths import in_repo, resolve
 from testtask.proxy_tasks.settings import Matrix, Perplexity, Reader, Stage, TrainBeforeTestReader
 
 log = logging.getLogger(__name__)
@@ -247,14 +247,6 @@ def training_on_the_test_task(ctx: Context, key: str, entry: Matrix) -> ScoreMat
     return complete(key, entry.label, scores, stderr, f"{root} [{stage}]", notes, excluded_records(gaps))
 
 
-def shown(path: Path) -> str:
-    """A path as messages and sidecars show it: relative to the repository root when inside it."""
-    try:
-        return str(path.resolve().relative_to(repo_root()))
-    except ValueError:
-        return str(path)
-
-
 @dataclass(frozen=True)
 class _Table:
     """A CSV read as text: its path as shown, the task columns and, per model, its line number and cells."""
@@ -267,13 +259,12 @@ class _Table:
 def _read_table(path: Path, where: str) -> _Table:
     """The header and rows of a models x tasks CSV, its shape checked: named, unique models and tasks, one cell per
     task on every row. `where` says which setting to change when there is no such file."""
-    name = shown(path)
+    name = in_repo(path)
     if not path.is_file():
         raise MatrixError(f"{name} does not exist: change {where}")
     try:
-        text = path.read_bytes().decode(
-            "utf-8-sig"
-        )  # a byte-order mark, as spreadsheet programs write, is fine
+        # a byte-order mark, as spreadsheet programs write, is fine
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise MatrixError(f"{name}: not a UTF-8 text file ({err})") from None
     lines = list(csv.reader(text.splitlines()))

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from testtask.context import Context
-from testtask.papers import Lazy, LazyMapping, Paper
+from testtask.papers import Builder, LazyMapping, Paper, lazy_in
 from testtask.proxy_tasks.settings import Settings
 
-Builder = Callable[[Context], dict]
-
-
-def _(target: str) -> Lazy:
-    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
-    return Lazy(f"testtask.proxy_tasks.{target}")
-
+_ = lazy_in("testtask.proxy_tasks")
 
 FIGURES: dict[int | str, Builder] = {
     1: _("relevance_figure:figure_1"),  # relevance of every candidate to the target, three metrics

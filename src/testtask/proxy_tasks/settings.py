@@ -105,15 +105,13 @@ class Matrix:
 
     label: Name
     reader: Reader
-    regime: (
-        Name | None
-    )  # reader train_before_test: the field of all_results.json (direct_eval | train_before_test)
+    # reader train_before_test: the field of all_results.json (direct_eval | train_before_test)
+    regime: Name | None
     stage: Stage | None  # reader training_on_the_test_task
     benchmarks: non_empty(Name) | None  # reader training_on_the_test_task: keys of that paper's benchmarks
     file: Name | None  # reader csv: the score CSV (relative to the repository root, or absolute)
-    stderr_file: (
-        Name | None
-    )  # reader csv: its standard errors, a CSV of the same shape (null: none), as `file`
+    # reader csv: its standard errors, a CSV of the same shape (null: none), as `file`
+    stderr_file: Name | None
     top_t: PositiveInt | None  # null: consistency.top_t
     n_models: int_at_least(3) | None  # null: consistency.n_models
     robustness: RobustnessMode | None  # null: robustness.mode
@@ -180,9 +178,8 @@ class Consistency:
     n_models: int_at_least(3)  # n: models per subset (Algorithm 1: 2 < n)
     samples: int_at_least(2)  # k: subsets
     top_t: PositiveInt  # t: top tasks of interest
-    min_top_frequency: (
-        UnitInterval  # our extension: keep proxies in the sampled top t at least this often (0: off)
-    )
+    # our extension: keep proxies in the sampled top t at least this often (0: off)
+    min_top_frequency: UnitInterval
 
 
 @section

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from testtask.proxy_tasks.matrices import shown
+from testtask.paths import in_repo
 from testtask.proxy_tasks.settings import Reader, RobustnessMode
 from testtask.schema import Name, PositiveInt, int_at_least, record_field, section, violations
 from testtask.user_files import UserFileError
@@ -40,7 +40,7 @@ class OwnMatrix:
 def _path(file: Any, value: str) -> str:
     """A file named in matrices.yaml as the config holds it: relative to the repository root when inside it."""
     path = Path(value).expanduser()
-    return shown(path if path.is_absolute() else file.path.parent / path)
+    return in_repo(path if path.is_absolute() else file.path.parent / path)
 
 
 def entries(file: Any) -> dict[str, dict[str, Any]]:

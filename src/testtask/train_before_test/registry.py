@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from testtask.context import Context
-from testtask.papers import Lazy, LazyMapping, Paper, Runner
+from testtask.papers import Builder, LazyMapping, Paper, Runner, lazy_in
 from testtask.train_before_test.runner import settings as runner_settings
 from testtask.train_before_test.settings import Settings
 
-Builder = Callable[[Context], dict]
-
-
-def _(target: str) -> Lazy:
-    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
-    return Lazy(f"testtask.train_before_test.{target}")
-
+_ = lazy_in("testtask.train_before_test")
 
 # Figure 1 (the NQ-Open/ARC-Challenge bump chart aligned by the paper's Algorithm 3) is not built: the algorithm
 # did not survive in our copy of the text.

@@ -19,9 +19,8 @@ from testtask.lm import release
 from testtask.lm.models import ModelRegistry
 from testtask.lm.scores import BenchmarkSpec
 
-SECTION = (
-    "training_on_the_test_task"  # the config section of this paper's settings, as messages name its keys
-)
+# the config section of this paper's settings, as messages name its keys
+SECTION = "training_on_the_test_task"
 
 
 def results(ctx: Context) -> pd.DataFrame:

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from testtask.context import Context
-from testtask.papers import Lazy, LazyMapping, Paper, Runner
+from testtask.papers import Builder, LazyMapping, Paper, Runner, lazy_in
 from testtask.training_on_the_test_task.runner import settings as runner_settings
 from testtask.training_on_the_test_task.settings import Settings
 
-Builder = Callable[[Context], dict]
-
-
-def _(target: str) -> Lazy:
-    """A builder of this package, imported when it runs (checking a config imports no figure module)."""
-    return Lazy(f"testtask.training_on_the_test_task.{target}")
-
+_ = lazy_in("testtask.training_on_the_test_task")
 
 FIGURES: dict[int | str, Builder] = {
     1: _("cohort_figures:figure_1"),

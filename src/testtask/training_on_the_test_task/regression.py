@@ -108,9 +108,8 @@ def fit_ols(
         return results, "cluster", n_clusters
     if cov_type not in tuple(CovType):
         raise ValueError(f"unknown cov_type {cov_type!r}")
-    se_type = (
-        "nonrobust" if cov_type == CovType.cluster else str(cov_type)
-    )  # the plain word, for the sidecars
+    # the plain word, for the sidecars
+    se_type = "nonrobust" if cov_type == CovType.cluster else str(cov_type)
     n_clusters = int(group_codes(groups, n).max()) + 1 if groups is not None else 0
     return sm.OLS(y, X).fit(cov_type=se_type, use_t=use_t), se_type, n_clusters
 

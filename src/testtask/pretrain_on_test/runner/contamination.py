@@ -30,10 +30,10 @@ from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.contamination import ShardedTest, run_test
 from testtask.pretrain_on_test.runner import subsample as subsampling
-from testtask.pretrain_on_test.runner.cell import ResumeError, baseline_columns, make_protocol
+from testtask.pretrain_on_test.runner.cell import ResumeError, baseline_columns, identity, make_protocol
 from testtask.pretrain_on_test.runner.datasets import load_dataset
 from testtask.pretrain_on_test.runner.likelihood import sequence_logliks
-from testtask.pretrain_on_test.runner.settings import Settings, effective_lm
+from testtask.pretrain_on_test.runner.settings import Settings
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir
 
 log = logging.getLogger("testtask.runner")
@@ -54,14 +54,8 @@ def example_strings(prompts: Any, texts: Sequence[str], labels: Sequence[int], f
 def _settings(settings: Settings, config: DictConfig) -> dict[str, Any]:
     """What must not change between a run and its resumption, as the composed config `config` writes it."""
     return {
-        "dataset": settings.dataset,
-        "m": settings.m,
-        "n": settings.n,
-        "seed": settings.seed,
+        **identity(settings, config),  # the cell's (cell.yaml)
         "repetition": settings.contamination.repetition,
-        "stratification": settings.stratification.value,
-        "lm": effective_lm(config.lm, settings.dataset),
-        "dataset_spec": OmegaConf.to_container(config.datasets[settings.dataset], resolve=True),
         # batch_size changes speed only (padded batches score like single sequences), so a resumed run may change it
         "contamination": {
             k: v

@@ -99,9 +99,8 @@ class PromptBuilder:
 
     def scoring_ids(self, text: str) -> tuple[list[int], list[list[int]]]:
         """The prompt's ids and each class name's continuation ids."""
-        if (
-            self.scoring_tokenization == ScoringTokenization.segments
-        ):  # CAPPr: instruction | text and answer | class name
+        # CAPPr: instruction | text and answer | class name
+        if self.scoring_tokenization == ScoringTokenization.segments:
             prompt = self.encode(self.instruction) + self._bare(
                 self.space + self.query(text) + self.template.answer
             )

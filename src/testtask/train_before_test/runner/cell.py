@@ -30,13 +30,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from testtask.lm.hf import load_tokenizer
-from testtask.lm.settings import Lora, Recipe, recipe_record
+from testtask.lm.settings import Recipe, recipe_record
 from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
 from testtask.train_before_test.runner.data import VIEWS, build_manager, load_task, prepare, view_config
 from testtask.train_before_test.runner.scoring import Score, Scorer
 from testtask.train_before_test.runner.selection import Point, base_points, best
-from testtask.train_before_test.runner.settings import PER_RUN, ChatTemplate, Keep, SplitRule, TextFormat
+from testtask.train_before_test.runner.settings import PER_RUN, ChatTemplate, Keep, Settings
 from testtask.train_before_test.runner.store import (
     check_settings,
     claim,
@@ -63,67 +63,52 @@ _HOW = (
 
 @dataclass
 class CellConfig:
-    """Everything one cell needs (the typed settings, paths resolved, the benchmark's spec looked up, the prompt
-    variants chosen: runner.main.cell_config); `settings()` is the part its numbers depend on."""
+    """Everything one cell needs: the job's typed settings (`run`), with paths resolved, the benchmark's spec looked
+    up and the prompt variants chosen (runner.main.cell_config); `settings()` is the part its numbers depend on."""
 
-    model: str  # the model id (the key in all_results.json)
-    model_path: str  # what is loaded: the id itself, or a local copy
+    run: Settings
+    model_path: str  # what is loaded: the model id itself, or a local copy
     spec: BenchmarkSpec
     variants: list[str]  # "plain" and/or "chat"
     learning_rates: list[float]
-    epochs: int
     caps: dict[str, int | None]
-    validation_fraction: float
-    seed: int
-    recipe: Recipe
-    lora: Lora
-    fallback_to_base: bool
-    texts: TextFormat
-    chat_recipe: Mapping[str, Any]  # recipe keys that differ for the chat variant
-    training_seed: int  # the Trainer's seed (data order, dropout, LoRA init); `seed` picks the documents
-    split_rule: SplitRule
     corpus_fractions: list[float]
-    eager_attention_for: list[str]
-    num_fewshot: int
-    bootstrap_iters: int
-    model_args: dict[str, Any]
     # how, not what: not part of the settings
     results_dir: Path
     work_dir: Path
     include_paths: list[Path]
     local_data: Path | None
     device: str
-    batch_size: int | str
-    max_batch_size: int | None
-    log_samples: bool
-    keep_checkpoints: Keep
-    progress: bool
+
+    @property
+    def model(self) -> str:
+        """The model id (the key in all_results.json)."""
+        return self.run.model
 
     def settings(self) -> dict[str, Any]:
-        recipe = {k: v for k, v in recipe_record(self.recipe).items() if k not in (*_HOW, *PER_RUN)}
+        run = self.run
+        recipe = {k: v for k, v in recipe_record(run.recipe).items() if k not in (*_HOW, *PER_RUN)}
         return {
             "model": self.model,
             "benchmark": self.spec.as_dict(),
             "variants": list(self.variants),
-            "learning_rates": [float(x) for x in self.learning_rates],
-            "epochs": int(self.epochs),
+            "learning_rates": list(self.learning_rates),
+            "epochs": int(run.epochs),
             "caps": dict(self.caps),
-            "validation_fraction": float(self.validation_fraction),
-            "seed": int(self.seed),
+            "validation_fraction": float(run.validation_fraction),
+            "seed": int(run.seed),
             "recipe": recipe,
-            "chat_recipe": to_plain(self.chat_recipe),
-            "texts": self.texts.as_dict(),
-            "training_seed": int(self.training_seed),
-            "split_rule": self.split_rule.value,
-            **(
-                {"corpus_fractions": [float(f) for f in self.corpus_fractions]} if self.spec.is_corpus else {}
-            ),
-            "eager_attention_for": list(self.eager_attention_for),
-            "lora": to_plain(self.lora),
-            "fallback_to_base": bool(self.fallback_to_base),
-            "num_fewshot": int(self.num_fewshot),
-            "bootstrap_iters": int(self.bootstrap_iters),
-            "model_args": dict(self.model_args),
+            "chat_recipe": to_plain(run.chat_recipe),
+            "texts": run.texts.as_dict(),
+            "training_seed": int(run.training_seed),
+            "split_rule": run.split_rule.value,
+            **({"corpus_fractions": list(self.corpus_fractions)} if self.spec.is_corpus else {}),
+            "eager_attention_for": list(run.eager_attention_for),
+            "lora": to_plain(run.lora),
+            "fallback_to_base": bool(run.fallback_to_base),
+            "num_fewshot": int(run.num_fewshot),
+            "bootstrap_iters": int(run.bootstrap_iters),
+            "model_args": dict(run.model_args),
         }
 
 
@@ -167,10 +152,10 @@ def _versions() -> dict[str, str]:
 
 def _prune(work: Path, cc: CellConfig, chosen: Point) -> None:
     """Free the disk of a finished cell: every checkpoint but the selected one (`best`), or all (`none`)."""
-    if cc.keep_checkpoints == Keep.all:
+    if cc.run.keep_checkpoints == Keep.all:
         return
     keep = None
-    if cc.keep_checkpoints == Keep.best and not chosen.is_base:
+    if cc.run.keep_checkpoints == Keep.best and not chosen.is_base:
         keep = work / chosen.variant / _lr_name(chosen.learning_rate) / f"checkpoint-{chosen.step}"
     for variant in cc.variants:
         for lr in cc.learning_rates:
@@ -194,9 +179,9 @@ class _CellRun:
         self.runs: dict[str, Any] = {}
         n_variants, n_lrs = len(cc.variants), len(cc.learning_rates)
         self.bar = tqdm(
-            total=n_variants * (1 + n_lrs * (1 + cc.epochs)) + 2,
+            total=n_variants * (1 + n_lrs * (1 + cc.run.epochs)) + 2,
             desc=f"{cc.spec.name} × {cc.model}",
-            disable=not cc.progress,
+            disable=not cc.run.progress,
         )
 
     def score(self, view: str, out: Path, point: Point, adapter: Path | None = None) -> Score:
@@ -229,9 +214,9 @@ class _CellRun:
         for variant in cc.variants:
             chat = variant == "chat"
             texts = training_examples(
-                train_task, cc.texts, chat_tokenizer=tokenizer if chat else None, model=cc.model
+                train_task, cc.run.texts, chat_tokenizer=tokenizer if chat else None, model=cc.model
             )
-            recipe = variant_recipe(cc.recipe, cc.chat_recipe, variant)
+            recipe = variant_recipe(cc.run.recipe, cc.run.chat_recipe, variant)
             for lr in cc.learning_rates:
                 self.bar.set_postfix_str(f"training {variant} lr={lr:g}")
                 self.scorer.release()  # the GPU holds one model at a time
@@ -241,10 +226,10 @@ class _CellRun:
                     work / variant / _lr_name(lr),
                     recipe,
                     learning_rate=lr,
-                    epochs=cc.epochs,
-                    lora=cc.lora,
+                    epochs=cc.run.epochs,
+                    lora=cc.run.lora,
                     device=cc.device,
-                    seed=cc.training_seed,
+                    seed=cc.run.training_seed,
                 )
                 self.bar.update()
                 self.runs[f"{variant}/{_lr_name(lr)}"] = {
@@ -260,7 +245,9 @@ class _CellRun:
 
     def select(self) -> tuple[Point, Score]:
         """The best point of the curve (the base model too with `fallback_to_base`), scored on test."""
-        candidates = self.points if self.cc.fallback_to_base else [p for p in self.points if not p.is_base]
+        candidates = (
+            self.points if self.cc.run.fallback_to_base else [p for p in self.points if not p.is_base]
+        )
         chosen = best(candidates, self.cc.spec.higher_is_better)
         if chosen.is_base:
             return chosen, self.score("test", self.evals / "base" / chosen.variant / "test.json", chosen)
@@ -289,9 +276,9 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
         manager,
         work / "data",
         caps=cc.caps,
-        validation_fraction=cc.validation_fraction,
-        seed=cc.seed,
-        rule=cc.split_rule,
+        validation_fraction=cc.run.validation_fraction,
+        seed=cc.run.seed,
+        rule=cc.run.split_rule,
         corpus_fractions=cc.corpus_fractions,
         local_data=cc.local_data,
         cache_dir=cache,
@@ -300,12 +287,12 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
     scorer = Scorer(
         manager,
         device=cc.device,
-        batch_size=cc.batch_size,
-        max_batch_size=cc.max_batch_size,
+        batch_size=cc.run.batch_size,
+        max_batch_size=cc.run.max_batch_size,
         model_args=scoring_model_args(cc),
-        num_fewshot=cc.num_fewshot,
-        bootstrap_iters=cc.bootstrap_iters,
-        log_samples=cc.log_samples,
+        num_fewshot=cc.run.num_fewshot,
+        bootstrap_iters=cc.run.bootstrap_iters,
+        log_samples=cc.run.log_samples,
     )
     cell = _CellRun(cc, scorer, configs, Path(cc.results_dir) / "evaluations" / spec.name / slug(cc.model))
     direct, direct_test = cell.direct()
@@ -361,8 +348,8 @@ def uses_eager_attention(model: str, patterns: list[str]) -> bool:
 
 def scoring_model_args(cc: CellConfig) -> dict[str, Any]:
     """lm-eval's hf model arguments: `model_args`, plus eager attention where the authors used it."""
-    args = dict(cc.model_args)
-    if uses_eager_attention(cc.model, cc.eager_attention_for):
+    args = dict(cc.run.model_args)
+    if uses_eager_attention(cc.model, cc.run.eager_attention_for):
         args.setdefault("attn_implementation", "eager")
     return args
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testtask.io import atomic_write_json, atomic_write_text
-from testtask.lm.evaluation import TASKS_DIR, leaf_tasks, local_dataset_overrides
+from testtask.lm.evaluation import TASKS_DIR, leaf_tasks, local_dataset_overrides, resolved_config
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec, SpecError
 from testtask.train_before_test.runner.corpora import load_corpus
 from testtask.train_before_test.runner.splits import SplitPlan, plan, plan_corpus
@@ -72,16 +72,11 @@ def task_config(
     manager: TaskManager, task: str, data: Path | None = None, cache_dir: Path | None = None
 ) -> dict[str, Any]:
     """The resolved config of one lm-eval task (includes and functions resolved), reading `data` when given."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
     if task not in manager.task_index:
         raise SpecError(f"lm-eval knows no task {task!r} (include paths: {manager.include_path})")
     if leaf_tasks(manager, task) != [task]:
         raise SpecError(f"{task!r} is a group or tag; a benchmark must name one lm-eval task")
-    entry = manager.task_index[task]
-    config = dict(
-        load_yaml(entry.yaml_path, resolve_func=True, recursive=True) if entry.yaml_path else entry.cfg
-    )
+    config = resolved_config(manager, task)
     if data is not None:
         config.update(local_dataset_overrides(config, Path(data), cache_dir))
     return config

@@ -38,37 +38,18 @@ def cell_config(settings: Settings) -> CellConfig:
     )
     local = settings.local_data
     return CellConfig(
-        model=settings.model,
+        run=settings,
         model_path=model_path,
         spec=spec,
         variants=variants,
         learning_rates=[float(x) for x in settings.learning_rates],
-        epochs=settings.epochs,
         caps=to_plain(settings.caps),
-        validation_fraction=float(settings.validation_fraction),
-        seed=settings.seed,
-        recipe=settings.recipe,
-        lora=settings.lora,
-        fallback_to_base=settings.fallback_to_base,
-        texts=settings.texts,
-        chat_recipe=settings.chat_recipe,
-        training_seed=settings.training_seed,
-        split_rule=settings.split_rule,
         corpus_fractions=[float(f) for f in settings.corpus_fractions],
-        eager_attention_for=list(settings.eager_attention_for),
-        num_fewshot=settings.num_fewshot,
-        bootstrap_iters=settings.bootstrap_iters,
-        model_args=dict(settings.model_args),
         results_dir=resolve(settings.results_dir),
         work_dir=resolve(settings.work_dir),
         include_paths=[resolve(p) for p in settings.include_paths],
         local_data=resolve(local[spec.name]) if spec.name in local else None,
         device=pick_device(settings.device),
-        batch_size=settings.batch_size,
-        max_batch_size=settings.max_batch_size,
-        log_samples=settings.log_samples,
-        keep_checkpoints=settings.keep_checkpoints,
-        progress=settings.progress,
     )
 
 

@@ -111,9 +111,8 @@ class Scorer:
         if self._lm is None:
             return
         self._lm, self._loaded = None, None
-        if str(self.device).startswith(
-            "cuda"
-        ):  # a full collection costs ~0.5 s; only worth it for GPU memory
+        # a full collection costs ~0.5 s; only worth it for GPU memory
+        if str(self.device).startswith("cuda"):
             import torch
 
             gc.collect()

@@ -101,13 +101,11 @@ class AuthorsChat:
         full = render(self.messages(question, answer), tokenize=False)
         prompt = render(self.messages(question), tokenize=False, add_generation_prompt=True)
         text = without_added_bos(full, self.tokenizer)
-        if (
-            not self._checked
-        ):  # once per model: the template and the tokenizer are the same for every document
+        # once per model: the template and the tokenizer are the same for every document
+        if not self._checked:
             self._checked = True
-            if not chat_ids_match(
-                text, full, self.tokenizer
-            ):  # e.g. a BOS the tokenizer adds, the template not
+            # e.g. a BOS the tokenizer adds, the template not
+            if not chat_ids_match(text, full, self.tokenizer):
                 log.warning(
                     "chat texts: our tokens differ from TRL's (add_special_tokens=False) for %r", full
                 )

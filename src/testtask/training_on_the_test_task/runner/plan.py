@@ -112,7 +112,7 @@ def _bench_files(settings: Plan) -> list[Any]:
 
 def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
     """(achieved TFLOP/s, where from) of the first GPU bench file with a passed `step`, else None."""
-    from testtask.paths import repo_root
+    from testtask.paths import in_repo
 
     for path in _bench_files(settings):
         try:
@@ -125,14 +125,10 @@ def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
             numbers = entry.get("numbers") or {}
             tflops = numbers.get("achieved_tflops")
             if entry.get("name") == step and entry.get("status") == "passed" and tflops and tflops > 0:
-                try:
-                    shown = path.resolve().relative_to(repo_root())
-                except ValueError:
-                    shown = path
                 gpu = (record.get("gpu") or {}).get("name", "?")
                 mfu = numbers.get("mfu")
                 return float(tflops), (
-                    f"measured: {shown}, step {step} ({gpu}, {numbers.get('architecture')} shape"
+                    f"measured: {in_repo(path)}, step {step} ({gpu}, {numbers.get('architecture')} shape"
                     + (f", MFU {mfu:.2f}" if mfu else "")
                     + f", {record.get('created', '?')}; applied to every model and size class)"
                 )
@@ -193,13 +189,10 @@ def sweep_values(cfg: DictConfig, key: str) -> list[str]:
 
 
 def _precision(recipe: Any, parameters: float) -> str:
-    """What finetune trains in on a GPU (its own rule: resolve_precision, else uses_bf16)."""
-    from testtask.lm import finetune as ft
+    """What finetune trains in on a GPU (its own rule)."""
+    from testtask.lm.finetune import resolve_precision
 
-    resolve = getattr(ft, "resolve_precision", None)
-    if resolve is not None:
-        return str(resolve(recipe, "cuda", parameters))
-    return "bf16" if ft.uses_bf16(recipe, "cuda", parameters) else "fp32"
+    return str(resolve_precision(recipe, "cuda", parameters))
 
 
 def default_settings() -> Plan:

@@ -16,7 +16,7 @@ import annotated_types as at
 from pydantic import Strict
 
 from testtask.lm.models import Models
-from testtask.lm.settings import EvalBatchSize, Kwargs, Limit, Lora, Recipe
+from testtask.lm.settings import EvalBatchSize, Kwargs, Limit, Lora, Recipe, Suite
 from testtask.schema import (
     Choice,
     Flag,
@@ -39,13 +39,6 @@ from testtask.settings import Protocol
 # Own registry entries (<user_dir>/models.yaml) join `models` before the config is typed (testtask.user_files)
 USER_FILES = {"models.yaml": "testtask.lm.models:merge_user_models_into_runner"}
 BASE = "base"  # the stage without fine-tuning
-
-
-class Suite(Choice):
-    """Which evaluation layout: the Leaderboard v1 tasks (evaluations/) or the v2 ones (new_evals/)."""
-
-    v1 = "v1"
-    v2 = "v2"
 
 
 class RemoteCode(Choice):
@@ -168,9 +161,8 @@ class Settings:
     batch_size: EvalBatchSize
     add_bos_token: Flag | None  # null: the authors' fork's rule (add_bos_token_model_types)
     add_bos_token_model_types: list[Name]
-    trust_remote_code: (
-        Annotated[bool | RemoteCode, Text("true, false or authors")] | None
-    )  # null: the entry's
+    # null: the entry's
+    trust_remote_code: Annotated[bool | RemoteCode, Text("true, false or authors")] | None
     trust_remote_code_except: list[Name]
     task_variants: dict[str, Name]  # benchmark -> the task config evaluated under its name
     local_data: dict[str, Name]  # task -> local dataset folder
