@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import model_spec, tmp_config, write_accuracies
 from testtask import diagnostics
 from testtask.pipeline import make_context, run
-from testtask.pretrain_on_test import posterior_panels
+from testtask.pretrain_on_test import fits, posterior_panels
 from testtask.pretrain_on_test.hierarchical import (
     LM_TYPE,
     SIGMA_U,
@@ -127,7 +127,7 @@ def _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, figure: int):
 
     monkeypatch.setattr(posterior_panels, "configuration_data", recording)
     monkeypatch.setattr(
-        posterior_panels, "fit_cached", lambda data, *_: handmade_fit(data, bad=effect_of[id(data)] == "bias")
+        fits, "fit_cached", lambda data, *_: handmade_fit(data, bad=effect_of[id(data)] == "bias")
     )
     with caplog.at_level(logging.WARNING, logger="testtask"):
         run(tmp_config(tmp_path, "action=figure", f"figure={figure}", "source=results"))
