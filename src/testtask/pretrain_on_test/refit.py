@@ -79,12 +79,19 @@ class Outcome(Generic[T]):
 
     def record(self, extra: Callable[[T], dict[str, Any]] | None = None) -> dict[str, Any]:
         """What a sidecar keeps of it: whether the fit was refitted, which attempt was kept, and each attempt's
-        settings, verdict and failures (with `extra` of its result, e.g. its seconds)."""
+        settings, verdict and failures (with `extra` of its result, e.g. its seconds). The verdict is `passed`, not
+        the sidecar's `diagnostics_ok`: that field is the kept fit's, and the report reads it anywhere in a sidecar
+        (`diagnostics.any_failed`), so an attempt set aside must not mark the claims the kept fit feeds."""
         return {
             "refitted": self.refitted,
             "kept": self.index,
             "attempts": [
-                {**asdict(attempt), **diagnostics.record(found), **(extra(result) if extra else {})}
+                {
+                    **asdict(attempt),
+                    "passed": not found,
+                    "failures": [asdict(f) for f in found],
+                    **(extra(result) if extra else {}),
+                }
                 for (attempt, found), result in zip(self.tried, self.results, strict=True)
             ],
         }
