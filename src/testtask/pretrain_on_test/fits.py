@@ -141,13 +141,13 @@ def fit_checked(
     outcome = refit.healthiest(refit.plan(first, refit.rule_chooses(spec), policy), run, check)
     if outcome.refitted:
         log.info(
-            "refitted a fit that failed its diagnostics: %s; kept attempt %d (%s)",
+            "refitted a fit that failed its diagnostics: %s; kept attempt %d",
             "; ".join(
-                f"{a.noncentered_t=}, {a.target_accept=}: {', '.join(f.text() for f in found) or 'ok'}"
+                f"noncentered_t={a.noncentered_t} target_accept={a.target_accept}: "
+                f"{', '.join(f.text() for f in found) or 'ok'}"
                 for a, found in outcome.tried
             ),
             outcome.index,
-            outcome.attempt,
         )
     return outcome
 

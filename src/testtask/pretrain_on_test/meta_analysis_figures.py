@@ -270,6 +270,14 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     lm_types = ", ".join(sorted(map(str, frame.lm_type.unique())))
     cell = f"{ctx.paper} {ctx.output or 'figure 7'}, {label} bias (LM types {lm_types})"
     checked = _check_slices(cell, fits, ctx.limits())
+    refitted = [found for f, found in zip(fits, checked, strict=True) if f.refit is not None]
+    if refitted:
+        log.info(
+            "%s: %d slice fits refitted after failing their diagnostics, %d of them then passing",
+            cell,
+            len(refitted),
+            sum(not found for found in refitted),
+        )
     return {
         "m": int(frame.m.iloc[0]),
         "n": int(frame.n.iloc[0]),
@@ -303,10 +311,8 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
         },
         # the slices refitted after failing their diagnostics, each with every attempt (`refit.py`)
         "refits": {
-            "slices_refitted": sum(f.refit is not None for f in fits),
-            "refitted_and_passing": sum(
-                f.refit is not None and not found for f, found in zip(fits, checked, strict=True)
-            ),
+            "slices_refitted": len(refitted),
+            "refitted_and_passing": sum(not found for found in refitted),
             "slices": [{"slice": i, **f.refit} for i, f in enumerate(fits) if f.refit is not None],
         },
         diagnostics.OK: not any(checked),
