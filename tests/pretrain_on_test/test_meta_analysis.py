@@ -162,8 +162,9 @@ def test_slices_per_lm_type_pick_each_lm_types_subsample_independently():
 def test_one_chain_gets_a_split_r_hat():
     """A one-chain slice fit (the authors' meta.py) is checked with r̂ over its two halves, not left undefined."""
     rng = np.random.default_rng(0)
-    mixed = meta_analysis_figures._summarise(rng.normal(size=(1, 1000)), 0)
-    drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0)
+    attempt = refit.Attempt(noncentered_t=None, target_accept=0.8)
+    mixed = meta_analysis_figures._summarise(rng.normal(size=(1, 1000)), 0, attempt)
+    drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0, attempt)
     assert np.isfinite(mixed.r_hat) and mixed.r_hat < 1.01
     assert drifting.r_hat > 1.1
 
