@@ -3,9 +3,10 @@
     python analysis/fit_diagnostics.py FIGURES_DIR [FIGURES_DIR ...] [--all]
 
 Walks `<FIGURES_DIR>/<paper>/<source>/*.json` (every preset's folder: `published`, `published.paper_text`, ...) and
-prints, per sidecar, how many fits it records, how many failed, and each failed fit's cell and failures (a Figure 7
-panel counts each slice fit: the slices with divergences, with r̂ over the limit, the worst r̂ and least ESS).
-`--all` also prints the fits that passed. Exit status 1 when any fit failed, so a build can be checked by it.
+prints, per sidecar, how many fits it records, how many failed, how many were refitted after failing their
+diagnostics (pretrain-on-test's `refit`: the sidecar records every attempt), and each failed fit's cell and failures
+(a Figure 7 panel counts each slice fit: the slices with divergences, with r̂ over the limit, the worst r̂ and least
+ESS). `--all` also prints the fits that passed. Exit status 1 when any fit failed, so a build can be checked by it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ def label(fit: dict, where: str) -> str:
     if fit.get("lm_types"):
         parts.append("(" + ", ".join(map(str, fit["lm_types"])) + ")")
     return f"{where} " + " ".join(parts) if parts else where
+
+
+def refitted(fit: dict) -> int:
+    """How many of the fits one record holds were refitted after failing their diagnostics: a fit's `refit`
+    record, or a Figure 7 panel's `refits` count of its slices (0 in sidecars from before refits existed)."""
+    if isinstance(fit.get("refits"), dict):
+        return int(fit["refits"]["slices_refitted"])
+    return int(bool(isinstance(fit.get("refit"), dict) and fit["refit"].get("refitted")))
 
 
 def describe(fit: dict) -> tuple[int, int, str]:
@@ -75,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("figures", nargs="+", type=Path, help="figures folders (figures_dir of a build)")
     parser.add_argument("--all", action="store_true", help="also print every fit that passed")
     args = parser.parse_args(argv)
-    total = failed = 0
+    total = failed = refits = 0
     for root in args.figures:
         for path in sorted(root.glob("*/*/*.json")):
             recorded = list(fits(json.loads(path.read_text(encoding="utf-8"))))
@@ -83,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             counts = [(where, fit, *describe(fit)) for where, fit in recorded]
             n_fits, n_failed = sum(c[2] for c in counts), sum(c[3] for c in counts)
-            total, failed = total + n_fits, failed + n_failed
-            print(f"{path.relative_to(root)}: {n_fits} fit(s), {n_failed} failed")
+            n_refitted = sum(refitted(fit) for _, fit in recorded)
+            total, failed, refits = total + n_fits, failed + n_failed, refits + n_refitted
+            print(f"{path.relative_to(root)}: {n_fits} fit(s), {n_failed} failed, {n_refitted} refitted")
             for where, fit, _, n_bad, text in counts:
                 if n_bad or args.all:
                     print(f"  {'FAILED' if n_bad else 'ok    '} {label(fit, where)}: {text}")
-    print(f"{total} fit(s), {failed} failed their diagnostics")
+    print(f"{total} fit(s), {failed} failed their diagnostics, {refits} refitted after failing them")
     return 1 if failed else 0
 
 

@@ -82,8 +82,10 @@ def test_figure_3_sidecar_from_our_own_results(tmp_path, monkeypatch):
     assert all(p["beta"]["mean"] > 0 for p in boost), "the simulated boost (+0.3 logit) must show"
     # A second run reuses the cached posteriors: no sampler runs and the numbers are the same. (Not a
     # wall-clock comparison: these fits take 0.2 s, so timing noise decides it; CI failed on it once.)
+    # One cached posterior per attempt: a fit that failed its diagnostics at these test-sized draws was refitted
+    # (pretrain_on_test.refit), and each attempt is cached under its own settings.
     cached = sorted((tmp_path / "cache").rglob("*.nc"))
-    assert len(cached) == 4
+    assert len(cached) == sum(len(p["refit"]["attempts"]) for p in numbers["panels"]) >= 4
     mtimes = [p.stat().st_mtime_ns for p in cached]
 
     def no_fitting(*args, **kwargs):

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import model_spec, tmp_config, write_accuracies
 from testtask import diagnostics
 from testtask.pipeline import make_context, run
-from testtask.pretrain_on_test import posterior_panels
+from testtask.pretrain_on_test import fits, posterior_panels
 from testtask.pretrain_on_test.hierarchical import (
     LM_TYPE,
     SIGMA_U,
@@ -127,7 +127,7 @@ def _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, figure: int):
 
     monkeypatch.setattr(posterior_panels, "configuration_data", recording)
     monkeypatch.setattr(
-        posterior_panels, "fit_cached", lambda data, *_: handmade_fit(data, bad=effect_of[id(data)] == "bias")
+        fits, "fit_cached", lambda data, *_: handmade_fit(data, bad=effect_of[id(data)] == "bias")
     )
     with caplog.at_level(logging.WARNING, logger="testtask"):
         run(tmp_config(tmp_path, "action=figure", f"figure={figure}", "source=results"))
@@ -218,8 +218,13 @@ def _provenance(tmp_path):
 def test_figure_7_warns_once_per_panel_naming_the_failing_slices(caplog):
     from testtask.pretrain_on_test.meta_analysis_figures import SHOWN_SLICES, SliceFit, _check_slices
 
-    good = SliceFit(mean=0.0, hdi_low=-0.1, hdi_high=0.1, r_hat=1.0, ess_bulk=1000.0, divergences=0)
-    bad = SliceFit(mean=0.0, hdi_low=-0.1, hdi_high=0.1, r_hat=1.3, ess_bulk=1000.0, divergences=2)
+    settings = {"noncentered_t": False, "target_accept": 0.8, "refit": None}
+    good = SliceFit(
+        mean=0.0, hdi_low=-0.1, hdi_high=0.1, r_hat=1.0, ess_bulk=1000.0, divergences=0, **settings
+    )
+    bad = SliceFit(
+        mean=0.0, hdi_low=-0.1, hdi_high=0.1, r_hat=1.3, ess_bulk=1000.0, divergences=2, **settings
+    )
     fits = [good, bad] + [bad] * (SHOWN_SLICES + 1)
     with caplog.at_level(logging.WARNING, logger="testtask"):
         checked = _check_slices("pretrain-on-test figure 7, meta m=100 n=500 bias", fits, LIMITS)

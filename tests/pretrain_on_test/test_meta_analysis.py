@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import built, model_spec, tmp_config, write_accuracies
 from testtask.pipeline import run
-from testtask.pretrain_on_test import kernel_sampler, meta_analysis_figures
+from testtask.pretrain_on_test import kernel_sampler, meta_analysis_figures, refit
 from testtask.pretrain_on_test.hierarchical import ModelData
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
@@ -82,10 +82,11 @@ def test_slice_fit_through_the_general_sampler_is_the_same_summary(spec):
     long = simulate_long(TruePars(beta=0.1), datasets=8, subsamples=1, n=300, lm_types=2, seed=9)
     data = ModelData.from_long(long)
     sampler = {"name": "nutpie", "draws": 300, "tune": 300, "chains": 2, "target_accept": 0.8}
-    fast = meta_analysis_figures._fit_slice(data, spec, sampler, seed=4)
+    fast = meta_analysis_figures._sample_slice(data, spec, sampler, seed=4)
     general = meta_analysis_figures.fit_model(data, spec, {**sampler, "cores": 1}, 4)
+    attempt = refit.first_attempt(general.spec, sampler)
     summary = meta_analysis_figures._summarise(
-        general.idata.posterior["treatment"].values, general.divergences
+        general.idata.posterior["treatment"].values, general.divergences, attempt
     )
     assert fast == summary
 
@@ -161,8 +162,9 @@ def test_slices_per_lm_type_pick_each_lm_types_subsample_independently():
 def test_one_chain_gets_a_split_r_hat():
     """A one-chain slice fit (the authors' meta.py) is checked with r̂ over its two halves, not left undefined."""
     rng = np.random.default_rng(0)
-    mixed = meta_analysis_figures._summarise(rng.normal(size=(1, 1000)), 0)
-    drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0)
+    attempt = refit.Attempt(noncentered_t=None, target_accept=0.8)
+    mixed = meta_analysis_figures._summarise(rng.normal(size=(1, 1000)), 0, attempt)
+    drifting = meta_analysis_figures._summarise(np.linspace(0, 5, 1000)[None, :], 0, attempt)
     assert np.isfinite(mixed.r_hat) and mixed.r_hat < 1.01
     assert drifting.r_hat > 1.1
 

@@ -19,9 +19,9 @@ VERSION = "model_code_version"
 
 def _model_code() -> list[Any]:
     """The code that decides what a posterior is: the likelihood and priors (both backends and the compiled
-    kernel), the parameterisation choices, and the binding to the samplers. Summaries and figures are left out:
-    changing them does not change a posterior."""
-    from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, sampling, settings
+    kernel), the parameterisation choices (the refit of a fit failing its diagnostics among them), and the binding
+    to the samplers. Summaries and figures are left out: changing them does not change a posterior."""
+    from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, refit, sampling, settings
 
     return [
         kernel,
@@ -34,6 +34,7 @@ def _model_code() -> list[Any]:
         hierarchical.build_bambi,
         hierarchical.choose_noncentered,
         hierarchical.resolve_spec,
+        refit,
     ]
 
 

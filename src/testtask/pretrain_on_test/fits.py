@@ -18,12 +18,12 @@ import arviz as az
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import schema
+from testtask import diagnostics, schema
 from testtask.io import atomic_save
-from testtask.pretrain_on_test import accuracies, cache_entry
+from testtask.pretrain_on_test import accuracies, cache_entry, refit
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.sampling import fit
-from testtask.pretrain_on_test.settings import Settings
+from testtask.pretrain_on_test.settings import Refit, Settings
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,50 @@ def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_
         # and compressing them took longer than fitting the smaller configurations.
         atomic_save(path, lambda tmp: result.idata.to_netcdf(str(tmp), compress=False))
     return result
+
+
+def fit_checked(
+    data: ModelData,
+    spec: ModelSpec,
+    sampler: Any,
+    seed: int,
+    cache_dir: Path | None,
+    limits: diagnostics.Thresholds,
+    policy: Refit,
+) -> refit.Outcome[Fit]:
+    """The fit of `data` under `spec` and `sampler`, refitted as `policy` says while it fails its diagnostics
+    (β and the σ's against `limits`), the healthiest attempt kept (`refit.py`). Every attempt is a cached fit
+    under its own settings (its parameterisation named, its target_accept in the sampler), so a cache key holds
+    exactly the fit it names."""
+    sampler = dict(plain(sampler))
+    resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
+    first = refit.first_attempt(resolved, sampler)
+
+    def run(attempt: refit.Attempt) -> Fit:
+        if attempt == first:  # the configured fit, keyed as configured (`auto` included)
+            return fit_cached(data, spec, sampler, seed, cache_dir)
+        explicit = spec
+        if attempt.noncentered_t is not None:
+            explicit = dataclasses.replace(spec, noncentered_t=attempt.noncentered_t)
+        return fit_cached(
+            data, explicit, {**sampler, "target_accept": attempt.target_accept}, seed, cache_dir
+        )
+
+    def check(result: Fit) -> list[diagnostics.Failure]:
+        return diagnostics.failures(result.diagnostics(), result.divergences, limits)
+
+    outcome = refit.healthiest(refit.plan(first, refit.rule_chooses(spec), policy), run, check)
+    if outcome.refitted:
+        log.info(
+            "refitted a fit that failed its diagnostics: %s; kept attempt %d",
+            "; ".join(
+                f"noncentered_t={a.noncentered_t} target_accept={a.target_accept}: "
+                f"{', '.join(f.text() for f in found) or 'ok'}"
+                for a, found in outcome.tried
+            ),
+            outcome.index,
+        )
+    return outcome
 
 
 def configuration_data(frame: pd.DataFrame, effect: str) -> ModelData:

@@ -18,16 +18,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from testtask import diagnostics
+from testtask import diagnostics, schema
 from testtask.context import Context, InputsUnavailable
 from testtask.io import atomic_write_json
 from testtask.outputs import save_figure
-from testtask.pretrain_on_test import cache_entry, kernel_sampler
+from testtask.pretrain_on_test import cache_entry, kernel_sampler, refit
 from testtask.pretrain_on_test.fits import configuration_data, fit_key, plain, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.inputs import LOG_ODDS, SHARE, load_collection
 from testtask.pretrain_on_test.posterior_panels import configurations
 from testtask.pretrain_on_test.sampling import fit as fit_model
+from testtask.pretrain_on_test.settings import Refit
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ def _observed(full: ModelData, task: int, lm: int, candidates: np.ndarray) -> np
 
 @dataclass(frozen=True)
 class SliceFit:
-    """What Figure 7 keeps of one slice fit: β's posterior mean and 89% HDI, and its diagnostics."""
+    """What Figure 7 keeps of one slice fit: β's posterior mean and 89% HDI, its diagnostics, the t_j
+    parameterisation and target_accept it ran with, and, for a slice refitted after failing its diagnostics,
+    every attempt (`refit.Outcome.record`; None when the first attempt was kept without a refit)."""
 
     mean: float
     hdi_low: float
@@ -84,11 +87,14 @@ class SliceFit:
     r_hat: float
     ess_bulk: float
     divergences: int
+    noncentered_t: bool | None
+    target_accept: float
+    refit: dict | None
 
 
-def _summarise(beta: np.ndarray, divergences: int) -> SliceFit:
-    """`beta`: (chain, draw) draws of β. One chain (the authors' slice fits) has no between-chain r̂: its two
-    halves stand in as chains (split r̂)."""
+def _summarise(beta: np.ndarray, divergences: int, attempt: refit.Attempt) -> SliceFit:
+    """`beta`: (chain, draw) draws of β, sampled as `attempt` says. One chain (the authors' slice fits) has no
+    between-chain r̂: its two halves stand in as chains (split r̂)."""
     lo, hi = az.hdi(beta.ravel(), hdi_prob=0.89)
     halves = beta.shape[1] // 2
     chains = beta[:, : 2 * halves].reshape(2, halves) if beta.shape[0] == 1 else beta
@@ -99,12 +105,18 @@ def _summarise(beta: np.ndarray, divergences: int) -> SliceFit:
         r_hat=float(az.rhat(chains)),
         ess_bulk=float(az.ess(beta, method="bulk")),
         divergences=int(divergences),
+        noncentered_t=attempt.noncentered_t,
+        target_accept=attempt.target_accept,
+        refit=None,
     )
 
 
-def _fit_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> SliceFit:
-    """One slice fit. The compiled kernel returns β's draws straight from nutpie's trace (one thread per fit,
-    slices side by side); other samplers and the bambi backend go through the general `fit`."""
+def _sample_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> SliceFit:
+    """One slice fit under `spec` and `sampler` as they are. The compiled kernel returns β's draws straight from
+    nutpie's trace (one thread per fit, slices side by side); other samplers and the bambi backend go through
+    the general `fit`."""
+    resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
+    attempt = refit.first_attempt(resolved, sampler)
     if sampler["name"] == "nutpie" and spec.backend == "marginal":
         settings = kernel_sampler.NutsSettings(
             draws=int(sampler["draws"]),
@@ -113,21 +125,56 @@ def _fit_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> Sl
             cores=1,
             target_accept=float(sampler.get("target_accept", 0.8)),
         )
-        draws = kernel_sampler.sample_hyper(data, resolve_spec(data, spec), seed, settings)
-        return _summarise(draws.values[TREATMENT], draws.divergences)
+        draws = kernel_sampler.sample_hyper(data, resolved, seed, settings)
+        return _summarise(draws.values[TREATMENT], draws.divergences, attempt)
     result = fit_model(data, spec, {**sampler, "cores": 1}, seed)
-    return _summarise(result.idata.posterior[TREATMENT].values, result.divergences)
+    return _summarise(result.idata.posterior[TREATMENT].values, result.divergences, attempt)
+
+
+def _slice_failures(fit: SliceFit, limits: diagnostics.Thresholds) -> list[diagnostics.Failure]:
+    """A slice fit's failed diagnostics, of β (the only parameter a slice keeps)."""
+    return diagnostics.failures(
+        {TREATMENT: {"r_hat": fit.r_hat, "ess_bulk": fit.ess_bulk}}, fit.divergences, limits
+    )
+
+
+def _fit_slice(
+    data: ModelData,
+    spec: ModelSpec,
+    sampler: dict,
+    seed: int,
+    limits: diagnostics.Thresholds,
+    policy: Refit,
+) -> SliceFit:
+    """One slice fit, refitted as `policy` says while it fails its diagnostics; the healthiest attempt is kept
+    and, when there were several, recorded with them all (`refit.py`)."""
+    resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
+
+    def run(attempt: refit.Attempt) -> SliceFit:
+        tried = spec
+        if attempt.noncentered_t is not None and attempt.noncentered_t != resolved.noncentered_t:
+            tried = dataclasses.replace(spec, noncentered_t=attempt.noncentered_t)
+        return _sample_slice(data, tried, {**sampler, "target_accept": attempt.target_accept}, seed)
+
+    attempts = refit.plan(refit.first_attempt(resolved, sampler), refit.rule_chooses(spec), policy)
+    outcome = refit.healthiest(attempts, run, lambda fit: _slice_failures(fit, limits))
+    if not outcome.refitted:
+        return outcome.kept
+    return dataclasses.replace(outcome.kept, refit=outcome.record())
 
 
 def _cache_entry(
     ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict
 ) -> tuple[Path, str] | None:
-    """Where a panel's slice fits are cached, and the panel's key: the posterior cache keys of its slice fits."""
+    """Where a panel's slice fits are cached, and the panel's key: the posterior cache keys of its slice fits,
+    the diagnostics limits and the refit policy (which decide which attempt each slice keeps)."""
     if ctx.cache_dir is None:
         return None
     h = hashlib.sha256()
     for data, seed in jobs:
         h.update(fit_key(data, spec, sampler, seed).encode())
+    policy = [dataclasses.asdict(ctx.limits()), schema.to_plain(ctx.settings.refit)]
+    h.update(json.dumps(policy, sort_keys=True).encode())
     key = h.hexdigest()
     return Path(ctx.cache_dir) / f"figure-7-slices-{key[:20]}.json", key
 
@@ -159,8 +206,9 @@ def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec
         return [SliceFit(**row) for row in cached["fits"]], cached["seconds"], True
     started = time.perf_counter()
     workers = max(1, int(sampler.get("cores", 1)))
+    limits, policy = ctx.limits(), ctx.settings.refit
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_fit_slice, data, spec, sampler, seed) for data, seed in jobs]
+        futures = [pool.submit(_fit_slice, data, spec, sampler, seed, limits, policy) for data, seed in jobs]
         fits = [future.result() for future in tqdm(futures, desc=label, unit="slice")]
     seconds = time.perf_counter() - started
     if entry is not None:
@@ -178,10 +226,7 @@ def _check_slices(
 ) -> list[list[diagnostics.Failure]]:
     """Each slice fit's failed diagnostics (of β, the only parameter a slice keeps); one warning per panel
     names the failing slices, as one per slice would bury the console under hundreds of lines."""
-    checked = [
-        diagnostics.failures({TREATMENT: {"r_hat": f.r_hat, "ess_bulk": f.ess_bulk}}, f.divergences, limits)
-        for f in fits
-    ]
+    checked = [_slice_failures(f, limits) for f in fits]
     failing = [(i, found) for i, found in enumerate(checked) if found]
     if failing:
         shown = "; ".join(
@@ -225,6 +270,14 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     lm_types = ", ".join(sorted(map(str, frame.lm_type.unique())))
     cell = f"{ctx.paper} {ctx.output or 'figure 7'}, {label} bias (LM types {lm_types})"
     checked = _check_slices(cell, fits, ctx.limits())
+    refitted = [found for f, found in zip(fits, checked, strict=True) if f.refit is not None]
+    if refitted:
+        log.info(
+            "%s: %d slice fits refitted after failing their diagnostics, %d of them then passing",
+            cell,
+            len(refitted),
+            sum(not found for found in refitted),
+        )
     return {
         "m": int(frame.m.iloc[0]),
         "n": int(frame.n.iloc[0]),
@@ -250,7 +303,17 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
                 "ess_bulk": ess,
                 "divergences": divergences,
                 diagnostics.OK: [not found for found in checked],
+                # what each kept fit ran with (None: no t_j to choose), and how many attempts it took
+                "noncentered_t": [f.noncentered_t for f in fits],
+                "target_accept": [f.target_accept for f in fits],
+                "attempts": [len(f.refit["attempts"]) if f.refit else 1 for f in fits],
             },
+        },
+        # the slices refitted after failing their diagnostics, each with every attempt (`refit.py`)
+        "refits": {
+            "slices_refitted": len(refitted),
+            "refitted_and_passing": sum(not found for found in refitted),
+            "slices": [{"slice": i, **f.refit} for i, f in enumerate(fits) if f.refit is not None],
         },
         diagnostics.OK: not any(checked),
         diagnostics.FAILURES: [

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from testtask import diagnostics
 from testtask.context import Context, InputsUnavailable
 from testtask.pretrain_on_test import predictive
-from testtask.pretrain_on_test.fits import configuration_data, fit_cached, spec_from
+from testtask.pretrain_on_test.fits import configuration_data, fit_checked, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT
 from testtask.pretrain_on_test.inputs import collection_folders, collection_names, load_collection
 from testtask.pretrain_on_test.settings import LmTypeFit
@@ -46,7 +46,10 @@ def fit_panel(
     `where` (e.g. the collection's role) goes into the cell a failed diagnostics warning names."""
     data = configuration_data(frame, effect)
     spec = spec_from(ctx.settings, **spec_overrides)
-    fit = fit_cached(data, spec, ctx.sampler, ctx.seed + seed_offset, ctx.cache_dir)
+    outcome = fit_checked(
+        data, spec, ctx.sampler, ctx.seed + seed_offset, ctx.cache_dir, ctx.limits(), ctx.settings.refit
+    )
+    fit = outcome.kept
     pred = ctx.settings.predictive
     pp = predictive.simulate(
         fit,
@@ -70,11 +73,14 @@ def fit_panel(
         "sigmas": {k: v for k, v in diag.items() if k != TREATMENT},
         "raw_mean_difference": pp.observed_average(),
         "divergences": fit.divergences,
-        "fit_seconds": fit.seconds,
-        "from_cache": fit.from_cache,  # true: fit_seconds is the cached fit's original time, not this run's
+        # every attempt's (a refitted fit ran several, `refit`); from the cache: their original times
+        "fit_seconds": sum(f.seconds for f in outcome.results),
+        "from_cache": all(f.from_cache for f in outcome.results),
         "sampler": fit.sampler,
         "backend": spec.backend,
-        "noncentered_t": fit.spec.noncentered_t,
+        "noncentered_t": fit.spec.noncentered_t,  # of the kept fit
+        "target_accept": outcome.attempt.target_accept,  # of the kept fit
+        "refit": outcome.record(lambda f: {"seconds": f.seconds, "from_cache": f.from_cache}),
         **diagnostics.assess(
             cell_name(ctx, frame, effect, where, **spec_overrides), diag, fit.divergences, ctx.limits()
         ),
@@ -85,7 +91,8 @@ def fit_panel(
 def fit_record(panel: dict) -> dict:
     """What a figure that draws on a fit records of its health (the panel's cell, divergences, verdict and
     failures), so that the report marks the claims it feeds and `analysis/fit_diagnostics.py` counts it."""
-    keys = ("m", "n", "effect", "lm_types", "divergences", diagnostics.OK, diagnostics.FAILURES)
+    keys = ("m", "n", "effect", "lm_types", "divergences", "noncentered_t", "target_accept", "refit")
+    keys += (diagnostics.OK, diagnostics.FAILURES)
     return {k: panel[k] for k in keys}
 
 

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 from testtask import diagnostics
 from testtask.context import Context
 from testtask.outputs import save_figure
-from testtask.pretrain_on_test.fits import fit_cached, spec_from
+from testtask.pretrain_on_test.fits import fit_checked, spec_from
 from testtask.pretrain_on_test.hierarchical import TREATMENT, Fit, ModelData
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
@@ -25,7 +25,11 @@ def recover(ctx: Context, beta: float, seed: int) -> tuple[Fit, dict]:
         lm_types=shape.lm_types,
         seed=seed,
     )
-    fit = fit_cached(ModelData.from_long(long), spec_from(ctx.settings), ctx.sampler, seed, ctx.cache_dir)
+    data = ModelData.from_long(long)
+    outcome = fit_checked(
+        data, spec_from(ctx.settings), ctx.sampler, seed, ctx.cache_dir, ctx.limits(), ctx.settings.refit
+    )
+    fit = outcome.kept
     every = fit.diagnostics()
     d = every[TREATMENT]
     lo, hi = d["hdi_89"]
@@ -36,6 +40,9 @@ def recover(ctx: Context, beta: float, seed: int) -> tuple[Fit, dict]:
         "covers_truth": bool(lo <= beta <= hi),
         "excludes_zero": bool(lo > 0 or hi < 0),
         "divergences": fit.divergences,
+        "noncentered_t": fit.spec.noncentered_t,
+        "target_accept": outcome.attempt.target_accept,
+        "refit": outcome.record(lambda f: {"seconds": f.seconds, "from_cache": f.from_cache}),
         **diagnostics.assess(cell, every, fit.divergences, ctx.limits()),
     }
 

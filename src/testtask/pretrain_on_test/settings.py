@@ -126,6 +126,15 @@ class ModelSpec:
 
 
 @section
+class Refit:
+    """What a fit that fails its diagnostics (conf/config.yaml `diagnostics`) is refitted with, the healthiest
+    attempt kept (`refit.py`): each step samples the same posterior of the same model."""
+
+    other_t: Flag  # refit in the other t_j parameterisation, where `model.noncentered_t: auto` chose it
+    target_accept: Probability | None  # then, if still failing, with this target_accept; None: no such step
+
+
+@section
 class Predictive:
     hdi_prob: Probability  # the HDI of eqs. 11/12
     max_draws: PositiveInt | None  # posterior draws used for eqs. 11/12 (None: all chains × draws)
@@ -262,6 +271,7 @@ class Settings:
     collections: Collections
     counts: Counts  # the counts the §6.1 model is fitted to (Figures 3-7, 9, 10)
     model: ModelSpec
+    refit: Refit  # a fit failing its diagnostics is refitted (Figures 3-7, 9, 10, 12)
     predictive: Predictive
     effects: non_empty(Effect)  # which differences the posterior figures fit
     lm_types: LmTypes  # which LM types the posterior figures read, pooled or side by side
