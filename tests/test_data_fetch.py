@@ -339,6 +339,28 @@ def test_offline_keeps_a_partial_mirror_copy_when_the_manifest_covers_the_whole_
     assert not F._up_to_date(paper_dest, "github:kddubey/pretrain-on-test@x/analysis", manifest, [])
 
 
+def test_a_partial_mirror_never_shrinks_a_more_complete_release_in_place(
+    tmp_path: Path, mirror: Path, checksums: Path, upstream: dict[str, int]
+) -> None:
+    """A complete download, then `make data` with a mirror holding part of the release: the verified files the
+    mirror lacks (m = 100) stay, and the release in place is kept as it was; `force` replaces it."""
+    extra = "accuracies_from_paper/m100/n50/bert/ag_news/accuracies.csv"
+    F.write_manifest("pretrain-on-test", {extra: hashlib.sha256(CSV.encode()).hexdigest()}, checksums)
+    dest = tmp_path / "published"
+    downloaded = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)[
+        "pretrain-on-test"
+    ]
+    assert downloaded["status"] == "fetched" and (dest / "pretrain-on-test" / extra).is_file()
+
+    report = F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)["pretrain-on-test"]
+    assert report["status"] == "kept (more complete)" and report["source"].startswith("github:")
+    assert (dest / "pretrain-on-test" / extra).read_text() == CSV
+
+    forced = F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums, force=True)
+    assert forced["pretrain-on-test"]["source"].startswith("mirror:")
+    assert not (dest / "pretrain-on-test" / extra).exists()
+
+
 def test_offline_keeps_verified_data_from_a_mirror(
     tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -326,6 +326,7 @@ def fetch_paper(
                 return _present_report(paper, paper_dest, previous, manifest, "kept (offline)")
             files = _iter_archive(archive, str(spec.get("subdir", "")), include)
 
+        in_place = None if force or write_checksums else _verified_in_place(paper_dest, manifest, drop_keys)
         staging = _new_staging(paper_dest)
         try:
             report = _materialise(
@@ -343,6 +344,19 @@ def fetch_paper(
                     len(report["hashes"]),
                     manifest_path(paper, checksums_dir),
                 )
+            kept = _more_complete(in_place, source, report)
+            if kept is not None:
+                log.warning(
+                    "%s: keeping the release in place (from %s): it holds %d verified file(s) of the manifest that "
+                    "%s lacks (e.g. %s); remove %s to replace it by that source's files",
+                    paper,
+                    kept["source"],
+                    len(kept["more"]),
+                    source,
+                    kept["more"][0],
+                    paper_dest,
+                )
+                return _present_report(paper, paper_dest, kept["source"], manifest, "kept (more complete)")
             if _unchanged(paper_dest, source, report):
                 report["status"] = "up-to-date"
                 log.info("%s: %d file(s) from %s already in place", paper, report["files"], source)
@@ -370,6 +384,29 @@ def fetch_paper(
         paper_dest,
     )
     return report
+
+
+def _verified_in_place(
+    paper_dest: Path, manifest: Mapping[str, str], drop_keys: Sequence[str]
+) -> dict[str, Any] | None:
+    """The source and manifest files of the release in place when it is verified (read before a fetch links
+    its files into the staging folder), else None."""
+    stamp = _read_stamp(paper_dest)
+    previous = (stamp or {}).get("source")
+    if not previous or not _up_to_date(paper_dest, previous, manifest, drop_keys):
+        return None
+    return {"source": previous, "files": set(stamp["hashes"]) & set(manifest)}
+
+
+def _more_complete(
+    in_place: dict[str, Any] | None, source: str, report: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The release in place when it holds verified manifest files that `source` lacks (a partial mirror after a
+    complete download): replacing it would silently drop data. Else None."""
+    if in_place is None or in_place["source"] == source:
+        return None
+    more = sorted(in_place["files"] - set(report["hashes"]))
+    return {"source": in_place["source"], "more": more} if more else None
 
 
 def _check_complete(
