@@ -122,8 +122,8 @@ def fit_checked(
     under its own settings (its parameterisation named, its target_accept in the sampler), so a cache key holds
     exactly the fit it names."""
     sampler = dict(plain(sampler))
-    resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
-    first = refit.first_attempt(resolved, sampler)
+    attempts = refit.ladder(data, spec, sampler, policy)
+    first = attempts[0]
 
     def run(attempt: refit.Attempt) -> Fit:
         if attempt == first:  # the configured fit, keyed as configured (`auto` included)
@@ -138,7 +138,7 @@ def fit_checked(
     def check(result: Fit) -> list[diagnostics.Failure]:
         return diagnostics.failures(result.diagnostics(), result.divergences, limits)
 
-    outcome = refit.healthiest(refit.plan(first, refit.rule_chooses(spec), policy), run, check)
+    outcome = refit.healthiest(attempts, run, check)
     if outcome.refitted:
         log.info(
             "refitted a fit that failed its diagnostics: %s; kept attempt %d",

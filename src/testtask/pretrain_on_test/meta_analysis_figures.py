@@ -148,15 +148,14 @@ def _fit_slice(
 ) -> SliceFit:
     """One slice fit, refitted as `policy` says while it fails its diagnostics; the healthiest attempt is kept
     and, when there were several, recorded with them all (`refit.py`)."""
-    resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
+    attempts = refit.ladder(data, spec, sampler, policy)
 
     def run(attempt: refit.Attempt) -> SliceFit:
         tried = spec
-        if attempt.noncentered_t is not None and attempt.noncentered_t != resolved.noncentered_t:
+        if attempt.noncentered_t is not None and attempt.noncentered_t != attempts[0].noncentered_t:
             tried = dataclasses.replace(spec, noncentered_t=attempt.noncentered_t)
         return _sample_slice(data, tried, {**sampler, "target_accept": attempt.target_accept}, seed)
 
-    attempts = refit.plan(refit.first_attempt(resolved, sampler), refit.rule_chooses(spec), policy)
     outcome = refit.healthiest(attempts, run, lambda fit: _slice_failures(fit, limits))
     if not outcome.refitted:
         return outcome.kept

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from testtask import diagnostics
-from testtask.pretrain_on_test.hierarchical import ModelSpec
+from testtask.pretrain_on_test.hierarchical import ModelData, ModelSpec, resolve_spec
 from testtask.pretrain_on_test.settings import Auto, Backend, Refit
 
 T = TypeVar("T")
@@ -121,3 +121,9 @@ def first_attempt(resolved: ModelSpec, sampler: Mapping[str, Any]) -> Attempt:
     """The configured attempt of a fit of `resolved` (its parameterisation decided) under `sampler`."""
     has_t = resolved.backend == Backend.marginal and resolved.interaction
     return Attempt(bool(resolved.noncentered_t) if has_t else None, float(sampler["target_accept"]))
+
+
+def ladder(data: ModelData, spec: ModelSpec, sampler: Mapping[str, Any], policy: Refit) -> list[Attempt]:
+    """The attempts of a fit of `data` under `spec` (as configured) and `sampler`, the configured one first."""
+    resolved = resolve_spec(data, spec) if spec.backend == Backend.marginal else spec
+    return plan(first_attempt(resolved, sampler), rule_chooses(spec), policy)
