@@ -299,3 +299,38 @@ def test_the_whole_cpu_subset_passes(tmp_path):
         assert outcome[name]["numbers"]["precision"] == name.removeprefix("tott_finetune_").replace("_", "-")
     for name in ("dist_tott_finetune", "dist_tbt_epochs"):
         assert outcome[name]["numbers"]["backend"] == "gloo" and outcome[name]["numbers"]["ranks"] == 2
+
+
+def _qlora_observed(**changes):
+    from testtask.preflight.checks.pretrain_on_test import QLORA
+
+    return {**QLORA, "linear4bit_layers": 4, "optimizer_states": 28, "optimizer_8bit_states": 14, **changes}
+
+
+def test_paging_is_required_only_of_the_states_bitsandbytes_pages():
+    """bitsandbytes pages the states of CUDA parameters of >= 100,000 elements only: a tiny model's LoRA adapters
+    keep ordinary states on a GPU too, and the check must not call that a broken recipe; a pageable state left
+    unpaged is one."""
+    from testtask.preflight.checks.pretrain_on_test import verify_qlora
+
+    on_cuda = {"paging_checked": True}
+    verify_qlora(_qlora_observed(**on_cuda, optimizer_pageable_states=0, optimizer_paged_states=0))
+    verify_qlora(_qlora_observed(**on_cuda, optimizer_pageable_states=3, optimizer_paged_states=3))
+    with pytest.raises(AssertionError, match="1 of the 3 optimizer states bitsandbytes pages"):
+        verify_qlora(_qlora_observed(**on_cuda, optimizer_pageable_states=3, optimizer_paged_states=1))
+
+
+def test_the_optimizer_record_counts_only_cuda_states_of_pageable_size_as_pageable():
+    import bitsandbytes as bnb
+    import torch
+
+    from testtask.pretrain_on_test.runner.training import PAGED_MIN_ELEMENTS, describe_optimizer
+
+    big, small = torch.nn.Parameter(torch.zeros(PAGED_MIN_ELEMENTS)), torch.nn.Parameter(torch.zeros(8192))
+    optimizer = bnb.optim.PagedAdamW8bit([big, small], lr=1e-3)
+    for p in (big, small):
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    record = describe_optimizer(optimizer)
+    assert record["states"] == 2 and record["eight_bit"] == 2 and record["paging_requested"]
+    assert record["pageable"] == 0 and record["paged"] == 0  # on the CPU nothing is paged, nor pageable

@@ -13,7 +13,7 @@ PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --p
            --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64)
 # the versions of constraints.txt
 pin() { grep -iE "^$(echo "$1" | sed "s/[-_]/[-_]/g")==" constraints.txt | head -1; }
-BINARY=(transformers peft bitsandbytes lm-eval datasets hydra-core omegaconf pydantic pydantic-core annotated-types evaluate dill
+BINARY=(transformers peft bitsandbytes lm-eval datasets hydra-core omegaconf pydantic pydantic-core annotated-types typing-inspection evaluate dill
         multiprocess more-itertools pytablewriter dataproperty mbstrdecoder pathvalidate tabledata tcolorpy typepy
         chardet nltk hjson)
 SOURCE=(antlr4-python3-runtime sqlitedict word2number rouge-score deepspeed)

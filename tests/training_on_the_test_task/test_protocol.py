@@ -430,3 +430,25 @@ def test_finetune_data_sources_and_attention_are_the_authors():
     recipe = _typed(cfg).recipe
     assert recipe.attn_implementation == "auto" and ft.attention(recipe, "cpu") is None
     assert ft.attention(replace(recipe, attn_implementation="eager"), "cpu") == "eager"
+
+
+@pytest.mark.parametrize(
+    ("given", "read"),
+    [
+        ("9.0a", "9.0"),
+        ("8.0;9.0a+PTX", "8.0;9.0+PTX"),
+        ("9.0 10.0a", "9.0;10.0"),
+        ("9.0;9.0a", "9.0"),
+        ("8.0;8.6+PTX", "8.0;8.6+PTX"),
+    ],
+)
+def test_deepspeed_reads_an_arch_list_without_architecture_suffixes(given, read):
+    """deepspeed 0.19.8's JIT builder sorts TORCH_CUDA_ARCH_LIST by int() of each part, so `9.0a` broke its
+    fused-Adam build on an H100 image; the runner hands it the plain targets."""
+    from deepspeed.ops.op_builder.builder import CUDAOpBuilder  # noqa: F401  (the builder this list is for)
+
+    from testtask.lm.finetune import deepspeed_arch_list
+
+    assert deepspeed_arch_list(given) == read
+    for cc in read.split(";"):
+        assert all(part.split("+")[0].isdigit() for part in cc.split("."))

@@ -250,12 +250,32 @@ def deepspeed_config(recipe: Recipe) -> str | None:
     return str(resolve(path)) if path else None
 
 
+def deepspeed_arch_list(value: str) -> str:
+    """`TORCH_CUDA_ARCH_LIST` as DeepSpeed's JIT op builder can read it: architecture-specific entries lose their
+    letter suffix (`9.0a` -> `9.0`; `+PTX` kept). deepspeed 0.19.8 sorts the entries by `int()` of each part, so
+    `9.0a` (set on some CUDA images, an H100 one here) fails its fused-Adam build with "invalid literal for int()";
+    the plain target compiles the same kernels."""
+    entries = []
+    for entry in value.replace(" ", ";").split(";"):
+        cc, plus, ptx = entry.strip().partition("+")
+        cc = ".".join(part.rstrip("abcdefghijklmnopqrstuvwxyz") for part in cc.split("."))
+        if cc and cc not in entries and f"{cc}+PTX" not in entries:
+            entries.append(cc + plus + ptx)
+    return ";".join(entries)
+
+
 def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
     """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments (NCCL on
     GPUs, gloo on the CPU). On the CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch
     check fails ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
     if not deepspeed_config(recipe) or "WORLD_SIZE" not in os.environ:
         return
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if arch and deepspeed_arch_list(arch) != arch:
+        log.warning(
+            "TORCH_CUDA_ARCH_LIST %r read as %r for DeepSpeed's op builds", arch, deepspeed_arch_list(arch)
+        )
+        os.environ["TORCH_CUDA_ARCH_LIST"] = deepspeed_arch_list(arch)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return
     import deepspeed

@@ -108,6 +108,7 @@ def ran_recipe(stats: TrainStats | None) -> dict[str, Any]:
         "optimizer_states": optimizer.get("states", 0),
         "optimizer_8bit_states": optimizer.get("eight_bit", 0),
         "optimizer_paged_states": optimizer.get("paged", 0),
+        "optimizer_pageable_states": optimizer.get("pageable", 0),
     }
 
 

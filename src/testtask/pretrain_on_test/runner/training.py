@@ -121,22 +121,34 @@ def describe_quantization(model: Any) -> dict[str, Any]:
     }
 
 
+PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes.optim.optimizer.Optimizer8bit.get_state_buffer: `p.numel() < 1e5`
+
+
 def describe_optimizer(optimizer: Any) -> dict[str, Any]:
     """What actually stepped: the optimizer's class and, per trained parameter, its state's storage. For
     bitsandbytes: `eight_bit` counts states kept in 8 bits (parameters of >= 4,096 elements; smaller ones keep
-    32-bit states) and `paged` those in paged (CUDA unified) memory (>= 100,000 elements, CUDA only: on the CPU
-    bitsandbytes warns and keeps ordinary tensors). `paging_requested` is the optimizer's own flag."""
+    32-bit states) and `paged` those in paged (CUDA unified) memory, of the `pageable` ones: bitsandbytes pages
+    the states of CUDA parameters of >= 100,000 elements only (smaller ones, e.g. a tiny model's LoRA adapters, and
+    every CPU one, where it warns, keep ordinary tensors). `paging_requested` is the optimizer's own flag."""
     import torch
 
     inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps the torch/bitsandbytes optimizer
     kind = type(inner)
-    states = [st for st in inner.state.values() if isinstance(st, dict)]
-    first = [st.get("state1", st.get("exp_avg")) for st in states]
-    first = [t for t in first if isinstance(t, torch.Tensor)]
+    pairs = [
+        (param, st.get("state1", st.get("exp_avg")))
+        for param, st in inner.state.items()
+        if isinstance(st, dict)
+    ]
+    pairs = [(param, t) for param, t in pairs if isinstance(t, torch.Tensor)]
+    first = [t for _, t in pairs]
     return {
         "class": f"{kind.__module__}.{kind.__qualname__}",
         "states": len(first),
         "eight_bit": sum(t.dtype == torch.uint8 for t in first),
+        "pageable": sum(
+            isinstance(p, torch.Tensor) and p.device.type == "cuda" and p.numel() >= PAGED_MIN_ELEMENTS
+            for p, _ in pairs
+        ),
         "paged": sum(bool(getattr(t, "is_paged", False)) for t in first),
         "paging_requested": bool(getattr(inner, "is_paged", False)),
     }

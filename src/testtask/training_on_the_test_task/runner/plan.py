@@ -129,6 +129,7 @@ def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
                 mfu = numbers.get("mfu")
                 return float(tflops), (
                     f"measured: {in_repo(path)}, step {step} ({gpu}, {numbers.get('architecture')} shape"
+                    + (f" at {numbers['layers']} layers" if numbers.get("layers") else "")
                     + (f", MFU {mfu:.2f}" if mfu else "")
                     + f", {record.get('created', '?')}; applied to every model and size class)"
                 )
