@@ -98,3 +98,32 @@ def test_figure_7_panel_cache_proves_what_it_holds(tmp_path: Path, caplog) -> No
     assert _read_panel(path, "key-b") is None and "unreadable" in caplog.text
     path.write_text(json.dumps({**cache_entry.stamp("key-b"), **panel}))
     assert _read_panel(path, "key-b") == {**cache_entry.stamp("key-b"), **panel}
+
+
+def test_posterior_predictive_draws_are_cached_beside_their_fit(cache: dict, monkeypatch) -> None:
+    """The predictive draws of a cached fit are computed once: a second call (another figure, the other preset)
+    reads them, equal to fresh ones; other settings, another fit or a damaged file draw again."""
+    from testtask.pretrain_on_test import predictive
+
+    folder, boost = cache["folder"], cache["boost"]["fit"]
+    first = predictive.simulate_cached(boost, seed=5, max_draws=None, workers=2, cache_dir=folder)
+    fresh = predictive.simulate(boost, seed=5, workers=2)
+    for field in predictive.FIELDS:
+        np.testing.assert_array_equal(getattr(first, field), getattr(fresh, field))
+    (stored,) = folder.glob("*.predictive.npz")
+
+    calls = []
+    real = predictive.simulate
+    monkeypatch.setattr(predictive, "simulate", lambda *a, **k: calls.append(a) or real(*a, **k))
+    again = predictive.simulate_cached(boost, seed=5, max_draws=None, workers=2, cache_dir=folder)
+    assert calls == [] and again.data is boost.data
+    np.testing.assert_array_equal(again.per_task, first.per_task)
+
+    predictive.simulate_cached(boost, seed=6, max_draws=None, workers=2, cache_dir=folder)
+    predictive.simulate_cached(cache["bias"]["fit"], seed=5, max_draws=None, workers=2, cache_dir=folder)
+    assert len(calls) == 2 and len(list(folder.glob("*.predictive.npz"))) == 3
+
+    stored.write_bytes(stored.read_bytes()[:100])  # cut short
+    redrawn = predictive.simulate_cached(boost, seed=5, max_draws=None, workers=2, cache_dir=folder)
+    assert len(calls) == 3
+    np.testing.assert_array_equal(redrawn.average, first.average)

@@ -51,11 +51,12 @@ def fit_panel(
     )
     fit = outcome.kept
     pred = ctx.settings.predictive
-    pp = predictive.simulate(
+    pp = predictive.simulate_cached(
         fit,
         seed=ctx.seed + seed_offset + 1,
         max_draws=pred.max_draws,
         workers=ctx.sampler.cores,
+        cache_dir=ctx.cache_dir,
     )
     diag = fit.diagnostics()
     beta = diag[TREATMENT]

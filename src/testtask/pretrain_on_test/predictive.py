@@ -7,14 +7,25 @@ posterior-predictive InferenceData of draws × observations, which is what made 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import inspect
+import json
+import logging
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import arviz as az
 import numba
 import numpy as np
 
+from testtask.io import atomic_save
+from testtask.pretrain_on_test import cache_entry
 from testtask.pretrain_on_test.hierarchical import Fit, ModelData, identified_draws
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -114,6 +125,64 @@ def simulate(fit: Fit, seed: int, max_draws: int | None = None, workers: int = 1
             parts = [f.result() for f in futures]
     average, per_task, task_acc = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
     return PredictiveDifferences(average=average, per_task=per_task, task_accuracy=task_acc, data=data)
+
+
+@functools.cache
+def _code_version() -> str:
+    """A hash of the code that turns a posterior into predictive draws: an edit to it invalidates cached ones."""
+    h = hashlib.sha256()
+    for part in (_draw.py_func, _draw_block, simulate, identified_draws):
+        h.update(inspect.getsource(part).encode())
+    return h.hexdigest()[:16]
+
+
+def predictive_key(fit: Fit, seed: int, max_draws: int | None, workers: int) -> str | None:
+    """The cache key of `simulate(fit, seed, max_draws, workers)`: the fit's own posterior cache key (its data,
+    model, sampler and seed) with the model code it was fitted under, the draw settings and this code's version;
+    None for a fit that carries no key (not from the posterior cache)."""
+    attrs = fit.idata.attrs
+    if cache_entry.KEY not in attrs:
+        return None
+    stored = [str(attrs[cache_entry.KEY]), str(attrs.get(cache_entry.VERSION)), seed, max_draws, workers]
+    h = hashlib.sha256(json.dumps([*stored, _code_version()]).encode())
+    return h.hexdigest()[:20]
+
+
+FIELDS = ("average", "per_task", "task_accuracy")
+
+
+def simulate_cached(
+    fit: Fit, seed: int, max_draws: int | None, workers: int, cache_dir: Path | None
+) -> PredictiveDifferences:
+    """`simulate`, read from `cache_dir` when it holds this fit's predictive draws under the same settings (both
+    analysis presets and every figure that needs them share one computation; the draws depend on the seed and the
+    number of blocks only), computed and stored there otherwise."""
+    key = predictive_key(fit, seed, max_draws, workers) if cache_dir is not None else None
+    if key is None:
+        return simulate(fit, seed, max_draws, workers)
+    path = Path(cache_dir) / f"{key}.predictive.npz"
+    if path.is_file():
+        try:
+            with np.load(path) as stored:
+                if str(stored["key"]) == key:
+                    log.info("reusing cached posterior predictive %s", path.name)
+                    return PredictiveDifferences(**{f: stored[f] for f in FIELDS}, data=fit.data)
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            zipfile.BadZipFile,
+        ) as err:  # a truncated or foreign file: draw again
+            log.warning("cached posterior predictive %s is unreadable (%s); drawing again", path, err)
+    result = simulate(fit, seed, max_draws, workers)
+    arrays = {f: getattr(result, f) for f in FIELDS}
+
+    def save(tmp: Path) -> None:
+        with tmp.open("wb") as handle:  # a file object: given a path without `.npz`, numpy would append one
+            np.savez(handle, key=np.array(key), **arrays)
+
+    atomic_save(path, save)
+    return result
 
 
 def interval(draws: np.ndarray, prob: float = 0.89) -> dict[str, float | list[float]]:
