@@ -61,7 +61,7 @@ class KernelModel(CompiledModel):
         return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), progress_type, store)
 
 
-def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool = False) -> KernelModel:
+def kernel_model(data: ModelData, spec: ModelSpec, hyper_only: bool = False) -> KernelModel:
     """The nutpie model of one fit of `spec` (resolved: `noncentered_t` and `collapse_s` decided); posterior
     variables are named as in the PyMC model."""
     noncentered, collapsed = bool(spec.noncentered_t), bool(spec.collapse_s)
@@ -85,7 +85,6 @@ def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool =
     if hyper_only:
         template = dict(list(template.items())[: 5 if spec.interaction else 4])
     dims = {"s": ("dataset",), "t": ("dataset",), "c": ("dataset", "subsample"), "t_offset": ("dataset",)}
-    rng = np.random.default_rng(seed)
     return KernelModel(
         dims={k: v for k, v in dims.items() if k in template},
         buffer=buffer,
@@ -93,7 +92,10 @@ def kernel_model(data: ModelData, spec: ModelSpec, seed: int, hyper_only: bool =
         names=list(template),
         shapes_=[tuple(np.shape(v)) for v in template.values()],
         coords_={"dataset": np.arange(n_j), "subsample": np.arange(n_k)},
-        initial=lambda _seed: initial_point(data, layout, rng),
+        # nutpie calls this from each chain's thread with that chain's own seed: a start drawn from that seed is
+        # the chain's whatever the threads' timing (a generator shared by the chains handed out starts in the order
+        # the threads asked, so a rerun with the same seed could swap two chains' starts and give other draws)
+        initial=lambda chain_seed: initial_point(data, layout, np.random.default_rng(chain_seed)),
     )
 
 
@@ -128,7 +130,7 @@ def _run(model: KernelModel, seed: int, settings: NutsSettings, raw: bool):
 
 def sample(data: ModelData, spec: ModelSpec, seed: int, settings: NutsSettings):
     """Every posterior variable of one fit of `spec` (resolved), as one InferenceData."""
-    return _run(kernel_model(data, spec, seed), seed, settings, raw=False)
+    return _run(kernel_model(data, spec), seed, settings, raw=False)
 
 
 @dataclass
@@ -142,7 +144,7 @@ class Draws:
 def sample_hyper(data: ModelData, spec: ModelSpec, seed: int, settings: NutsSettings) -> Draws:
     """μ, β and the σ's of one fit (`spec` resolved), for callers that need only those: Figure 7 fits 1,000
     slices, where building an InferenceData of ~80 variables would cost as much as sampling them."""
-    model = kernel_model(data, spec, seed, hyper_only=True)
+    model = kernel_model(data, spec, hyper_only=True)
     chain_draws, chain_stats = _run(model, seed, settings, raw=True).get_arrow_trace()
     kept = [~np.asarray(stats.column("tuning").to_numpy(), dtype=bool) for stats in chain_stats]
     values = {
