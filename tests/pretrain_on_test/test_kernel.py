@@ -119,7 +119,6 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
     assert "1|dataset:subsample_sigma" in model.named_vars  # σ_V = h_V·|B|, a deterministic
     with model:
         pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
     args = (
         data.correct.astype(float),
         data.trials.astype(float),
@@ -134,29 +133,8 @@ def test_log_density_without_the_subsample_term_matches_pymc(interaction, lm_typ
     assert layout.scales is Scales.PRIOR_ONLY_V
     rng = np.random.default_rng(1)
     xs = [rng.normal(0, 0.5, layout.ndim) for _ in range(3)]
-    ours = [kernel.log_density(x, *args) for x in xs]
-    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
-    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
-        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
-    order = [v.name for v in model.value_vars]
-    positions = {
-        "Intercept": [0],
-        "treatment": [1],
-        "1|dataset_sigma_log__": [2],
-        SIGMA_V_RAW: [3],
-        "1|dataset:treatment_sigma_log__": [4],
-        "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
-        "t": list(range(layout.t.start, layout.t.stop)),
-        "c": list(range(layout.c.start, layout.c.stop)),
-    }
-    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
-        point = _point(model, layout, x)
-        sizes = [np.size(point[name]) for name in order]
-        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
-        for name in order:
-            np.testing.assert_allclose(
-                grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
-            )
+    scales = {"1|dataset_sigma_log__": [2], SIGMA_V_RAW: [3]}
+    ours = _assert_matches_pymc(model, layout, args, xs, scales)
     # σ_V is free of the data: its coordinate B (σ_V = h_V·|B|) is a standard normal's alone.
     assert ours[0][1][3] == pytest.approx(-xs[0][3])
     assert layout.expand(xs[0])["1|dataset:subsample_sigma"] == pytest.approx(
@@ -181,34 +159,11 @@ def test_polar_scales_of_one_subsample_per_task_match_pymc(interaction, noncente
     model = build_marginal(data.shape, spec)
     with model:
         pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
     args = (data.correct.astype(float), data.trials.astype(float), kernel.priors_vector(spec), lm_types)
     args += (interaction, noncentered, True, True, int(Scales.POLAR))
     xs = [np.random.default_rng(seed).normal(0, 0.8, layout.ndim) for seed in range(4)]
-    ours = [kernel.log_density(x, *args) for x in xs]
-    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
-    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
-        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
-    order = [v.name for v in model.value_vars]
-    positions = {
-        "Intercept": [0],
-        "treatment": [1],
-        f"{SCALE_RADIUS}_log__": [2],
-        f"{SCALE_ANGLE}_interval__": [3],
-        "1|dataset:treatment_sigma_log__": [4],
-        "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
-        "t": list(range(layout.t.start, layout.t.stop)),
-        "t_offset": list(range(layout.t.start, layout.t.stop)),
-        "c": list(range(layout.c.start, layout.c.stop)),
-    }
-    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
-        point = _point(model, layout, x)
-        sizes = [np.size(point[name]) for name in order]
-        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
-        for name in order:
-            np.testing.assert_allclose(
-                grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
-            )
+    scales = {f"{SCALE_RADIUS}_log__": [2], f"{SCALE_ANGLE}_interval__": [3]}
+    _assert_matches_pymc(model, layout, args, xs, scales)
 
 
 def test_a_model_without_the_subsample_term_needs_one_subsample_per_task():
@@ -393,3 +348,34 @@ def test_a_chains_start_depends_on_its_seed_not_on_which_thread_asks_first():
     for seed in (first, second):
         np.testing.assert_array_equal(in_order[seed], swapped[seed])
     assert not np.array_equal(in_order[first], in_order[second])  # chains still start apart
+
+
+def _assert_matches_pymc(model, layout, args, xs, scales: dict[str, list[int]]):
+    """`kernel.log_density` at each point of `xs` against the PyMC model's compiled log density (up to its
+    constant) and gradient, per value variable; `scales` names the two scale coordinates (2 and 3) of this
+    layout. Returns ours, (log density, gradient) per point."""
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    ours = [kernel.log_density(x, *args) for x in xs]
+    theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
+    for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
+        assert lp - ours[0][0] == pytest.approx(lp_ref - theirs[0][0], rel=1e-9, abs=1e-8)
+    order = [v.name for v in model.value_vars]
+    positions = {
+        "Intercept": [0],
+        "treatment": [1],
+        **scales,
+        "1|dataset:treatment_sigma_log__": [4],
+        "lm_type": list(range(layout.alpha.start, layout.alpha.stop)),
+        "t": list(range(layout.t.start, layout.t.stop)),
+        "t_offset": list(range(layout.t.start, layout.t.stop)),
+        "c": list(range(layout.c.start, layout.c.stop)),
+    }
+    for x, (_, grad), (_, grad_ref) in zip(xs, ours, theirs, strict=True):
+        point = _point(model, layout, x)
+        sizes = [np.size(point[name]) for name in order]
+        ref = dict(zip(order, np.split(grad_ref, np.cumsum(sizes)[:-1]), strict=True))
+        for name in order:
+            np.testing.assert_allclose(
+                grad[positions[name]], ref[name].ravel(), rtol=1e-7, atol=1e-7, err_msg=name
+            )
+    return ours
