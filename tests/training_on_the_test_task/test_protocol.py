@@ -445,8 +445,6 @@ def test_finetune_data_sources_and_attention_are_the_authors():
 def test_deepspeed_reads_an_arch_list_without_architecture_suffixes(given, read):
     """deepspeed 0.19.8's JIT builder sorts TORCH_CUDA_ARCH_LIST by int() of each part, so `9.0a` broke its
     fused-Adam build on an H100 image; the runner hands it the plain targets."""
-    from deepspeed.ops.op_builder.builder import CUDAOpBuilder  # noqa: F401  (the builder this list is for)
-
     from testtask.lm.finetune import deepspeed_arch_list
 
     assert deepspeed_arch_list(given) == read

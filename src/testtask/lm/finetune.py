@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,13 +253,13 @@ def deepspeed_config(recipe: Recipe) -> str | None:
 
 def deepspeed_arch_list(value: str) -> str:
     """`TORCH_CUDA_ARCH_LIST` as DeepSpeed's JIT op builder can read it: architecture-specific entries lose their
-    letter suffix (`9.0a` -> `9.0`; `+PTX` kept). deepspeed 0.19.8 sorts the entries by `int()` of each part, so
-    `9.0a` (set on some CUDA images, an H100 one here) fails its fused-Adam build with "invalid literal for int()";
-    the plain target compiles the same kernels."""
-    entries = []
+    letter suffix (`9.0a` -> `9.0`; `+PTX` kept), duplicates dropped. deepspeed 0.19.8 sorts the entries by
+    `int()` of each part, so `9.0a` (set on some CUDA images, an H100 one here) fails its fused-Adam build with
+    "invalid literal for int()"; the plain target compiles the same kernels."""
+    entries: list[str] = []
     for entry in value.replace(" ", ";").split(";"):
         cc, plus, ptx = entry.strip().partition("+")
-        cc = ".".join(part.rstrip("abcdefghijklmnopqrstuvwxyz") for part in cc.split("."))
+        cc = re.sub(r"(?<=\d)[a-z]+(?=\.|$)", "", cc)
         if cc and cc not in entries and f"{cc}+PTX" not in entries:
             entries.append(cc + plus + ptx)
     return ";".join(entries)
@@ -266,16 +267,16 @@ def deepspeed_arch_list(value: str) -> str:
 
 def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
     """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments (NCCL on
-    GPUs, gloo on the CPU). On the CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch
-    check fails ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
+    GPUs, gloo on the CPU), with `TORCH_CUDA_ARCH_LIST` as its op builds read it (`deepspeed_arch_list`). On the
+    CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch check fails
+    ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
     if not deepspeed_config(recipe) or "WORLD_SIZE" not in os.environ:
         return
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
-    if arch and deepspeed_arch_list(arch) != arch:
-        log.warning(
-            "TORCH_CUDA_ARCH_LIST %r read as %r for DeepSpeed's op builds", arch, deepspeed_arch_list(arch)
-        )
-        os.environ["TORCH_CUDA_ARCH_LIST"] = deepspeed_arch_list(arch)
+    readable = deepspeed_arch_list(arch) if arch else arch
+    if readable != arch:
+        log.warning("TORCH_CUDA_ARCH_LIST %r read as %r for DeepSpeed's op builds", arch, readable)
+        os.environ["TORCH_CUDA_ARCH_LIST"] = readable
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return
     import deepspeed

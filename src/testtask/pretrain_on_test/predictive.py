@@ -167,12 +167,7 @@ def simulate_cached(
                 if str(stored["key"]) == key:
                     log.info("reusing cached posterior predictive %s", path.name)
                     return PredictiveDifferences(**{f: stored[f] for f in FIELDS}, data=fit.data)
-        except (
-            OSError,
-            ValueError,
-            KeyError,
-            zipfile.BadZipFile,
-        ) as err:  # a truncated or foreign file: draw again
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # truncated or foreign: draw again
             log.warning("cached posterior predictive %s is unreadable (%s); drawing again", path, err)
     result = simulate(fit, seed, max_draws, workers)
     arrays = {f: getattr(result, f) for f in FIELDS}

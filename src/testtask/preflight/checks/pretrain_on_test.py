@@ -131,19 +131,10 @@ def observed_recipe(record: dict[str, Any], stage: str, cuda: bool) -> dict[str,
         prefix = f"{stage}_{name}_"
         return {k.removeprefix(prefix): v for k, v in record.items() if k.startswith(prefix)}
 
-    quantization, optimizer = part("quantization"), part("optimizer")
-    return {
-        **{k: quantization.get(k) for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")},
-        "linear4bit_layers": quantization.get("layers", 0),
-        "precision": record.get(f"{stage}_precision"),
-        "optimizer": optimizer.get("class"),
-        "paging_requested": optimizer.get("paging_requested"),
-        "optimizer_states": optimizer.get("states", 0),
-        "optimizer_8bit_states": optimizer.get("eight_bit", 0),
-        "optimizer_paged_states": optimizer.get("paged", 0),
-        "optimizer_pageable_states": optimizer.get("pageable", 0),
-        "paging_checked": cuda,
-    }
+    from testtask.pretrain_on_test.runner.training import qlora_record  # torch: imported when a check runs
+
+    precision = record.get(f"{stage}_precision")
+    return {**qlora_record(part("quantization"), part("optimizer"), precision), "paging_checked": cuda}
 
 
 def verify_qlora(observed: dict[str, Any]) -> None:
@@ -156,11 +147,13 @@ def verify_qlora(observed: dict[str, Any]) -> None:
         wrong.append("no bitsandbytes Linear4bit layer trained")
     if not observed.get("optimizer_8bit_states"):
         wrong.append(f"none of {observed.get('optimizer_states')} optimizer states is 8-bit")
+    from testtask.pretrain_on_test.runner.training import PAGED_MIN_ELEMENTS
+
     pageable = observed.get("optimizer_pageable_states", 0)
     if observed.get("paging_checked") and observed.get("optimizer_paged_states", 0) < pageable:
         wrong.append(
             f"{observed.get('optimizer_paged_states', 0)} of the {pageable} optimizer states bitsandbytes pages "
-            "(parameters of >= 100,000 elements) are in paged memory"
+            f"(parameters of >= {PAGED_MIN_ELEMENTS:,} elements) are in paged memory"
         )
     if wrong:
         raise AssertionError("the run is not the authors' QLoRA recipe: " + "; ".join(wrong))

@@ -25,7 +25,7 @@ from testtask.lm.hf import pick_device
 from testtask.paths import resolve
 from testtask.pretrain_on_test.runner.datasets import load_dataset
 from testtask.pretrain_on_test.runner.settings import Settings, ZeroShotLm
-from testtask.pretrain_on_test.runner.training import TrainStats
+from testtask.pretrain_on_test.runner.training import TrainStats, qlora_record
 from testtask.pretrain_on_test.runner.zeroshot import ZeroShot
 
 log = logging.getLogger("testtask.runner")
@@ -96,19 +96,10 @@ def ran_recipe(stats: TrainStats | None) -> dict[str, Any]:
     """The recipe a trial ran, from its TrainStats (read from the live objects, not the config)."""
     if stats is None:  # no trial ran (speed.repeats is positive, so this is never the case)
         return {}
-    quantization = stats.quantization or {}
-    optimizer = stats.optimizer or {}
-    return {  # the keys of the preflight's observed_recipe, so its verify_qlora reads this record as well
-        **{k: quantization.get(k) for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")},
-        "linear4bit_layers": quantization.get("layers", 0),
-        "precision": stats.precision,
+    # the record the preflight's verify_qlora reads
+    return {
+        **qlora_record(stats.quantization or {}, stats.optimizer or {}, stats.precision),
         "optim": stats.optim,
-        "optimizer": optimizer.get("class"),
-        "paging_requested": optimizer.get("paging_requested"),
-        "optimizer_states": optimizer.get("states", 0),
-        "optimizer_8bit_states": optimizer.get("eight_bit", 0),
-        "optimizer_paged_states": optimizer.get("paged", 0),
-        "optimizer_pageable_states": optimizer.get("pageable", 0),
     }
 
 

@@ -134,23 +134,36 @@ def describe_optimizer(optimizer: Any) -> dict[str, Any]:
 
     inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps the torch/bitsandbytes optimizer
     kind = type(inner)
-    pairs = [
-        (param, st.get("state1", st.get("exp_avg")))
+    first = {  # parameter -> its first moment state (bitsandbytes' state1, torch's exp_avg)
+        param: state
         for param, st in inner.state.items()
-        if isinstance(st, dict)
-    ]
-    pairs = [(param, t) for param, t in pairs if isinstance(t, torch.Tensor)]
-    first = [t for _, t in pairs]
+        if isinstance(st, dict) and isinstance(state := st.get("state1", st.get("exp_avg")), torch.Tensor)
+    }
     return {
         "class": f"{kind.__module__}.{kind.__qualname__}",
         "states": len(first),
-        "eight_bit": sum(t.dtype == torch.uint8 for t in first),
-        "pageable": sum(
-            isinstance(p, torch.Tensor) and p.device.type == "cuda" and p.numel() >= PAGED_MIN_ELEMENTS
-            for p, _ in pairs
-        ),
-        "paged": sum(bool(getattr(t, "is_paged", False)) for t in first),
+        "eight_bit": sum(t.dtype == torch.uint8 for t in first.values()),
+        "pageable": sum(p.device.type == "cuda" and p.numel() >= PAGED_MIN_ELEMENTS for p in first),
+        "paged": sum(bool(getattr(t, "is_paged", False)) for t in first.values()),
         "paging_requested": bool(getattr(inner, "is_paged", False)),
+    }
+
+
+def qlora_record(
+    quantization: dict[str, Any], optimizer: dict[str, Any], precision: str | None
+) -> dict[str, Any]:
+    """One training stage's recipe as the QLoRA check reads it (preflight's verify_qlora), from what
+    describe_quantization and describe_optimizer read off the live objects and the Trainer's precision."""
+    return {
+        **{k: quantization.get(k) for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")},
+        "linear4bit_layers": quantization.get("layers", 0),
+        "precision": precision,
+        "optimizer": optimizer.get("class"),
+        "paging_requested": optimizer.get("paging_requested"),
+        "optimizer_states": optimizer.get("states", 0),
+        "optimizer_8bit_states": optimizer.get("eight_bit", 0),
+        "optimizer_paged_states": optimizer.get("paged", 0),
+        "optimizer_pageable_states": optimizer.get("pageable", 0),
     }
 
 
