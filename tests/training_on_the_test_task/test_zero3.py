@@ -8,7 +8,7 @@ the 2-process ZeRO-3 run is the same computation as a 1-process run without Deep
 and seed in fp32: per-step losses within 1e-5 and final weights within 1e-6 (measured: 5e-7 and 1.2e-7).
 
 For that comparison the DeepSpeed config is the authors' (`conf/deepspeed/zero3_authors.json`) without its
-`scheduler` block, and weight decay is 0, because the authors' ZeRO-3 recipe differs from their 1-process one
+`scheduler` block and stepping torch's AdamW (tests/fixtures/zero3.py says why), and weight decay is 0, because the authors' ZeRO-3 recipe differs from their 1-process one
 in two ways that are theirs, not ZeRO-3's (both documented in docs/protocols/training-on-the-test-task.md; the
 first shown by `test_the_authors_deepspeed_schedule_starts_a_step_late_and_skips_the_peak`): DeepSpeed's
 WarmupCosineLR warms up one step late and never reaches the peak rate, and DeepSpeed's optimizer from the config
@@ -27,8 +27,9 @@ import pytest
 import torch
 
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
+from tests.fixtures.zero3 import cpu_zero3_config
 from tests.training_on_the_test_task.test_runner import _config
-from testtask.paths import conf_dir, repo_root
+from testtask.paths import repo_root
 from testtask.training_on_the_test_task.runner.main import run
 
 pytest.importorskip("deepspeed")
@@ -52,10 +53,7 @@ def runs(tmp_path_factory) -> dict:
     local = write_datasets(root / "data")
     train = write_jsonl(root / "train" / "arc_train.jsonl", arc_rows(32, offset=60))
     model = build_model(root / "tiny-llama", root / "data")
-    authors = json.loads((conf_dir() / "deepspeed" / "zero3_authors.json").read_text())
-    config = {k: v for k, v in authors.items() if k != "scheduler"}  # the Trainer's schedule drives DeepSpeed
-    zero3_config = root / "zero3_trainer_schedule.json"
-    zero3_config.write_text(json.dumps(config))
+    zero3_config = cpu_zero3_config(root / "zero3_trainer_schedule.json")
     common = [
         "stage=e1+2",
         "recipe.save_steps=[]",

@@ -12,7 +12,7 @@ epoch, so the resumed run skips part of an epoch's batches and then crosses into
 launch fails and leaves the checkpoint with both ranks' ZeRO-3 shards and nothing after it; the rerun says it
 resumed from that checkpoint and runs only the steps after it; every step's loss and the final consolidated weights
 equal the uninterrupted run's (tolerances below; measured differences: 0). The DeepSpeed config is the one
-tests/training_on_the_test_task/test_zero3.py uses (the authors' without its scheduler block). Slow: three launches
+tests/training_on_the_test_task/test_zero3.py uses (tests/fixtures/zero3.py). Slow: three launches
 and two lm-eval runs, 171 s on two cores busy with other jobs, 102 s of CPU time in all (so over 50 s on two idle
 cores).
 """
@@ -29,8 +29,8 @@ import pytest
 import torch
 
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
+from tests.fixtures.zero3 import cpu_zero3_config
 from tests.training_on_the_test_task.test_runner import _config
-from testtask.paths import conf_dir
 from testtask.training_on_the_test_task.runner.main import run
 
 pytest.importorskip("deepspeed")
@@ -67,9 +67,7 @@ def runs(tmp_path_factory) -> dict:
     local = write_datasets(root / "data")
     train = write_jsonl(root / "train" / "arc_train.jsonl", arc_rows(24, offset=60))
     model = build_model(root / "tiny-llama", root / "data")
-    authors = json.loads((conf_dir() / "deepspeed" / "zero3_authors.json").read_text())
-    zero3_config = root / "zero3_trainer_schedule.json"
-    zero3_config.write_text(json.dumps({k: v for k, v in authors.items() if k != "scheduler"}))
+    zero3_config = cpu_zero3_config(root / "zero3_trainer_schedule.json")
 
     def config(name: str):
         return _config(
