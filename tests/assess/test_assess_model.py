@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 from tests.assess.raised import TBT, TOTT, make_run, make_tbt_run
 from tests.conftest import mirror_dir
+from testtask.lm.release import conflicts
 from testtask.pipeline import UsageError, build, compose, run
 from testtask.sources import OverlayConflict
 
@@ -182,6 +183,20 @@ def test_overlay_conflict_names_both_files(release, tmp_path):
     with pytest.raises(OverlayConflict) as err:
         build(cfg, "figure", [1])
     assert str(published) in str(err.value) and str(copied) in str(err.value)
+
+
+def test_a_conflict_written_after_a_clean_check_is_found(release, tmp_path):
+    """The overlay check is remembered per pair of trees, and a result written into the run since is seen."""
+    published = release / TOTT / "evaluations"
+    run = tmp_path / "run"
+    (run / "base").mkdir(parents=True)
+    conflicts(published, run)  # nothing in common yet
+    source = published / "base" / f"{SOURCE}-mmlu.json"
+    staged = tmp_path / "staged.json"
+    staged.write_bytes(source.read_bytes())
+    staged.rename(run / "base" / source.name)  # results are written atomically, by rename
+    with pytest.raises(OverlayConflict, match=f"{SOURCE}-mmlu.json"):
+        conflicts(published, run)
 
 
 def test_overlay_refused_for_a_paper_without_it(tmp_path):

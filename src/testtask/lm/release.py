@@ -156,16 +156,32 @@ def results(data_root: Path, release: Release, source: str, overlay: Path | None
     return pd.concat(tables, ignore_index=True)
 
 
+_NO_CONFLICTS: set[tuple[str, float, str, float]] = (
+    set()
+)  # pairs of trees found free of conflicts, as stamped
+
+
 def conflicts(published: Path, run: Path) -> None:
     """OverlayConflict for the first result (model, benchmark, stage, fine-tune, suite, step, learning rate) that
-    both evaluations folders hold: the layout places each result at one relative path, so classify both trees."""
+    both evaluations folders hold: the layout places each result at one relative path, so classify both trees.
+    A figure reads one table per benchmark; the pair is classified again only when either tree changed."""
     if not (published.is_dir() and run.is_dir()):
+        return
+    key = (str(published), _stamp(published), str(run), _stamp(run))
+    if key in _NO_CONFLICTS:
         return
     seen = {_identity(rf): rf.path for rf in discover(published)}
     for rf in discover(run):
         if _identity(rf) in seen:
             what = f"result (model {rf.model}, benchmark {rf.benchmark}, {_stage(rf)})"
             raise OverlayConflict(what, seen[_identity(rf)], rf.path)
+    _NO_CONFLICTS.add(key)
+
+
+def _stamp(root: Path) -> float:
+    """The newest mtime of `root`'s folders. Results are written atomically (by rename), so a file added, removed
+    or replaced changes a folder's mtime, which is cheaper to scan than every file's."""
+    return max(os.stat(folder).st_mtime for folder, _, _ in os.walk(root))
 
 
 def _identity(rf: ResultFile) -> tuple:
@@ -190,11 +206,8 @@ def _one_root(data_root: Path, release: Release, source: str, laid_over: bool = 
             f"{root} does not exist (source={source}; the folder is evaluations_dir = {release.evaluations_dir!r})"
         )
     reg = release.registry
-    # Figures built in one process share the table; a changed registry, or a file added, removed or replaced
-    # (results are written atomically, by rename) reloads it: that changes a folder's mtime, cheaper to scan
-    # than every file's.
-    stamp = max(os.stat(folder).st_mtime for folder, _, _ in os.walk(root))
-    key = (str(root), stamp, release.key)
+    # Figures built in one process share the table; a changed registry or tree (`_stamp`) reloads it.
+    key = (str(root), _stamp(root), release.key)
     if key not in _CACHE:
         files = discover(root)
         if files and not laid_over and not any(f.model in reg for f in files):
