@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import hashlib
 import json
 import types
@@ -334,6 +335,7 @@ def words(annotation: Any) -> str:
     )
 
 
+@functools.cache  # resolving a section's annotations is most of walking a config's leaves; sections never change
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, include_extras=True)
 
