@@ -12,57 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.fixtures.hydra_loads import keep_loaded_configs
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _cache_hydra_config_loads() -> None:
-    """Hydra parses every YAML file of the defaults list again at each compose; the tests compose hundreds of
-    times from the same files (conf/training_on_the_test_task/models/paper.yaml alone, 928 lines, takes 56 ms to
-    load and 12 ms to copy). Each worker keeps what it loaded and hands Hydra a deep copy (Hydra changes what it
-    is given). A file under conf/ is keyed by its real path, inode, mtime and size, so an edited or atomically
-    replaced file is loaded again (tests/test_config_loading.py); Hydra's own configs, inside its package, by
-    their name."""
-    import copy
-
-    from hydra._internal.sources_registry import SourcesRegistry
-    from hydra.core.plugins import Plugins
-    from hydra.plugins.config_source import ConfigResult, ConfigSource
-
-    Plugins.instance()  # discovery loads its own copies of the source classes and registers those
-
-    def file_key(source: ConfigSource, config_path: str) -> tuple | None:
-        full = os.path.realpath(
-            os.path.join(source.path, source._normalize_file_name(config_path))
-        )  # as Hydra
-        try:
-            st = os.stat(full)
-        except OSError:
-            return None  # Hydra's own error
-        return (full, st.st_ino, st.st_mtime_ns, st.st_size)
-
-    for scheme, key_of in (("file", file_key), ("pkg", lambda source, config_path: (config_path,))):
-        cls = SourcesRegistry.instance().resolve(scheme)
-        loaded: dict[tuple, ConfigResult] = {}
-
-        def cached(self: ConfigSource, config_path: str, load=cls.load_config, key_of=key_of, loaded=loaded):
-            key = key_of(self, config_path)
-            if key is None:
-                return load(self, config_path)
-            key = (self.provider, self.path, *key)
-            if key not in loaded:
-                loaded[key] = load(self, config_path)
-            hit = loaded[key]
-            return ConfigResult(
-                config=copy.deepcopy(hit.config),
-                path=hit.path,
-                provider=hit.provider,
-                header=dict(hit.header),
-            )
-
-        cls.load_config = cached
-
-
-_cache_hydra_config_loads()
+keep_loaded_configs()  # every compose in this worker after the first reads no YAML file twice
 FAST_SAMPLER = {
     "name": "nutpie",
     "draws": 400,

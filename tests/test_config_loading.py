@@ -1,5 +1,5 @@
 """Composing the same config files again (as the tests do, hundreds of times per worker) reads each file's current
-contents: tests/conftest.py keeps loaded files per worker, and an edit or an atomic replacement is seen."""
+contents: tests/fixtures/hydra_loads.py keeps loaded files per worker, and an edit or an atomic replacement is seen."""
 
 from __future__ import annotations
 
