@@ -8,8 +8,8 @@ the 2-process ZeRO-3 run is the same computation as a 1-process run without Deep
 and seed in fp32: per-step losses within 1e-5 and final weights within 1e-6 (measured: 5e-7 and 1.2e-7).
 
 For that comparison the DeepSpeed config is the authors' (`conf/deepspeed/zero3_authors.json`) without its
-`scheduler` block and stepping torch's AdamW (tests/fixtures/zero3.py says why), and weight decay is 0, because the authors' ZeRO-3 recipe differs from their 1-process one
-in two ways that are theirs, not ZeRO-3's (both documented in docs/protocols/training-on-the-test-task.md; the
+`scheduler` block and stepping torch's AdamW (tests/fixtures/zero3.py says why), and weight decay is 0, because
+the authors' ZeRO-3 recipe differs from their 1-process one in two ways that are theirs, not ZeRO-3's (both documented in docs/protocols/training-on-the-test-task.md; the
 first shown by `test_the_authors_deepspeed_schedule_starts_a_step_late_and_skips_the_peak`): DeepSpeed's
 WarmupCosineLR warms up one step late and never reaches the peak rate, and DeepSpeed's optimizer from the config
 decays every parameter, where the Trainer exempts biases and norms. The unmodified authors' config is run by the preflight's

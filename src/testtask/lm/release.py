@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -149,25 +150,31 @@ def results(data_root: Path, release: Release, source: str, overlay: Path | None
     `data_root`; a result in both is an OverlayConflict naming both files."""
     import pandas as pd  # here, not at the top: checking a config must not load pandas
 
+    published = data_root / release.evaluations_dir
     if overlay is None:
-        return _one_root(data_root, release, source)
-    conflicts(data_root / release.evaluations_dir, overlay / release.evaluations_dir)
-    tables = [_one_root(data_root, release, source), _one_root(overlay, release, source, laid_over=True)]
+        return _one_root(published, release, source)
+    run = overlay / release.evaluations_dir
+    stamps = {root: _stamp(root) for root in (published, run) if root.is_dir()}  # one walk per tree and call
+    conflicts(published, run, stamps)
+    tables = [
+        _one_root(published, release, source, stamps),
+        _one_root(run, release, source, stamps, laid_over=True),
+    ]
     return pd.concat(tables, ignore_index=True)
 
 
-_NO_CONFLICTS: set[tuple[str, float, str, float]] = (
-    set()
-)  # pairs of trees found free of conflicts, as stamped
+# pairs of trees found free of conflicts, with their stamps: a figure reads one table per benchmark
+_NO_CONFLICTS: set[tuple[str, float, str, float]] = set()
 
 
-def conflicts(published: Path, run: Path) -> None:
+def conflicts(published: Path, run: Path, stamps: Mapping[Path, float] | None = None) -> None:
     """OverlayConflict for the first result (model, benchmark, stage, fine-tune, suite, step, learning rate) that
-    both evaluations folders hold: the layout places each result at one relative path, so classify both trees.
-    A figure reads one table per benchmark; the pair is classified again only when either tree changed."""
+    both evaluations folders hold: the layout places each result at one relative path, so classify both trees,
+    again only when either has changed since (`stamps`: the trees' `_stamp`s, when the caller has them)."""
     if not (published.is_dir() and run.is_dir()):
         return
-    key = (str(published), _stamp(published), str(run), _stamp(run))
+    stamps = stamps or {root: _stamp(root) for root in (published, run)}
+    key = (str(published), stamps[published], str(run), stamps[run])
     if key in _NO_CONFLICTS:
         return
     seen = {_identity(rf): rf.path for rf in discover(published)}
@@ -197,17 +204,24 @@ def _stage(rf: ResultFile) -> str:
     return ", ".join(parts)
 
 
-def _one_root(data_root: Path, release: Release, source: str, laid_over: bool = False) -> pd.DataFrame:
-    """One root's table. A run `laid_over` a release must name registry models only: its model unknown is a
-    ResultsError naming the file, not a quiet skip."""
-    root = data_root / release.evaluations_dir
+def _one_root(
+    root: Path,
+    release: Release,
+    source: str,
+    stamps: Mapping[Path, float] | None = None,
+    laid_over: bool = False,
+) -> pd.DataFrame:
+    """One evaluations folder's table (`stamps`: its `_stamp`, when the caller has it). A run `laid_over` a
+    release must name registry models only: its model unknown is a ResultsError naming the file, not a quiet
+    skip."""
     if not root.is_dir():
         raise InputsUnavailable(
             f"{root} does not exist (source={source}; the folder is evaluations_dir = {release.evaluations_dir!r})"
         )
     reg = release.registry
     # Figures built in one process share the table; a changed registry or tree (`_stamp`) reloads it.
-    key = (str(root), _stamp(root), release.key)
+    stamp = stamps[root] if stamps and root in stamps else _stamp(root)
+    key = (str(root), stamp, release.key)
     if key not in _CACHE:
         files = discover(root)
         if files and not laid_over and not any(f.model in reg for f in files):
