@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from omegaconf import DictConfig, OmegaConf
 
 from testtask.context import Context
 from testtask.errors import InputError
@@ -17,11 +16,6 @@ from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
 from testtask.proxy_tasks.settings import Method, Reader, RobustnessMode, Settings
-
-
-def plain(cfg: Any) -> Any:
-    """A config node as plain Python (for JSON sidecars)."""
-    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
 
 
 def analysis(ctx: Context) -> Settings:
@@ -41,13 +35,11 @@ def labels(ctx: Context) -> dict[str, str]:
 
 def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
     """Matrix `key` and the method's settings with that matrix's overrides (`top_t`, `n_models`, `robustness`)."""
-    matrix = load_matrix(ctx, key)
-    return matrix, analysis(ctx).method_for(key)
+    return load_matrix(ctx, key), analysis(ctx).method_for(key)
 
 
 class SettingError(InputError, ValueError):
-    """A setting that a matrix's data cannot serve (a target it lacks, subsets larger than its models); the message
-    is one line naming the key to change, its value and what the matrix allows."""
+    """A setting that a matrix's data cannot serve; one line naming the key to change, its value and what fits."""
 
 
 PREFIX = "proxy_tasks"
@@ -67,12 +59,8 @@ def method_key(ctx: Context, key: str, field: str) -> tuple[str, str]:
     csv = entry.reader == Reader.csv
     if getattr(entry, field) is not None:
         return own, f" (`{field}` of {key} in the user folder's matrices.yaml)" if csv else ""
-    if csv:
-        return (
-            f"{PREFIX}.{OVERRIDES[field]}",
-            f"; or give matrix {key!r} its own {field} in the user folder's matrices.yaml",
-        )
-    return f"{PREFIX}.{OVERRIDES[field]}", f"; or give matrix {key!r} its own ({own})"
+    hint = f"its own {field} in the user folder's matrices.yaml" if csv else f"its own ({own})"
+    return f"{PREFIX}.{OVERRIDES[field]}", f"; or give matrix {key!r} {hint}"
 
 
 def check_target(matrix: ScoreMatrix, target: str, where: str) -> None:

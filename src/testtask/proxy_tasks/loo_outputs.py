@@ -60,9 +60,8 @@ def lomo_job(
     ensemble_labels: dict[str, str],
     n_boot: int,
 ) -> dict[str, Any]:
-    """LOMO numbers of one (matrix, target), with the selection fitted on all models for reporting.
-
-    Plain arguments only, so that table `loo` can run targets in worker processes."""
+    """LOMO numbers of one (matrix, target), with the selection fitted on all models for reporting; plain
+    arguments only, so that table `loo` can run targets in worker processes."""
     start = time.perf_counter()
     lomo = leave_one_model_out(
         scores, target, settings, seed, stderr=stderr, ensembles=ensembles, ensemble_labels=ensemble_labels
@@ -90,10 +89,6 @@ def _job_args(ctx: Context, matrix: ScoreMatrix, settings: Method, target: str) 
     )
 
 
-def run_lomo(ctx: Context, matrix: ScoreMatrix, settings: Method, target: str) -> dict[str, Any]:
-    return lomo_job(*_job_args(ctx, matrix, settings, target))
-
-
 def _common(ctx: Context, settings: Method) -> dict[str, Any]:
     return {
         "paper": ctx.paper,
@@ -119,16 +114,14 @@ SERIES = (
 
 
 def figure_loo(ctx: Context) -> dict:
-    panels = []
-    settings = None
-    loaded = []
+    panels, loaded, settings = [], [], None
     for i, entry in enumerate(analysis(ctx).figure_loo.panels):  # every panel checked before any is fitted
         matrix, settings = matrix_and_settings(ctx, entry.matrix)
         check_target(matrix, entry.target, f"figure_loo.panels[{i}].target")
         check_fits(ctx, matrix, settings)
         loaded.append((matrix, settings, entry.target))
     for matrix, settings, target in loaded:
-        numbers = run_lomo(ctx, matrix, settings, target)
+        numbers = lomo_job(*_job_args(ctx, matrix, settings, target))
         panels.append({"matrix": matrix.describe(), "settings": settings_dict(settings), **numbers})
         log.info(
             "%s / %s: LOMO MAE proxy %.4f, mean of tasks %.4f, best single %.4f",

@@ -38,8 +38,7 @@ def apply(
     if mode != Normalisation.two_step:
         return feat, np.zeros(len(x)), np.ones(len(x))
     cand = feat[:, candidates]
-    mu = cand.mean(axis=1)
-    sigma = cand.std(axis=1)
+    mu, sigma = cand.mean(axis=1), cand.std(axis=1)
     return (feat - mu[:, None]) / sigma[:, None], mu, sigma
 
 
@@ -77,12 +76,6 @@ class Normaliser:
         if flat:
             raise ValueError(f"tasks with no spread across the {len(scores)} fitted models: {flat}")
         return cls(mode, pd.Series(mean, scores.columns), pd.Series(sd, scores.columns), tuple(candidates))
-
-    def feature(self, scores: pd.DataFrame) -> pd.DataFrame:
-        """Feature (per-task) normalisation of any models' scores."""
-        mean = self.task_mean.reindex(scores.columns).to_numpy()
-        sd = self.task_sd.reindex(scores.columns).to_numpy()
-        return pd.DataFrame((scores.to_numpy(float) - mean) / sd, index=scores.index, columns=scores.columns)
 
     def transform(self, scores: pd.DataFrame) -> Normalised:
         """Both steps; mu_i and sigma_i of each model come from its candidate tasks only."""

@@ -14,6 +14,7 @@ labelled score matrix and returns the tables that the figures report.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ import pandas as pd
 from testtask.proxy_tasks.combine import Selection, select_proxies, weights_arrays
 from testtask.proxy_tasks.consistency import Consistency, consistency_arrays
 from testtask.proxy_tasks.correlation import correlate
-from testtask.proxy_tasks.normalise import Normalised, Normaliser
+from testtask.proxy_tasks.normalise import Normaliser
 from testtask.proxy_tasks.robustness import stderr_ratio
 from testtask.proxy_tasks.settings import Auto, Method, RobustnessMode
 
@@ -32,7 +33,7 @@ class ArraySelection:
     metric_rule: str  # dominates | fallback | configured
     consistency: Consistency | None
     relevance: np.ndarray  # per candidate, chosen metric
-    robustness: np.ndarray | None  # R per candidate (None: robustness off)
+    consistent: np.ndarray | None  # per candidate: often enough in the sampled top t (None: filter off)
     kept: np.ndarray  # candidate positions of the proxies, highest S first
     weights: np.ndarray  # W of the kept proxies
     fallback: bool
@@ -51,6 +52,17 @@ def robustness_values(
     if ensemble_ratio is None:
         raise ValueError("robustness.mode=ensembles needs robustness.ensembles_file (ensemble score table)")
     return ensemble_ratio
+
+
+def _limits(settings: Method) -> dict[str, Any]:
+    """The thresholds and caps of step 5, as combine.weights_arrays and combine.select_proxies take them."""
+    return {
+        "eps_c": settings.eps_c,
+        "eps_r": settings.eps_r,
+        "k": settings.sigmoid_k,
+        "max_proxies": settings.proxies_cap,
+        "if_none": settings.if_none_selected,
+    }
 
 
 def select(
@@ -82,30 +94,17 @@ def select(
     consistent = None
     if settings.min_top_frequency > 0:
         consistent = consistency.frequency[metric] >= settings.min_top_frequency
-    kept, weights, fallback, _ = weights_arrays(
-        relevance,
-        robustness,
-        consistent,
-        eps_c=settings.eps_c,
-        eps_r=settings.eps_r,
-        k=settings.sigmoid_k,
-        max_proxies=settings.proxies_cap,
-        if_none=settings.if_none_selected,
-    )
-    return ArraySelection(metric, rule, consistency, relevance, robustness, kept, weights, fallback)
+    kept, weights, fallback, _ = weights_arrays(relevance, robustness, consistent, **_limits(settings))
+    return ArraySelection(metric, rule, consistency, relevance, consistent, kept, weights, fallback)
 
 
 @dataclass(frozen=True)
 class ProxyFit:
     target: str
-    candidates: tuple[str, ...]
-    normaliser: Normaliser
-    normalised: Normalised  # the fitted models' scores after normalisation
     metric: str
     metric_rule: str  # dominates | fallback | configured
     consistency: Consistency | None
     relevance: pd.Series  # chosen metric, per candidate
-    robustness: pd.Series | None  # R per candidate (None: robustness off)
     selection: Selection
 
     def to_dict(self) -> dict:
@@ -130,40 +129,13 @@ def fit_proxies(
     if target not in scores.columns:
         raise KeyError(f"target task {target!r} is not a column of the score matrix")
     candidates = [str(c) for c in scores.columns if c != target]
-    norm = Normaliser.fit(scores, candidates, settings.normalisation)
-    normed = norm.transform(scores)
+    normed = Normaliser.fit(scores, candidates, settings.normalisation).transform(scores).values
     se = None if stderr is None else stderr.reindex(index=scores.index, columns=candidates).to_numpy(float)
     ens = None if ensemble_ratio is None else ensemble_ratio["ratio"].reindex(candidates).to_numpy(float)
     rob = robustness_values(settings, scores[candidates].to_numpy(float), se, ens)
-    sel = select(
-        normed.values[candidates].to_numpy(), normed.values[target].to_numpy(), candidates, settings, rng, rob
-    )
+    sel = select(normed[candidates].to_numpy(), normed[target].to_numpy(), candidates, settings, rng, rob)
     relevance = pd.Series(sel.relevance, index=candidates)
+    consistent = None if sel.consistent is None else pd.Series(sel.consistent, candidates)
     rob_series = None if rob is None else pd.Series(rob, index=candidates)
-    consistent = None
-    if settings.min_top_frequency > 0:
-        consistent = pd.Series(
-            sel.consistency.frequency[sel.metric] >= settings.min_top_frequency, candidates
-        )
-    selection = select_proxies(
-        relevance,
-        rob_series,
-        eps_c=settings.eps_c,
-        eps_r=settings.eps_r,
-        k=settings.sigmoid_k,
-        max_proxies=settings.proxies_cap,
-        consistent=consistent,
-        if_none=settings.if_none_selected,
-    )
-    return ProxyFit(
-        target=target,
-        candidates=tuple(candidates),
-        normaliser=norm,
-        normalised=normed,
-        metric=sel.metric,
-        metric_rule=sel.metric_rule,
-        consistency=sel.consistency,
-        relevance=relevance,
-        robustness=rob_series,
-        selection=selection,
-    )
+    selection = select_proxies(relevance, rob_series, consistent=consistent, **_limits(settings))
+    return ProxyFit(target, sel.metric, sel.metric_rule, sel.consistency, relevance, selection)

@@ -1,16 +1,10 @@
 """The analysis settings of proxy-tasks: the schema of the `proxy_tasks` config section.
 
-Each key is declared here once, with its type and allowed values; its value is in conf/proxy_tasks/analysis.yaml.
-The pipeline reads the section once (`testtask.schema.load`) and builders read `ctx.settings`:
-
-- `Settings.method` (a `Method`): what the method reads (thresholds, Algorithm 1's parameters, modes), gathered
-  from `normalisation`, `relevance`, `consistency`, `robustness` and `combination`, passed to the selection and
-  the leave-one-model-out fits (also in worker processes) and written into the sidecars; `method_for(key)` with
-  the overrides of matrix `key`;
-- `Settings.matrices`: the score matrices, key -> `Matrix` (the paper's in the YAML, a student's own CSV matrices
-  merged in from the user folder's matrices.yaml, `user_matrices.py`); `train_before_test`: how the
-  train-before-test reader reads that paper's release;
-- `robustness.ensembles_file` and `ensemble_labels`, `evaluation`, and each figure's and table's own settings.
+Each key is declared here once, with its type and allowed values; its value is in conf/proxy_tasks/analysis.yaml,
+and a student's own CSV matrices join `matrices` from the user folder's matrices.yaml (`user_matrices.py`). The
+pipeline reads the section once (`testtask.schema.load`); `Settings.method` gathers what the method reads (a
+`Method`: thresholds, Algorithm 1's parameters, modes), passed to the selection and the leave-one-model-out fits
+(also in worker processes) and written into the sidecars; `method_for(key)` adds the overrides of matrix `key`.
 """
 
 from __future__ import annotations

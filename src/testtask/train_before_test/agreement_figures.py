@@ -3,6 +3,7 @@ Figures 9-10 (annotated detail), and their significance-tie counterparts, Figure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -124,12 +125,8 @@ def _heatmaps(ctx: Context, number: int, kind: str) -> dict:
     for ax, (key, tau) in zip(axes, taus.items(), strict=True):
         image = heatmap(ax, tau, labels, labels, vmin, vmax, ctx.settings.heatmap.cmap, separators=cuts)
         ax.set_title(f"{prep.regimes[key].label} (mean {numbers[f'mean_kendall_{key}']:.2f})")
-    fig.colorbar(
-        image,
-        ax=list(axes),
-        shrink=0.8,
-        label="Kendall's tau" + (" (significance ties)" if kind != "kendall" else ""),
-    )
+    label = "Kendall's tau" + (" (significance ties)" if kind != "kendall" else "")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label=label)
     numbers["colour_scale"] = [vmin, vmax]
     notes = [f"not in the data, so not drawn: {', '.join(prep.missing)}"] if prep.missing else []
     save_figure(fig, ctx.out_dir, f"figure-{number}", numbers, notes=notes)
@@ -142,12 +139,10 @@ def _category_figure(ctx: Context, number: int, kind: str) -> dict:
     cats = prep.layout.categories
     means = {k: category_means(t, cats) for k, t in taus.items()}
     vmin, vmax = shared_range([m for m, _ in means.values()], ctx.settings.heatmap.vmax)
-    keys = list(cats)
+    keys, cmap = list(cats), ctx.settings.heatmap.cmap
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
     for ax, (key, (mean, _)) in zip(axes, means.items(), strict=True):
-        image = heatmap(
-            ax, mean, keys, keys, vmin, vmax, ctx.settings.heatmap.cmap, annotate=True, fontsize=9
-        )
+        image = heatmap(ax, mean, keys, keys, vmin, vmax, cmap, annotate=True, fontsize=9)
         ax.set_title(prep.regimes[key].label)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="mean Kendall's tau")
     counts = next(iter(means.values()))[1]  # benchmark pairs per cell: the same in both regimes
@@ -193,19 +188,9 @@ def _detail(ctx: Context, number: int, kind: str, regime_index: int) -> dict:
     labels = [prep.layout.label(b) for b in prep.benchmarks]
     cuts = category_boundaries(prep.benchmarks, prep.layout.category_of)
     vmin, vmax = shared_range([tau], ctx.settings.heatmap.vmax)
+    cmap = ctx.settings.heatmap.cmap
     fig, ax = plt.subplots(figsize=(11, 9.5))
-    image = heatmap(
-        ax,
-        tau,
-        labels,
-        labels,
-        vmin,
-        vmax,
-        ctx.settings.heatmap.cmap,
-        annotate=True,
-        separators=cuts,
-        fontsize=8,
-    )
+    image = heatmap(ax, tau, labels, labels, vmin, vmax, cmap, annotate=True, separators=cuts, fontsize=8)
     ax.set_title(f"{prep.regimes[key].label}: {KINDS[kind]}", fontsize=10)
     fig.colorbar(image, ax=ax, shrink=0.8)
     numbers = {
@@ -222,41 +207,22 @@ def _detail(ctx: Context, number: int, kind: str, regime_index: int) -> dict:
     return numbers
 
 
-def figure_2(ctx: Context) -> dict:
-    """Kendall's tau between every pair of downstream benchmarks, direct evaluation vs train-before-test."""
-    return _heatmaps(ctx, 2, "kendall")
+def _figure(number: int, draw: Callable[..., dict], *args: Any, doc: str) -> Callable[[Context], dict]:
+    def build(ctx: Context) -> dict:
+        return draw(ctx, number, *args)
+
+    build.__name__ = f"figure_{number}"
+    build.__doc__ = doc
+    return build
 
 
-def figure_3(ctx: Context) -> dict:
-    """Mean tau within and between the categories of Table 1."""
-    return _category_figure(ctx, 3, "kendall")
-
-
-def figure_9(ctx: Context) -> dict:
-    """Figure 2's direct-evaluation matrix with every value."""
-    return _detail(ctx, 9, "kendall", 0)
-
-
-def figure_10(ctx: Context) -> dict:
-    """Figure 2's train-before-test matrix with every value."""
-    return _detail(ctx, 10, "kendall", 1)
-
-
-def figure_12(ctx: Context) -> dict:
-    """Figure 2 with Kendall's tau-b counting non-significant differences as ties (Appendix C.2)."""
-    return _heatmaps(ctx, 12, "significance_ties")
-
-
-def figure_13(ctx: Context) -> dict:
-    """Figure 3 with significance ties."""
-    return _category_figure(ctx, 13, "significance_ties")
-
-
-def figure_14(ctx: Context) -> dict:
-    """Figure 12's direct-evaluation matrix with every value."""
-    return _detail(ctx, 14, "significance_ties", 0)
-
-
-def figure_15(ctx: Context) -> dict:
-    """Figure 12's train-before-test matrix with every value."""
-    return _detail(ctx, 15, "significance_ties", 1)
+TIES = "significance_ties"
+figure_2 = _figure(2, _heatmaps, "kendall", doc="Kendall's tau of every benchmark pair, in both regimes.")
+figure_3 = _figure(3, _category_figure, "kendall", doc="Mean tau within and between the Table 1 categories.")
+figure_9 = _figure(9, _detail, "kendall", 0, doc="Figure 2's direct-evaluation matrix with every value.")
+figure_10 = _figure(10, _detail, "kendall", 1, doc="Figure 2's train-before-test matrix with every value.")
+# Appendix C.2: Kendall's tau-b counting non-significant differences as ties
+figure_12 = _figure(12, _heatmaps, TIES, doc="Figure 2 with significance ties (Appendix C.2).")
+figure_13 = _figure(13, _category_figure, TIES, doc="Figure 3 with significance ties.")
+figure_14 = _figure(14, _detail, TIES, 0, doc="Figure 12's direct-evaluation matrix with every value.")
+figure_15 = _figure(15, _detail, TIES, 1, doc="Figure 12's train-before-test matrix with every value.")

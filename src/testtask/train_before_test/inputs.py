@@ -63,13 +63,12 @@ def benchmark_metrics() -> dict[str, str]:
 def _number(value: Any, where: str, path: Path, allow_missing: bool, metric: str = "") -> float:
     """A score (`allow_missing` False: a finite number in the range of `metric`) or a standard error (a finite
     number >= 0, or "N/A"/null -> NaN)."""
-    if isinstance(value, bool):  # bool is an int subclass; a true/false score is a writer's bug
-        raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
     if value is None or (isinstance(value, str) and value.strip() in MISSING_STDERR):
         if allow_missing:
             return math.nan
         raise ResultsFormatError(f"{path}: '{where}' is missing ({value!r}); scores must be finite numbers")
-    if not isinstance(value, int | float):
+    # bool is an int subclass; a true/false score is a writer's bug
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ResultsFormatError(f"{path}: '{where}' must be a number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
@@ -93,13 +92,9 @@ def _matrix(
     """One field of the file as a models x benchmarks frame (NaN where a model is absent); `setting`: the config
     key that names the field, for the message when the file lacks it."""
     if name not in data:
-        named = (
-            f"; {setting} names it: set it to one of those fields, or add the field to the file"
-            if setting
-            else ""
-        )
+        named = f"; {setting} names it: set it to one of those fields, or add the field to the file"
         raise ResultsFormatError(
-            f"{path}: field '{name}' is missing (top-level fields: {sorted(data)}){named}"
+            f"{path}: field '{name}' is missing (top-level fields: {sorted(data)}){named if setting else ''}"
         )
     block = data[name]
     if not isinstance(block, dict):

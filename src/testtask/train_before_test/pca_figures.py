@@ -49,16 +49,14 @@ def common_matrices(prep: Prepared, prefix: str = "") -> dict[str, pd.DataFrame]
     return {key: frame.loc[models] for key, frame in frames.items()}
 
 
-def _pca_settings(ctx: Context, prep: Prepared | None = None) -> dict[str, Any]:
+def _pca_settings(ctx: Context, prep: Prepared) -> dict[str, Any]:
     standardize = ctx.settings.pca.standardize
-    settings = {
+    return {
         "standardize": standardize,
         "preprocessing": "each benchmark z-scored across models" if standardize else "each benchmark centred",
         "model_policy": MODEL_POLICY,
+        "excluded_models": incomplete_models(prep),
     }
-    if prep is not None:
-        settings["excluded_models"] = incomplete_models(prep)
-    return settings
 
 
 def _variance_figure(ctx: Context, number: int, prefix: str, title: str, take_max: bool = False) -> dict:
@@ -80,7 +78,8 @@ def _variance_figure(ctx: Context, number: int, prefix: str, title: str, take_ma
     ax.set_xticks(range(1, shown + 1), [f"PC{i}" for i in range(1, shown + 1)])
     ax.set_ylabel("Explained variance ratio")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"{title} ({len(next(iter(matrices.values())))} models)", fontsize=10)
+    models = list(next(iter(matrices.values())).index)
+    ax.set_title(f"{title} ({len(models)} models)", fontsize=10)
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     numbers = {
@@ -88,8 +87,8 @@ def _variance_figure(ctx: Context, number: int, prefix: str, title: str, take_ma
         **_pca_settings(ctx, prep),
         "model_prefix": prefix or None,
         "max_with_baseline": take_max,
-        "models": list(next(iter(matrices.values())).index),
-        "n_models": len(next(iter(matrices.values()))),
+        "models": models,
+        "n_models": len(models),
         "benchmarks": prep.benchmarks,
         "n_components_shown": shown,
         "pc1_share": {k: float(r[0]) for k, r in ratios.items()},

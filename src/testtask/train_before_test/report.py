@@ -1,15 +1,9 @@
 """The named functions of train-before-test's claims ledger (conf/claims/train-before-test.yaml): values a path into
 one sidecar cannot give (counts, orderings, comparisons across sidecars, the sensitivity variants). Each gets the
 paper's sidecars (file name -> JSON) and returns a mapping the ledger's rule compares on the paper's keys only, so
-the numbers behind a verdict are shown beside it.
-
-The sensitivity variants are builds with one setting changed, so they land in their own variant folder,
-`<figures_dir>/variants/<override>/<paper>/<source folder>/` (pipeline.variant, paths.output_dir):
-
-    make figure-12 PAPER=train-before-test ARGS='train_before_test.ties.rule=leader'
-    make figure-6 figure-8 PAPER=train-before-test ARGS='train_before_test.pca.standardize=false'
-
-A variant not built is not computable, and the verdict names the command.
+the numbers behind a verdict are shown beside it. A sensitivity variant is a build with one setting changed
+(`VARIANTS`), in its own folder `<figures_dir>/variants/<override>/<paper>/<source folder>/` (pipeline.variant,
+paths.output_dir); a variant not built is not computable, and the verdict names the command.
 """
 
 from __future__ import annotations

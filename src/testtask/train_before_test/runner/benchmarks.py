@@ -1,15 +1,10 @@
 """Benchmark specifications (conf/train_before_test/benchmarks/*.yaml): which lm-eval task, splits and metric.
 
-A downstream benchmark names the lm-eval `task`, the dataset splits that hold the `train`, `validation` and `test`
-documents (`validation: null` carves validation out of train), and the reported `metric` with its lm-eval
-`filter` (the results key is `<metric>,<filter>`), higher or lower is better. `validation_is_test: true` takes
-the validation documents from the test split, as the authors' code does for MedMCQA (its lm-eval task names
-`validation` as both splits): an option, never our default, since it selects checkpoints on test documents.
-
-A perplexity corpus (§3.3) has a `source` instead of splits: one split of a dataset (a Hugging Face id, or a
-local copy through `local_data`) whose `text` column holds the documents, optionally filtered by `where`
-(column -> allowed values). The runner splits it 8:1:1 into train / validation / test (`corpus_fractions`) and
-its lm-eval task (`lm_eval_tasks/`) scores rolling log-likelihood in bits per byte, lower is better.
+The keys are those of `settings.Benchmark`. `validation_is_test: true` takes the validation documents from the
+test split, as the authors' code does for MedMCQA (its lm-eval task names `validation` as both splits): an option,
+never our default, since it selects checkpoints on test documents. A perplexity corpus (§3.3) has a `source`
+instead of splits (`corpora.py`), cut 8:1:1 into train / validation / test (`corpus_fractions`); its lm-eval task
+(`lm_eval_tasks/`) scores rolling log-likelihood in bits per byte, lower is better.
 """
 
 from __future__ import annotations
@@ -74,30 +69,13 @@ class BenchmarkSpec:
 
     @classmethod
     def of(cls, name: str, spec: Benchmark) -> BenchmarkSpec:
-        splits = CORPUS_SPLITS if spec.source is not None else {}
-        return cls(
-            name=name,
-            task=spec.task,
-            train=splits.get("train", spec.train),
-            validation=splits.get("validation", spec.validation),
-            test=splits.get("test", spec.test),
-            metric=spec.metric,
-            filter=spec.filter,
-            higher_is_better=spec.higher_is_better,
-            validation_is_test=spec.validation_is_test,
-            source=spec.source,
-        )
+        fields = {key: getattr(spec, key) for key in Benchmark.__dataclass_fields__}
+        return cls(name=name, **{**fields, **(CORPUS_SPLITS if spec.source is not None else {})})
 
 
 def corpus_record(source: CorpusSource) -> dict[str, Any]:
     """A corpus source as the cell's settings record it (`where`: {} for every document)."""
-    return {
-        "path": source.path,
-        "name": source.name,
-        "split": source.split,
-        "text": source.text,
-        "where": filters(source),
-    }
+    return {**schema.to_plain(source), "where": filters(source)}
 
 
 def filters(source: CorpusSource) -> dict[str, list[Any]]:

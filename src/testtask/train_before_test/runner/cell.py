@@ -1,19 +1,16 @@
 """One cell of the score matrices: a model × benchmark, direct evaluation and train-before-test.
 
 Files (`<eval>` = results_dir/evaluations/<benchmark>/<model>, `<work>` = work_dir/<benchmark>/<model>):
-
-- `<eval>/base/<variant>/{validation,test}.json`: the base model, zero-shot (direct evaluation);
-- `<eval>/tuned/<variant>/lr_<lr>/epoch_<k>/validation.json`: each epoch's checkpoint on validation;
-- `<eval>/tuned/<variant>/lr_<lr>/epoch_<k>/test.json`: the selected checkpoint on test;
-- `<work>/data/`: the capped documents (data.py); `<work>/<variant>/lr_<lr>/checkpoint-<step>/`: the LoRA
-  checkpoints (all, the selected one, or none kept once the cell is finished: `keep_checkpoints`).
+`<eval>/base/<variant>/{validation,test}.json`, the base model zero-shot (direct evaluation);
+`<eval>/tuned/<variant>/lr_<lr>/epoch_<k>/validation.json`, each epoch's checkpoint on validation, and `test.json`
+for the selected one; `<work>/data/`, the capped documents (data.py); `<work>/<variant>/lr_<lr>/checkpoint-<step>/`,
+the LoRA checkpoints (all, the selected one, or none kept once the cell is finished: `keep_checkpoints`).
 
 Direct evaluation reports the base model's test score in the variant with the best validation score (plain
 prompts, or the chat template for instruction-tuned models, App. A.2). Train-before-test reports the test score
 of the best point of the validation curve over variants, learning rates and epochs (selection.py); with
-`fallback_to_base` the base model is a candidate, so a model that fine-tuning does not improve keeps its direct
-score (App. A.2). A perplexity corpus has the plain variant only and is scored in bits per byte, lower is better.
-The chat variant fine-tunes with `chat_recipe` over the recipe (no EOS after the template's end of turn, as TRL).
+`fallback_to_base` the base model is a candidate (App. A.2). The chat variant fine-tunes with `chat_recipe` over
+the recipe (no EOS after the template's end of turn, as TRL).
 """
 
 from __future__ import annotations
@@ -52,13 +49,7 @@ from testtask.train_before_test.runner.training import train_epochs
 log = logging.getLogger(__name__)
 # Recipe keys that change how a run fits the hardware, not what it computes (same effective batch, same steps):
 # changing them mid-sweep (e.g. after running out of GPU memory) is not a different configuration.
-_HOW = (
-    "progress",
-    "logging_steps",
-    "per_device_batch_size",
-    "gradient_checkpointing",
-    "deepspeed",
-)
+_HOW = ("progress", "logging_steps", "per_device_batch_size", "gradient_checkpointing", "deepspeed")
 
 
 @dataclass
@@ -99,7 +90,7 @@ class CellConfig:
             "seed": int(run.seed),
             "recipe": recipe,
             "chat_recipe": to_plain(run.chat_recipe),
-            "texts": run.texts.as_dict(),
+            "texts": to_plain(run.texts),
             "training_seed": int(run.training_seed),
             "split_rule": run.split_rule.value,
             **({"corpus_fractions": list(self.corpus_fractions)} if self.spec.is_corpus else {}),

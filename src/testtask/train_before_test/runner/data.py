@@ -1,21 +1,14 @@
 """A benchmark's documents, from its lm-eval task, as the local datasets a cell trains and scores on.
 
 The task's raw dataset (the Hub, or a local copy through `local_data`, as in
-`lm.evaluation.local_dataset_overrides`) is split and capped (`splits.plan`), then saved
-twice with `datasets.save_to_disk`, once per evaluation view:
-
-- `views/validation/`: the task's evaluation split (its `test_split`, else its `validation_split`) holds the
-  capped validation documents, so lm-eval scores checkpoints on validation;
-- `views/test/`: the evaluation split holds the capped test documents.
-
-Both views hold the capped training documents under the task's training (and few-shot) split, so the training
-texts (`texts.py`) come from the task object built on a view, with the task's own `process_docs`. A view is read
-by re-pointing the resolved task config at it; nothing else of the task changes. `manifest.json` (written last)
-records the counts and the settings the views were built with; `indices.json` the chosen source positions.
-
-A perplexity corpus (`spec.source`) has no lm-eval dataset of its own: its documents are loaded from the source
-(`corpora.py`), cut 8:1:1 (`splits.plan_corpus`) and saved the same way, under the splits its task in
-`lm_eval_tasks/` names.
+`lm.evaluation.local_dataset_overrides`) is split and capped (`splits.plan`), then saved with
+`datasets.save_to_disk` once per evaluation view: `views/validation/` and `views/test/` hold the capped validation
+or test documents under the task's evaluation split (its `test_split`, else its `validation_split`), and both the
+capped training documents under its training (and few-shot) split, so the training texts (`texts.py`) come from
+the task built on a view, with its own `process_docs`. A view is read by re-pointing the resolved task config at
+it. `manifest.json` (written last) records the counts and settings, `indices.json` the chosen source positions.
+A perplexity corpus (`spec.source`) is loaded from its source (`corpora.py`), cut 8:1:1 (`splits.plan_corpus`)
+and saved the same way, under the splits its task in `lm_eval_tasks/` names.
 """
 
 from __future__ import annotations

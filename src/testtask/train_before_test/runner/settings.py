@@ -89,15 +89,6 @@ class TextFormat:
     system_prompt: AnyText | None  # the chat variant's system turn
     no_system_for: list[Name]  # model ids (substring, any case) whose chat has no system turn
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format.value,
-            "separator": self.separator,
-            "join_answers": self.join_answers,
-            "system_prompt": self.system_prompt,
-            "no_system_for": list(self.no_system_for),
-        }
-
     def system_for(self, model: str) -> str | None:
         """The system turn for `model` (main.py:100 tests `"gemma" in base_model.lower()`)."""
         if any(pattern.lower() in str(model).lower() for pattern in self.no_system_for):

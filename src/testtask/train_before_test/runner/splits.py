@@ -144,12 +144,7 @@ def plan(
 
 
 def plan_corpus(
-    n: int,
-    fractions: Sequence[float],
-    caps: Mapping[str, int | None],
-    *,
-    seed: int,
-    rule: str = "authors",
+    n: int, fractions: Sequence[float], caps: Mapping[str, int | None], *, seed: int, rule: str = "authors"
 ) -> SplitPlan:
     """Train / validation / test positions of a corpus of `n` documents cut by `fractions` (the paper: 8:1:1),
     then capped; all three index the one source split."""

@@ -1,16 +1,11 @@
 """Where a cell's results live, the refusal of changed settings, and the merge into `all_results.json`.
 
-Layout below `results_dir` (results/train-before-test/<run>/):
-
-- `all_results.json`: the published format, `{train_before_test, direct_eval, train_before_test_stderr,
-  direct_eval_stderr}` -> benchmark -> model id -> score; rebuilt from every cell record under a file lock,
-  then replaced atomically, so parallel jobs of a multirun fill one file and never lose each other's cells;
-- `cells/<benchmark>/<model>.json`: one cell's record (settings, document counts, the validation curve, the
-  chosen variant / learning rate / epoch, the scores and the files they come from); its presence means finished;
-- `evaluations/<benchmark>/<model>/...`: the lm-eval JSON of every score (see cell.py).
-
-A cell's settings (what its numbers depend on) are written to its work folder when it starts and kept in its
-record; a rerun with different settings is refused rather than mixing results of two configurations.
+Below `results_dir` (results/train-before-test/<run>/): `cells/<benchmark>/<model>.json`, one cell's record
+(its presence means finished); `evaluations/<benchmark>/<model>/...`, the lm-eval JSON of every score (cell.py);
+`all_results.json`, the published format rebuilt from every cell record under a file lock and replaced
+atomically, so parallel jobs of a multirun fill one file and never lose each other's cells. A cell's settings are
+written to its work folder when it starts and kept in its record; a rerun with other settings is refused rather
+than mixing results of two configurations.
 """
 
 from __future__ import annotations

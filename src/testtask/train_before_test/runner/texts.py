@@ -182,11 +182,7 @@ def authors_example(
 
 
 def training_examples(
-    task: Any,
-    fmt: TextFormat,
-    *,
-    chat_tokenizer: Any = None,
-    model: str = "",
+    task: Any, fmt: TextFormat, *, chat_tokenizer: Any = None, model: str = ""
 ) -> list[Example]:
     """One example per training document of `task` (its `training_docs()`, processed as lm-eval processes
     them) in the format `fmt` (the settings' `texts`); the chat variant when `chat_tokenizer` (with a chat
