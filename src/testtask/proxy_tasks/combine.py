@@ -90,11 +90,8 @@ def select_proxies(
     if_none: IfNone,
     consistent: pd.Series | None = None,
 ) -> Selection:
-    """Filter by thresholds (and by sampling consistency when given), weight by S_i = C_i f(R_i).
-
-    `robustness` None means no robustness step (f = 1, no eps_R filter); `consistent` is a boolean per task
-    (e.g. top-t frequency above a minimum). `if_none`: 'best_single' uses the most relevant candidate with
-    weight 1 when nothing passes, 'error' raises."""
+    """Filter by thresholds (and by `consistent`, a boolean per task, when given), weight by S_i = C_i f(R_i);
+    `robustness` None: no robustness step (f = 1, no eps_R filter). When nothing passes: `if_none`."""
     tasks = relevance.index
     rob = None if robustness is None else robustness.reindex(tasks).to_numpy(float)
     cons = None if consistent is None else consistent.reindex(tasks).fillna(False).to_numpy(bool)

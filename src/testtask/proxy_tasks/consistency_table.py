@@ -37,17 +37,15 @@ def table_3(ctx: Context) -> dict:
         candidates = [c for c in matrix.scores.columns if c != target]
         t = out.top_t if len(candidates) >= 2 * out.top_t else settings.top_t
         p = Normaliser.fit(matrix.scores, candidates, settings.normalisation).transform(matrix.scores).values
+        x, y = p[candidates], p[target]
         for n, k in out.configs:
-            s = {m: [] for m in settings.metrics}
-            r = {m: [] for m in settings.metrics}
-            chosen = []
+            draws = []
             for rep in range(repeats):
                 rng = np.random.default_rng([ctx.seed, int(n), int(k), rep])
-                res = sampling_consistency(p[candidates], p[target], settings.metrics, int(n), int(k), t, rng)
-                for m in settings.metrics:
-                    s[m].append(res.s[m])
-                    r[m].append(res.r[m])
-                chosen.append(res.choose(settings.fallback_metric))
+                draws.append(sampling_consistency(x, y, settings.metrics, int(n), int(k), t, rng))
+            s = {m: [d.s[m] for d in draws] for m in settings.metrics}
+            r = {m: [d.r[m] for d in draws] for m in settings.metrics}
+            chosen = [d.choose(settings.fallback_metric) for d in draws]
             row = {"matrix": key, "n": int(n), "k": int(k), "t": t}
             record = {
                 **row,
@@ -65,17 +63,13 @@ def table_3(ctx: Context) -> dict:
                     "r_sd": float(np.std(r[m], ddof=1)) if repeats > 1 else None,
                 }
             dominating = [m for m, rule in chosen if rule == "dominates"]
-            row["dominates (share of draws)"] = (
-                ", ".join(
-                    f"{m} {dominating.count(m) / repeats:.2f}" for m in settings.metrics if m in dominating
-                )
-                or "none"
-            )
-            record["dominates_share"] = {m: dominating.count(m) / repeats for m in settings.metrics}
+            shares = {m: dominating.count(m) / repeats for m in settings.metrics}
+            dominant = [f"{m} {share:.2f}" for m, share in shares.items() if m in dominating]
+            row["dominates (share of draws)"] = ", ".join(dominant) or "none"
+            record["dominates_share"] = shares
             rows.append(row)
             details.append(record)
-    frame = pd.DataFrame(rows)
-    save_table(frame, ctx.out_dir, "table-3")
+    save_table(pd.DataFrame(rows), ctx.out_dir, "table-3")
     numbers = {
         "paper": ctx.paper,
         "table": 3,

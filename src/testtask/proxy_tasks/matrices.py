@@ -155,7 +155,6 @@ def train_before_test(
         if not isinstance(data.get(field_name), dict):
             raise ValueError(f"{path}: field {field_name!r} is missing or not a mapping; has {sorted(data)}")
     ppl, how = set(reader.perplexity_tasks), reader.perplexity
-    notes = []
     cols, ses = {}, {}
     for bench, by_model in data[regime].items():
         if bench in ppl and how == Perplexity.exclude:
@@ -171,10 +170,10 @@ def train_before_test(
         if not isinstance(se, dict):
             raise ValueError(f"{path}: field {regime}_stderr.{bench} is not a mapping of model -> stderr")
         ses[bench] = {m: _stderr_value(v, path, f"{regime}_stderr.{bench}.{m}") for m, v in se.items()}
-    notes.append(
+    notes = [
         f"perplexity corpora {sorted(ppl)}: "
         + ("excluded" if how == Perplexity.exclude else "negated bits per byte (no standard errors)")
-    )
+    ]
     scores = pd.DataFrame(cols)
     stderr = pd.DataFrame(ses).reindex(index=scores.index, columns=scores.columns)
     return complete(key, label, scores, stderr, f"{path} [{regime}]", notes)

@@ -118,9 +118,8 @@ def _matrix(
 def parse_results(
     data: Any, path: Path, regimes: dict[str, Regime], metrics: Mapping[str, str] | None = None
 ) -> Results:
-    """Check the decoded JSON `data` (read from `path`) and split it into per-regime frames.
-
-    `metrics`: benchmark -> lm-eval metric, whose range each score must lie in (None: benchmark_metrics())."""
+    """Check the decoded JSON `data` (read from `path`) and split it into per-regime frames; `metrics`: benchmark
+    -> lm-eval metric, whose range each score must lie in (None: benchmark_metrics())."""
     if not isinstance(data, dict):
         raise ResultsFormatError(f"{path}: the top level must be an object, got {type(data).__name__}")
     metrics = benchmark_metrics() if metrics is None else metrics

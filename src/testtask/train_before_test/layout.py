@@ -48,13 +48,7 @@ def layout(
         raise ValueError(
             f"train_before_test: {overlap} are both downstream benchmarks and perplexity corpora"
         )
-    return Layout(
-        categories=categories,
-        category_names=names,
-        corpora=corpora,
-        corpora_higher_is_better=perplexity.higher_is_better,
-        labels=dict(labels),
-    )
+    return Layout(categories, names, corpora, perplexity.higher_is_better, dict(labels))
 
 
 def present_downstream(res: Results, lay: Layout, minimum: int = 2) -> tuple[list[str], list[str]]:

@@ -33,8 +33,7 @@ def table_1(ctx: Context) -> dict:
                 frame = prep.results.scores[regime]
                 row[f"n_models_{regime}"] = int(frame[b].notna().sum()) if b in frame else 0
             rows.append(row)
-    frame = pd.DataFrame(rows)
-    save_table(frame, ctx.out_dir, "table-1")
+    save_table(pd.DataFrame(rows), ctx.out_dir, "table-1")
     numbers = {
         **base_numbers(ctx, prep, "table", 1),
         "benchmarks_present": prep.benchmarks,

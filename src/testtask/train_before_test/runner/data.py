@@ -123,27 +123,17 @@ def _save(folder: Path, splits: Mapping[str, Any]) -> None:
     tmp.rename(folder)
 
 
-def _documents(
+def _task_documents(
     spec: BenchmarkSpec,
     manager: TaskManager,
     config: Mapping[str, Any],
-    *,
     caps: Mapping[str, int | None],
+    *,
     validation_fraction: float,
-    corpus_fractions: list[float],
     seed: int,
     rule: str,
-    local_data: Path | None,
-    cache_dir: Path | None,
 ) -> tuple[SplitPlan, dict[str, Any], dict[str, str]]:
-    """The split plan, the chosen documents of each set and where each set comes from."""
-    if spec.source is not None:
-        corpus = load_corpus(spec.name, spec.source, local_data, cache_dir)
-        chosen = plan_corpus(len(corpus), corpus_fractions, caps, seed=seed, rule=rule)
-        docs = {s: corpus.select(getattr(chosen, s)) for s in ("train", "validation", "test")}
-        label = f"{spec.source.path or local_data}:{spec.source.split}"
-        fractions = ":".join(f"{f:g}" for f in corpus_fractions)
-        return chosen, docs, {s: f"{label} ({fractions} {s})" for s in docs}
+    """The split plan of a benchmark's task, the chosen documents of each set and where each set comes from."""
     raw = load_task(manager, config).dataset
     train = _raw_split(raw, spec.train, spec, "train")
     test = _raw_split(raw, spec.test, spec, "test")
@@ -205,18 +195,17 @@ def prepare(
     training_split = config.get("training_split")
     if not training_split:
         raise SpecError(f"lm-eval task {spec.task!r} has no training_split; train-before-test needs one")
-    chosen, docs, sources = _documents(
-        spec,
-        manager,
-        config,
-        caps=caps,
-        validation_fraction=validation_fraction,
-        corpus_fractions=fractions,
-        seed=seed,
-        rule=rule,
-        local_data=local_data,
-        cache_dir=cache_dir,
-    )
+    if spec.source is not None:
+        corpus = load_corpus(spec.name, spec.source, local_data, cache_dir)
+        chosen = plan_corpus(len(corpus), fractions, caps, seed=seed, rule=rule)
+        docs = {s: corpus.select(getattr(chosen, s)) for s in ("train", "validation", "test")}
+        label = f"{spec.source.path or local_data}:{spec.source.split}"
+        cut = ":".join(f"{f:g}" for f in fractions)
+        sources = {s: f"{label} ({cut} {s})" for s in docs}
+    else:
+        chosen, docs, sources = _task_documents(
+            spec, manager, config, caps, validation_fraction=validation_fraction, seed=seed, rule=rule
+        )
     scored = evaluation_split(config)
     for view in VIEWS:
         splits = {str(training_split): docs["train"]}

@@ -10,7 +10,7 @@ the pre-fine-tuning result is reported, as the paper does (App. A.2).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,10 +30,6 @@ class Point:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, record: Mapping[str, Any]) -> Point:
-        return cls(**{k: record[k] for k in cls.__dataclass_fields__ if k in record})
 
 
 def _key(point: Point, higher_is_better: bool) -> float:

@@ -102,8 +102,7 @@ class SplitPlan:
     available: dict[str, int]  # sizes before the caps (after carving)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        used = {"train": len(self.train), "validation": len(self.validation), "test": len(self.test)}
-        return {s: {"available": int(self.available[s]), "used": int(used[s])} for s in PARTS}
+        return {s: {"available": int(self.available[s]), "used": len(getattr(self, s))} for s in PARTS}
 
 
 def _capped(
@@ -113,8 +112,7 @@ def _capped(
         chosen = {s: cap_authors(parts[s], caps.get(s), seed) for s in PARTS}
     else:
         chosen = {s: cap(parts[s], caps.get(s), seed, s) for s in PARTS}
-    available = {s: len(parts[s]) for s in PARTS}
-    return SplitPlan(chosen["train"], chosen["validation"], chosen["test"], carved, available)
+    return SplitPlan(**chosen, carved=carved, available={s: len(parts[s]) for s in PARTS})
 
 
 def plan(

@@ -184,9 +184,8 @@ def authors_example(
 def training_examples(
     task: Any, fmt: TextFormat, *, chat_tokenizer: Any = None, model: str = ""
 ) -> list[Example]:
-    """One example per training document of `task` (its `training_docs()`, processed as lm-eval processes
-    them) in the format `fmt` (the settings' `texts`); the chat variant when `chat_tokenizer` (with a chat
-    template) is given."""
+    """One example per training document of `task` (lm-eval's `training_docs()`) in the format `fmt` (the
+    settings' `texts`); the chat variant when `chat_tokenizer` is given."""
     docs = task.training_docs()
     if docs is None:
         raise ValueError(f"task {task.config.task!r} has no training documents")

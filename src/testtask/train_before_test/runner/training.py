@@ -82,10 +82,8 @@ def train_epochs(
         seed=int(seed),
         lora=lora,
     )
-    folders = {
-        e: Path(output_dir) / f"checkpoint-{s}" for e, s in zip(range(1, int(epochs) + 1), steps, strict=True)
-    }
-    missing = sorted(s for e, s in zip(folders, steps, strict=True) if s not in result.checkpoints)
+    folders = {e: Path(output_dir) / f"checkpoint-{s}" for e, s in enumerate(steps, 1)}
+    missing = sorted(s for s in steps if s not in result.checkpoints)
     if missing or result.steps != steps[-1]:
         raise CheckpointError(
             f"{output_dir}: expected a checkpoint at the end of each epoch (steps {steps}, {per_epoch} per epoch "
