@@ -13,12 +13,12 @@ import pandas as pd
 from testtask.context import Context
 from testtask.outputs import save_numbers, save_table
 from testtask.proxy_tasks.consistency import sampling_consistency
-from testtask.proxy_tasks.inputs import SettingError, analysis, check_target, check_top_t, matrix_and_settings
+from testtask.proxy_tasks.inputs import SettingError, check_target, check_top_t, matrix_and_settings
 from testtask.proxy_tasks.normalise import Normaliser
 
 
 def table_3(ctx: Context) -> dict:
-    out = analysis(ctx).table_3
+    out = ctx.settings.table_3
     target = out.target
     repeats = out.repeats
     rows, details = [], []

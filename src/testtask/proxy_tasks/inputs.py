@@ -1,5 +1,5 @@
-"""What the builders share: the settings (`ctx.settings`), a matrix with the method's settings for it, the checks
-that a matrix can serve the settings (each failure one line naming the key to change), ensemble tables,
+"""What the builders share: a matrix with the method's settings for it (`ctx.settings`: `settings.Settings`), the
+checks that a matrix can serve the settings (each failure one line naming the key to change), ensemble tables,
 plain-JSON settings."""
 
 from __future__ import annotations
@@ -15,27 +15,17 @@ from testtask.errors import InputError
 from testtask.paths import conf_dir, resolve
 from testtask.proxy_tasks.matrices import ScoreMatrix, load_matrix
 from testtask.proxy_tasks.robustness import ensembles_from_wide, read_ensembles
-from testtask.proxy_tasks.settings import Method, Reader, RobustnessMode, Settings
-
-
-def analysis(ctx: Context) -> Settings:
-    """proxy-tasks' settings, read once by the pipeline (`PAPER.settings`)."""
-    return ctx.settings
-
-
-def settings_of(ctx: Context) -> Method:
-    """The method's settings (without a matrix's overrides)."""
-    return analysis(ctx).method
+from testtask.proxy_tasks.settings import Method, Reader, RobustnessMode
 
 
 def labels(ctx: Context) -> dict[str, str]:
     """robustness.ensemble_labels as a plain dict (it goes to worker processes)."""
-    return dict(analysis(ctx).robustness.ensemble_labels)
+    return dict(ctx.settings.robustness.ensemble_labels)
 
 
 def matrix_and_settings(ctx: Context, key: str) -> tuple[ScoreMatrix, Method]:
     """Matrix `key` and the method's settings with that matrix's overrides (`top_t`, `n_models`, `robustness`)."""
-    return load_matrix(ctx, key), analysis(ctx).method_for(key)
+    return load_matrix(ctx, key), ctx.settings.method_for(key)
 
 
 class SettingError(InputError, ValueError):
@@ -54,7 +44,7 @@ OVERRIDES = {
 def method_key(ctx: Context, key: str, field: str) -> tuple[str, str]:
     """The config key that sets `field` of the method for matrix `key` (its own override when it has one, else the
     section's), and a hint where the matrix's own value goes."""
-    entry = analysis(ctx).matrix(key)
+    entry = ctx.settings.matrix(key)
     own = f"{PREFIX}.matrices.{key}.{field}"
     csv = entry.reader == Reader.csv
     if getattr(entry, field) is not None:
@@ -97,7 +87,7 @@ def check_fits(ctx: Context, matrix: ScoreMatrix, method: Method) -> None:
         check_top_t(ctx, matrix, method.top_t)
     if method.robustness == RobustnessMode.stderr_proxy and matrix.stderr is None:
         key, _ = method_key(ctx, matrix.key, "robustness")
-        csv = analysis(ctx).matrix(matrix.key).reader == Reader.csv
+        csv = ctx.settings.matrix(matrix.key).reader == Reader.csv
         fix = (
             "give it a stderr_file, or robustness: none, in the user folder's matrices.yaml"
             if csv
@@ -110,7 +100,7 @@ def ensembles_for(ctx: Context, settings: Method) -> pd.DataFrame | None:
     """The ensemble score table when robustness.mode=ensembles (robustness.ensembles_file), else None."""
     if settings.robustness != RobustnessMode.ensembles:
         return None
-    path = analysis(ctx).robustness.ensembles_file
+    path = ctx.settings.robustness.ensembles_file
     if not path:  # a matrix's own robustness: ensembles, with no file (the schema checks robustness.mode's)
         raise ValueError("proxy_tasks.robustness.mode=ensembles needs proxy_tasks.robustness.ensembles_file")
     return read_ensembles(resolve(path), labels(ctx))

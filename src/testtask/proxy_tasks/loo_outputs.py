@@ -18,7 +18,6 @@ from testtask.parallel import process_pool
 from testtask.proxy_tasks.evaluate import lomo_numbers
 from testtask.proxy_tasks.inputs import (
     SettingError,
-    analysis,
     check_fits,
     check_target,
     ensembles_for,
@@ -85,7 +84,7 @@ def _job_args(ctx: Context, matrix: ScoreMatrix, settings: Method, target: str) 
         ctx.seed,
         ensembles_for(ctx, settings),
         labels(ctx),
-        analysis(ctx).evaluation.bootstrap,
+        ctx.settings.evaluation.bootstrap,
     )
 
 
@@ -115,7 +114,7 @@ SERIES = (
 
 def figure_loo(ctx: Context) -> dict:
     panels, loaded, settings = [], [], None
-    for i, entry in enumerate(analysis(ctx).figure_loo.panels):  # every panel checked before any is fitted
+    for i, entry in enumerate(ctx.settings.figure_loo.panels):  # every panel checked before any is fitted
         matrix, settings = matrix_and_settings(ctx, entry.matrix)
         check_target(matrix, entry.target, f"figure_loo.panels[{i}].target")
         check_fits(ctx, matrix, settings)
@@ -178,7 +177,7 @@ def _check_targets(targets: AllTargets | list[str], matrices: list[ScoreMatrix])
 
 
 def table_loo(ctx: Context) -> dict:
-    out = analysis(ctx).table_loo
+    out = ctx.settings.table_loo
     jobs, settings = [], None
     loaded = [(key, *matrix_and_settings(ctx, key)) for key in out.matrices]
     for _, matrix, method in loaded:  # every matrix checked before any is fitted

@@ -1,20 +1,18 @@
 """The model x task score matrices analysed: the published releases of other papers, read by their readers.
 
-- train-before-test: `all_results.json` = {regime: {benchmark: {HF model id: score}}, regime_stderr: ...}.
-  The three `*_2025` corpora are bits per byte (lower is better): excluded, or negated with `perplexity: flip`.
+- train-before-test: `all_results.json` = {regime: {benchmark: {HF model id: score}}, regime_stderr: ...}; its
+  `*_2025` corpora are bits per byte (lower is better): excluded, or negated with `perplexity: flip`.
 - training-on-the-test-task: lm-eval JSONs read by the shared reader that paper's analyses use too
-  (`testtask.lm.release` with that paper's settings, from its context as the pipeline builds it,
-  `testtask.lm.scores.before_after`), with the metric its config assigns to each benchmark; stage `base` (no
-  fine-tuning) or `adjusted` (max of the score before and after its fine-tuning stage, the authors' adjustment).
-- csv: a student's own score matrix (declared in the user folder's matrices.yaml, `user_matrices.py`): a header
-  row, then one row per model, the first column naming the model and every other column a task; each cell a score
-  (higher is better), or empty where the model has none. Standard errors, optionally, in a second CSV of the same
-  models and tasks. Every problem is an error naming the file and the row (model, line) or column (task).
+  (`testtask.lm.release`, `testtask.lm.scores.before_after`, with that paper's settings and context), with the
+  metric its config assigns to each benchmark; stage `base` (no fine-tuning) or `adjusted` (max of the score
+  before and after its fine-tuning stage, the authors' adjustment).
+- csv: a student's own score matrix (`user_matrices.py`): a header row, then per model its name and a score per
+  task (higher is better; empty where it has none); standard errors, optionally, in a second CSV of that shape.
 
 Every matrix is complete (models lacking a used task are dropped, listed in `dropped_models` and logged) and
-oriented higher-is-better. Every score is checked: a finite number within its metric's range, else an error naming
-the file and the field. A cell may be missing only where the release has no score for the model (a model absent
-from a train-before-test benchmark; a training-on-the-test-task result its config lists under `absent_results`).
+oriented higher-is-better. Every score is a finite number within its metric's range, else an error naming the
+file and the field (row, column). A cell may be missing only where the release has no score for the model (a model
+absent from a train-before-test benchmark; a training-on-the-test-task result listed under `absent_results`).
 """
 
 from __future__ import annotations
@@ -74,8 +72,7 @@ class ScoreMatrix:
 
 
 def dropped_notes(panels: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What a figure says on itself about the models its panels were drawn without (`dropped_models` in their
-    `matrix`: models lacking a score the panel needs)."""
+    """What a figure says on itself about the models its panels were drawn without (their `dropped_models`)."""
     return [
         f"{p['matrix']['label']}: {p['matrix']['n_dropped_models']} model(s) left out, each lacking a score"
         for p in panels

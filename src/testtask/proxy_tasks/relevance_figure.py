@@ -15,13 +15,7 @@ from testtask.context import Context
 from testtask.outputs import save_figure
 from testtask.proxy_tasks.consistency import top_tasks
 from testtask.proxy_tasks.correlation import correlate
-from testtask.proxy_tasks.inputs import (
-    analysis,
-    check_target,
-    matrix_and_settings,
-    settings_dict,
-    settings_of,
-)
+from testtask.proxy_tasks.inputs import check_target, matrix_and_settings, settings_dict
 from testtask.proxy_tasks.matrices import dropped_notes
 from testtask.proxy_tasks.normalise import Normaliser
 from testtask.proxy_tasks.settings import Metric, Normalisation
@@ -40,7 +34,7 @@ def relevance_table(
 
 
 def figure_1(ctx: Context) -> dict:
-    out = analysis(ctx).figure_1
+    out = ctx.settings.figure_1
     target = out.target
     keys = list(out.matrices)
     loaded = [matrix_and_settings(ctx, key) for key in keys]
@@ -80,7 +74,7 @@ def figure_1(ctx: Context) -> dict:
             )
         ax.set_yticks(pos, order, fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
-        ax.axvline(settings_of(ctx).eps_c, color="grey", lw=0.8, ls="--")
+        ax.axvline(ctx.settings.method.eps_c, color="grey", lw=0.8, ls="--")
         ax.set_title(panel["matrix"]["label"], fontsize=9)
         ax.set_xlabel(f"Relevance to {target} ({panel['normalisation']} normalised)")
         ax.grid(alpha=0.25, lw=0.5, axis="x")
@@ -91,7 +85,7 @@ def figure_1(ctx: Context) -> dict:
         "figure": 1,
         "source": ctx.source,
         "what": "correlation across all models of each candidate task with the target (the paper's Figure 1)",
-        "relevance_threshold_eps_c": settings_of(ctx).eps_c,
+        "relevance_threshold_eps_c": ctx.settings.method.eps_c,
         "panels": panels,
     }
     save_figure(fig, ctx.out_dir, "figure-1", numbers, notes=dropped_notes(panels))

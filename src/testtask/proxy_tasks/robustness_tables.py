@@ -7,17 +7,17 @@ import pandas as pd
 from testtask.context import Context
 from testtask.outputs import save_numbers, save_table
 from testtask.proxy_tasks.combine import sigmoid
-from testtask.proxy_tasks.inputs import analysis, labels, matrix_and_settings, paper_ensembles, settings_of
+from testtask.proxy_tasks.inputs import labels, matrix_and_settings, paper_ensembles
 from testtask.proxy_tasks.robustness import stderr_proxy, validate_ensembles, variance_ratio
 
 
 def table_5(ctx: Context) -> dict:
     """sigma_r^2, sigma_d^2 and R = sigma_d^2 / sigma_r^2 from the paper's Table 4 scores, beside its Table 5."""
-    relpath = analysis(ctx).table_5.ensembles
+    relpath = ctx.settings.table_5.ensembles
     long, spec = paper_ensembles(ctx, relpath)
     long = validate_ensembles(long, labels(ctx), relpath)
     ratio = variance_ratio(long, labels(ctx))
-    k = settings_of(ctx).sigmoid_k
+    k = ctx.settings.method.sigmoid_k
     reported = pd.DataFrame.from_dict(dict(spec.get("paper_reported_table5") or {}), orient="index")
     frame = ratio.assign(f_ratio=sigmoid(ratio["ratio"], k))
     table = frame.reset_index(names="task")[["task", "var_noise", "var_data", "ratio", "f_ratio"]]
@@ -43,8 +43,8 @@ def table_5(ctx: Context) -> dict:
 def table_robustness(ctx: Context) -> dict:
     """The stderr proxy of R per task of each published matrix, over all its models."""
     rows, details = [], {}
-    k = settings_of(ctx).sigmoid_k
-    for key in analysis(ctx).table_robustness.matrices:
+    k = ctx.settings.method.sigmoid_k
+    for key in ctx.settings.table_robustness.matrices:
         matrix, _ = matrix_and_settings(ctx, key)
         if matrix.stderr is None:
             details[key] = {"matrix": matrix.describe(), "rows": None, "note": "no standard errors"}
@@ -67,7 +67,7 @@ def table_robustness(ctx: Context) -> dict:
             "score across the matrix's models (ddof=1), var_noise = mean squared published standard error "
             "(evaluation sampling noise only, no training-seed noise)"
         ),
-        "threshold_eps_r": settings_of(ctx).eps_r,
+        "threshold_eps_r": ctx.settings.method.eps_r,
         "sigmoid_k": k,
         "matrices": details,
     }

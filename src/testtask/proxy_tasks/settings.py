@@ -127,8 +127,7 @@ class Matrix:
         )
 
     def tasks(self) -> list[str] | None:
-        """The matrix's tasks where the config lists them (reader training_on_the_test_task), else None (the data
-        has them)."""
+        """The matrix's tasks where the config lists them (reader training_on_the_test_task), else None."""
         return [str(b) for b in self.benchmarks] if self.reader == Reader.training_on_the_test_task else None
 
 
@@ -276,8 +275,7 @@ class Method:
 
     @property
     def uses_algorithm_1(self) -> bool:
-        """Whether a selection draws Algorithm 1's subsets of `n_models` (to choose the metric, or for the top-t
-        frequency filter)."""
+        """Whether a selection draws Algorithm 1's subsets (to choose the metric, or for the top-t filter)."""
         return self.metric == Auto.auto or self.min_top_frequency > 0
 
     @property
