@@ -69,16 +69,12 @@ def figure_2(ctx: Context) -> dict[str, Any]:
         task = focus_task(data, settings.focus.task)
         result = analysis.result(name, task, quantity, method)
         panels[name] = {"task": task, **_distribution(result, grid, bins)}
-        centres = (panels[name]["histogram"]["edges"][:-1] + panels[name]["histogram"]["edges"][1:]) / 2
+        hist = panels[name]["histogram"]
+        centres = (hist["edges"][:-1] + hist["edges"][1:]) / 2
         width = 2.0 / bins / max(len(analysis.families), 1)
         offset = (list(panels).index(name) - (len(analysis.families) - 1) / 2) * width
-        axes[1, 0].bar(
-            centres + offset,
-            panels[name]["histogram"]["percent"],
-            width=width,
-            color=colour,
-            label=f"{data.family.label} ({task})",
-        )
+        label = f"{data.family.label} ({task})"
+        axes[1, 0].bar(centres + offset, hist["percent"], width=width, color=colour, label=label)
         step_ccdf(axes[1, 1], result.usable, color=colour, label=data.family.label)
     axes[1, 0].set_ylabel("% of samples")
     axes[1, 1].set_ylabel("1 − CDF")

@@ -23,7 +23,7 @@ by reproducing Table 5 exactly on the authors' released evaluations (mirrored in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,12 +46,7 @@ class DiscriminatorResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {
-            "balanced_accuracy": float(self.balanced_accuracy),
-            "n": int(self.n),
-            "n_positive": int(self.n_positive),
-            "predictions": [int(p) for p in self.predictions],
-        }
+        return asdict(self)
 
 
 def _check_inputs(features: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -85,13 +80,9 @@ def _check_inputs(features: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, n
 def loo_balanced_accuracy(
     features: ArrayLike, labels: ArrayLike, *, seed: int = 0, **xgb_params: Any
 ) -> DiscriminatorResult:
-    """Leave-one-out balanced accuracy of an XGBoost classifier predicting `labels` from `features`.
+    """Leave-one-out balanced accuracy of an XGBoost classifier predicting `labels` (1: newer) from `features`
+    (n_models, n_features), on the pooled predictions. `xgb_params` go over `AUTHORS_XGB_PARAMS` and `n_jobs=1`."""
 
-    `features` is (n_models, n_features), e.g. columns [log10 compute, accuracy]; `labels` is 1 for newer models.
-    Each model is predicted by a classifier fit on the other n − 1; balanced accuracy (mean recall of the two
-    classes) is computed on the n pooled predictions. `xgb_params` are passed to `XGBClassifier` on top of
-    `AUTHORS_XGB_PARAMS` (authors' defaults, see module docstring) and `n_jobs=1`; `seed` is its `random_state`.
-    """
     x, y = _check_inputs(features, labels)
     # One thread by default: each fit sees a few dozen rows, and OpenMP threads contending with other work on
     # a loaded machine slowed the n fits down by two orders of magnitude. Threads do not change the result.

@@ -33,6 +33,15 @@ def cohort_labels(cutoff: str) -> tuple[str, str]:
     return (f"Trained before {words}", f"Trained after {words}")
 
 
+def compute_axes(ax: plt.Axes, title: str, ylabel: str, **title_style: Any) -> None:
+    """Log pretraining compute on x, the title and y label, a light grid."""
+    ax.set_xscale("log")
+    ax.set_title(title, **title_style)
+    ax.set_xlabel("Pretraining compute (FLOPs)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.25, lw=0.5)
+
+
 @dataclass
 class Panel:
     """Data of one panel: `table` has log_compute, group (0/1), family and the score in `column`.
@@ -99,11 +108,9 @@ def draw_panel(ax: plt.Axes, panel: Panel, fit: EmergenceFit | None, alpha_level
         if fit is not None:
             grid = np.linspace(part["log_compute"].min(), part["log_compute"].max(), 200)
             ax.plot(10**grid, fit.predict(grid, np.full_like(grid, group)), color=COLOURS[group], lw=1.8)
-    ax.set_xscale("log")
-    ax.set_title(panel.title, fontsize=10)
-    ax.set_xlabel("Pretraining compute (FLOPs)")
-    ax.set_ylabel(panel.spec.label if "Brier" in panel.spec.label else "Accuracy")
-    ax.grid(alpha=0.25, lw=0.5)
+    compute_axes(
+        ax, panel.title, panel.spec.label if "Brier" in panel.spec.label else "Accuracy", fontsize=10
+    )
     if fit is not None:
         text, bold = theta_text(fit, alpha_level)
         ax.text(

@@ -52,13 +52,10 @@ def rank_shifts(
     use_max: bool,
     tie_method: str = "min",
 ) -> pd.DataFrame:
-    """Per-model ranks (1 = highest score) before and after adjustment, and the absolute shift.
+    """Per-model ranks (1 = highest score) before and after adjustment and the absolute shift, sorted by
+    `rank_direct` (ties by name). `use_max` (the authors' default) adjusts to max(direct, adjusted); `tie_method`
+    goes to `pandas.Series.rank` (ranks are integers except with "average")."""
 
-    Columns `name, rank_direct, rank_adjusted, shift`, sorted by `rank_direct` (ties by name). With `use_max`
-    (authors' default) the adjusted score is max(direct, adjusted); it is idempotent, so already-maxed scores are
-    unchanged. `tie_method` is passed to `pandas.Series.rank` (default "min", see module docstring); ranks are
-    integers except with "average".
-    """
     labels = [str(name) for name in names]
     if not labels:
         raise ValueError("no models given")
