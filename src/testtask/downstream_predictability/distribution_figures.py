@@ -198,14 +198,9 @@ def figure_4(ctx: Context) -> dict[str, Any]:
                 for fi, family in enumerate(families):
                     ys = [index.get((family, t, quantity, method), {}).get(stat, np.nan) for t in tasks]
                     offset = (qi - (len(quantities) - 1) / 2) * 0.12
-                    ax.scatter(
-                        x + offset,
-                        ys,
-                        color=colours[quantity],
-                        marker=MARKERS[fi % len(MARKERS)],
-                        s=16,
-                        label=f"{LABELS[quantity]}" + (f" · {family}" if len(families) > 1 else ""),
-                    )
+                    label = LABELS[quantity] + (f" · {family}" if len(families) > 1 else "")
+                    marker = MARKERS[fi % len(MARKERS)]
+                    ax.scatter(x + offset, ys, color=colours[quantity], marker=marker, s=16, label=label)
             ax.grid(alpha=0.3, lw=0.5)
             if row == 0:
                 ax.set_title(f"{method} correlations", fontsize=10)

@@ -237,7 +237,6 @@ def figure_3(ctx: Context) -> dict:
     scores = results(ctx)
     reg = registry(ctx)
     cutoff = settings.cutoff
-    labels = cfg.labels
     arm_names, columns = ("control", "treatment"), ("unadjusted", "adjusted")
     stages = {s for arm in arm_names for col in columns for s in cfg.arm(arm).of(col)}
     missing = sorted(s for s in stages if not (scores["adjustment"] == s).any())
@@ -296,7 +295,7 @@ def figure_3(ctx: Context) -> dict:
             ]
             title = f"{spec.label}{', adjusted' if col == 'adjusted' else ''}"
             panels_by_col[col].append(
-                Panel(spec, pd.DataFrame(rows), "score", title, labels, col == "adjusted")
+                Panel(spec, pd.DataFrame(rows), "score", title, cfg.labels, col == "adjusted")
             )
     panels = panels_by_col["unadjusted"] + panels_by_col["adjusted"]
     fig, records = _grid(ctx, panels, ncols=len(cfg.benchmarks))

@@ -107,11 +107,9 @@ def figure_6(ctx: Context) -> dict:
                 excluded += gaps
                 part = part.sort_values("compute")
                 ax.plot(10 ** part["log_compute"], part[column], "o-", color=colour, label=label, ms=5)
-                slope = (
-                    float(np.polyfit(part["log_compute"], part[column], 1)[0])
-                    if len(part) >= 2
-                    else float("nan")
-                )
+                slope = float("nan")
+                if len(part) >= 2:
+                    slope = float(np.polyfit(part["log_compute"], part[column], 1)[0])
                 record["families"][label] = {
                     "models": list(part["model"]),
                     "values": [float(v) for v in part[column]],

@@ -1,14 +1,11 @@
 """Discriminator test of Appendix D.3 (Table 5): can model recency be predicted from compute and accuracy?
 
 Rows are models, the features their pretraining compute and benchmark accuracy, the label whether the model was
-trained after the temporal cut-off (November 2023). An XGBoost classifier is scored with leave-one-out
-cross-validation: each model is predicted by a classifier trained on all the others, the held-out predictions are
-pooled, and balanced accuracy is computed once on the pooled predictions (per-fold accuracies are 0 or 1, so
-"balanced" only makes sense on the pooled vector).
+trained after the cut-off (November 2023). Each model is predicted by an XGBoost classifier trained on all the
+others, and balanced accuracy is computed once on the pooled held-out predictions (per fold it is 0 or 1).
 
-Authors' choices (socialfoundations/training-on-the-test-task). The released `notebooks/figures.ipynb` is 2.4 MB,
-mostly embedded images, and the Table 5 cell could not be located in it; the defaults below were instead settled
-by reproducing Table 5 exactly on the authors' released evaluations (mirrored in `shared/data`):
+The Table 5 cell is not in the authors' notebook (as for Figure 7, `pareto`); the defaults below reproduce Table 5
+exactly on their released evaluations (mirrored in `shared/data`):
 
 * features: log10 pretraining compute (6·N·D FLOPs, `compute_compute` in `notebooks/utils.py`) and accuracy;
   trees are invariant to the monotone log, raw compute gives the same predictions;

@@ -113,16 +113,9 @@ def draw_panel(ax: plt.Axes, panel: Panel, fit: EmergenceFit | None, alpha_level
     )
     if fit is not None:
         text, bold = theta_text(fit, alpha_level)
-        ax.text(
-            0.03,
-            0.96,
-            text,
-            transform=ax.transAxes,
-            va="top",
-            fontsize=9,
-            fontweight="bold" if bold else "normal",
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5},
-        )
+        box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5}
+        weight = "bold" if bold else "normal"
+        ax.text(0.03, 0.96, text, transform=ax.transAxes, va="top", fontsize=9, fontweight=weight, bbox=box)
 
 
 def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
@@ -145,13 +138,7 @@ def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
     if fit is not None:
         fitted = fit.to_dict()
         record.update(
-            theta=fitted["theta"],
-            theta_se=fitted["theta_se"],
-            theta_p=fitted["theta_p"],
-            alpha=fitted["alpha"],
-            c_e=fitted["c_e"],
-            r2=fitted["r2"],
-            fit=fitted,
+            {k: fitted[k] for k in ("theta", "theta_se", "theta_p", "alpha", "c_e", "r2")}, fit=fitted
         )
         spread = float(data[panel.column].max() - data[panel.column].min())
         # Appendix E: θ̂ relative to the gap between the best and the worst model of the panel.

@@ -1,13 +1,12 @@
 """Pareto frontier of accuracy against pretraining compute and the "area of improvement" of Figure 7 (§4.2).
 
-The frontier at compute x is the best accuracy of any model with compute ≤ x: a non-decreasing staircase that
-steps up at each Pareto-optimal model. The area of improvement is the integral, over log10 compute, of the
-all-models frontier minus the frontier of the models trained before the cut-off. The paper reports that it
-shrinks "by a sixfold" once scores are adjusted for training on the test task.
+The frontier at compute x is the best accuracy of any model with compute ≤ x, a staircase. The area of improvement
+integrates, over log10 compute, the all-models frontier minus that of the models trained before the cut-off; the
+paper reports that it shrinks "by a sixfold" once scores are adjusted.
 
-Authors' choices (socialfoundations/training-on-the-test-task). The Figure 7 cell could not be located in the
-2.4 MB `notebooks/figures.ipynb` (mostly embedded images), so the definitions were checked against the paper on
-the authors' released evaluations (mirrored in `shared/data`):
+The authors' Figure 7 cell is not in their `notebooks/figures.ipynb` (socialfoundations/training-on-the-test-task;
+mostly embedded images), so the definitions were checked against the paper on their released evaluations
+(mirrored in `shared/data`):
 
 * staircase (running maximum) frontier integrated over log10 compute, over the compute range of all models:
   unadjusted / adjusted area = 5.5 (MMLU) and 5.3 (GSM8K) with the adjusted score max(base, fine-tuned) of

@@ -1,11 +1,8 @@
 """Rank shifts between direct and adjusted MMLU rankings (Figure 17, Appendix F).
 
 The paper: training on the test task "significantly alters model rankings on MMLU, with an average shift of 4.8
-ranks and a maximum shift of 16 ranks". Each model is ranked by its direct score and by its adjusted score
-(rank 1 = best) and the shift is the absolute difference of the two ranks.
-
-Authors' choices (socialfoundations/training-on-the-test-task). The Figure 17 cell could not be located in the
-2.4 MB `notebooks/figures.ipynb` (mostly embedded images). What the released code does settle:
+ranks and a maximum shift of 16 ranks": the absolute difference of each model's ranks by direct and by adjusted
+score. The Figure 17 cell is not in the authors' notebook (as for Figure 7, `pareto`); their code does settle:
 
 * model set: the models scored both directly and after fine-tuning — `process_pre_post_adjustment` in
   `notebooks/utils.py` keeps the intersection of the two score dictionaries (here: the caller's rows);

@@ -298,11 +298,8 @@ def job(
 
 
 def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
-    """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings.
-
-    `settings`: `training_on_the_test_task.plan`, typed (`Settings.plan`; None: as in
-    conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are applied to every composition of the
-    runner's config (a DictConfig, composed here)."""
+    """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings (None: those of
+    conf/training_on_the_test_task/analysis.yaml; their `runner_overrides` apply to every runner config)."""
     from testtask.lm.models import ModelRegistry
     from testtask.training_on_the_test_task.runner.main import fixed_registry, settings_of
 
