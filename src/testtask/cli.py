@@ -1,9 +1,4 @@
-"""The `testtask` command: Hydra config in, figures, tables and data out (the work is in `testtask.pipeline`).
-
-testtask action=figure figure=3 paper=pretrain-on-test source=published sampler=nutpie
-testtask action=data
-testtask action=bench paper=pretrain-on-test
-"""
+"""The `testtask` command (`testtask action=figure figure=3 paper=pretrain-on-test`); the work is the pipeline's."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def precheck(args: Sequence[str]) -> None:
-    """Every bad, missing, unknown or misspelled key of the command line's config, at once, one line each
-    (ConfigError), before Hydra sets up its run or anything is read."""
+    """ConfigError with every bad key of the command line's config, before Hydra runs or anything is read."""
     cfg, lines = compose_checked(args)
     if cfg is not None:
         try:

@@ -1,9 +1,5 @@
-"""Atomic writes: a crash never leaves a half-written result behind, and the result is readable as the umask says.
-
-`tempfile.mkstemp` creates its file with mode 0600 whatever the umask, so a figure or a result written through it
-would stay private to its owner; colleagues sharing a cluster project folder could not read it. Every write here
-sets the mode an ordinary `open()` would have given (0644 under umask 022) before moving the file into place.
-"""
+"""Atomic writes: a crash never leaves a half-written result behind, and the result is readable as the umask says
+(`tempfile.mkstemp` makes 0600 files, which colleagues sharing a cluster project folder could not read)."""
 
 from __future__ import annotations
 
@@ -98,8 +94,7 @@ def atomic_write_json(path: Path, obj: Any) -> Path:
 
 
 def unique_keys_hook(path: Path, error: type[Exception]) -> Callable[[list[tuple[str, Any]]], dict]:
-    """A `json.loads` object hook that raises `error` naming `path` for a key given twice in one object (plain
-    json keeps the last one silently, so a duplicated field would go unnoticed)."""
+    """A `json.loads` object hook raising `error` for a key given twice in one object (json keeps the last one)."""
 
     def hook(pairs: list[tuple[str, Any]]) -> dict:
         seen: dict[str, Any] = {}

@@ -17,8 +17,8 @@ SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g
 
 
 def shown(text: str | Path | None) -> str | None:
-    """A path (or `mirror:<path>`) as a report shows it: relative to the repository, so that a report names the
-    same folders on every machine (`figures/...`, `../shared/data/...`), never this machine's absolute path."""
+    """A path (or `mirror:<path>`) relative to the repository, so that a report names the same folders on every
+    machine, never this machine's absolute path."""
     if text is None:
         return None
     import os
