@@ -62,10 +62,7 @@ class Context:
         return other
 
     def paper_root(self, paper: str) -> Path:
-        """Raw results of another paper for the same source (analyses that read other papers' releases or runs).
-
-        published: data/published/<paper>; results: results/<paper>[/<results_run>], by the same layout
-        as this paper's `data_root`."""
+        """Raw results of another paper for the same source, by the same layout as this paper's `data_root`."""
         if paper == self.paper:
             return self.data_root
         parts = self.data_root.parts

@@ -82,17 +82,13 @@ def record(found: Sequence[Failure]) -> dict[str, Any]:
     return {OK: not found, FAILURES: [dataclasses.asdict(f) for f in found]}
 
 
-def warn(cell: str, found: Sequence[Failure]) -> None:
-    if found:
-        log.warning("fit diagnostics failed for %s: %s", cell, "; ".join(f.text() for f in found))
-
-
 def assess(
     cell: str, parameters: Mapping[str, Mapping[str, float]], divergences: int, limits: Thresholds
 ) -> dict[str, Any]:
     """Check one fit, warn naming `cell` when it fails, and return its sidecar fields."""
     found = failures(parameters, divergences, limits)
-    warn(cell, found)
+    if found:
+        log.warning("fit diagnostics failed for %s: %s", cell, "; ".join(f.text() for f in found))
     return record(found)
 
 

@@ -32,13 +32,14 @@ def file_mode(read_only: bool = False) -> int:
     return mode & ~0o222 if read_only else mode
 
 
-def _atomic(path: Path, write: Callable[[Path], None], read_only: bool = False) -> Path:
+def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = False) -> Path:
+    """Let `save(tmp_path)` write a file (a figure, a CSV) and move it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        write(Path(tmp))
+        save(Path(tmp))
         os.chmod(tmp, file_mode(read_only))
         os.replace(tmp, path)
     except BaseException:
@@ -48,16 +49,11 @@ def _atomic(path: Path, write: Callable[[Path], None], read_only: bool = False) 
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return atomic_save(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def atomic_write_bytes(path: Path, data: bytes, read_only: bool = False) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_bytes(data), read_only)
-
-
-def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = False) -> Path:
-    """Let `save(tmp_path)` write a file (a figure, a CSV) and move it into place."""
-    return _atomic(path, save, read_only)
+    return atomic_save(path, lambda tmp: tmp.write_bytes(data), read_only)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -96,9 +96,8 @@ class Paper:
     report: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None
     runner: Runner | None = None
     uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
-    overlay: bool = (
-        False  # its loaders read source=published+results (a run over the release; testtask.sources)
-    )
+    # Its loaders read source=published+results (a run over the release; testtask.sources).
+    overlay: bool = False
     # The protocols of this paper that have a `protocol=paper_text` preset and a protocol table: "analysis"
     # (conf/<config_key>/protocol/paper_text.yaml, docs/protocols/<key>-analysis.md), "runner"
     # (conf/<config_key>_run/protocol/paper_text.yaml, docs/protocols/<key>.md). A paper without released code

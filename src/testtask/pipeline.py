@@ -8,7 +8,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -562,6 +562,19 @@ def compose_checked(
             lines.append(f"an override does not parse: {str(err).splitlines()[0]}")
             return None, lines
     return None, lines
+
+
+def precheck(args: Sequence[str], config_name: str, checker: Callable[[DictConfig], Any]) -> None:
+    """Every bad, missing or unknown key of a command line's config (`checker` types it), at once, one line each
+    (ConfigError), before Hydra sets up its run or anything is read."""
+    cfg, lines = compose_checked(args, config_name)
+    if cfg is not None:
+        try:
+            checker(cfg)
+        except schema.ConfigError as err:
+            lines += err.violations
+    if lines:
+        raise schema.ConfigError(lines)
 
 
 def with_user_files(cfg: DictConfig) -> DictConfig:

@@ -113,19 +113,9 @@ def read_table(path: Path) -> list[Row]:
                 raise TableError(f"{where}: config key {key_cell!r} is not `[overrides] `dotted.path``")
             key = match.group("path")
             overrides = tuple(o.strip() for o in (match.group("overrides") or "").split(",") if o.strip())
-        rows.append(
-            Row(
-                number,
-                element,
-                paper,
-                code,
-                overrides,
-                key,
-                _literal(default, allow_same=False, where=where),
-                _literal(preset, allow_same=True, where=where),
-                decision,
-            )
-        )
+        default_value = _literal(default, allow_same=False, where=where)
+        preset_value = _literal(preset, allow_same=True, where=where)
+        rows.append(Row(number, element, paper, code, overrides, key, default_value, preset_value, decision))
     return rows
 
 

@@ -73,18 +73,11 @@ def _first_of_sweep(args: Sequence[str], config_name: str) -> list[str]:
 
 def precheck(paper: str, args: Sequence[str]) -> None:
     """ConfigError with every bad key of the command line's run config (a sweep's first job), before Hydra runs."""
-    from testtask.pipeline import compose_checked
-    from testtask.schema import ConfigError
+    from testtask import pipeline
 
     spec = _runner(paper)
-    cfg, lines = compose_checked([*args, *_first_of_sweep(args, spec.config_name)], spec.config_name)
-    if cfg is not None:
-        try:
-            settings_of(paper, cfg)
-        except ConfigError as err:
-            lines += err.violations
-    if lines:
-        raise ConfigError(lines)
+    overrides = [*args, *_first_of_sweep(args, spec.config_name)]
+    pipeline.precheck(overrides, spec.config_name, lambda cfg: settings_of(paper, cfg))
 
 
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:

@@ -403,21 +403,15 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
         elif kind in ("missing", "missing_argument"):
             if rest:
                 key = f"{key}.{rest[0]}" if key else str(rest[0])
-                inner = _step(annotation, rest[0])
-                lines.append(f"{key}: missing, expected {words(inner) if inner is not None else 'a value'}")
-            else:
-                lines.append(f"{key}: missing, expected {words(annotation)}")
+            inner = _step(annotation, rest[0]) if rest else annotation
+            lines.append(f"{key}: missing, expected {words(inner) if inner is not None else 'a value'}")
         elif kind == "value_error" and isinstance(item.get("ctx", {}).get("error"), Relations):
-            for problem in item["ctx"]["error"].problems:
-                lines.append(_line(key, problem))
+            lines += [_line(key, problem) for problem in item["ctx"]["error"].problems]
         elif kind == "value_error":
             lines.append(f"{key}: {item['ctx']['error']}")
-        elif rest and rest[-1] == "[key]":
-            lines.append(
-                f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)} (bad key {rest[0]!r})"
-            )
         else:
-            lines.append(f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)}")
+            bad_key = f" (bad key {rest[0]!r})" if rest and rest[-1] == "[key]" else ""
+            lines.append(f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)}{bad_key}")
     return lines
 
 

@@ -74,10 +74,9 @@ class UserFile:
 
 def folder(cfg: Any = None) -> Path:
     """The user folder: `cfg.user_dir` when the config has one, else $TESTTASK_USER_DIR, else conf/user."""
-    if isinstance(cfg, DictConfig | Mapping):
-        configured = cfg.get("user_dir")
-    else:
-        configured = getattr(cfg, "user_dir", None)
+    configured = (
+        cfg.get("user_dir") if isinstance(cfg, DictConfig | Mapping) else getattr(cfg, "user_dir", None)
+    )
     return resolve(configured or os.environ.get(ENV) or DEFAULT)
 
 

@@ -274,11 +274,8 @@ def fetch_paper(
     manifest = load_manifest(paper, checksums_dir)
     fresh = force or write_checksums  # nothing already in place is kept
     if verify and not write_checksums and not manifest:
-        log.warning(
-            "%s: no checksum manifest at %s; nothing can be verified",
-            paper,
-            manifest_path(paper, checksums_dir),
-        )
+        where = manifest_path(paper, checksums_dir)
+        log.warning("%s: no checksum manifest at %s; nothing can be verified", paper, where)
 
     with tempfile.TemporaryDirectory(prefix="testtask-fetch-") as tmpdir:
         if mirror is not None:

@@ -69,7 +69,6 @@ class Sidecars(Mapping[str, Any]):
         self.expected = expected
         self.pages = pages  # `make assess-model`'s pages of this source (<pages>/<model>/<model>.json)
         self._cache: dict[str, Any] = {}
-        self.read: set[str] = set()
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
 
     def page(self, model: str) -> Any:
@@ -113,7 +112,6 @@ class Sidecars(Mapping[str, Any]):
                     ]
             else:
                 self._cache[file] = read(path, self.expected)
-        self.read.add(file)
         self.touched.add(file)
         return self._cache[file]
 
@@ -238,19 +236,19 @@ def _judge(
     missing_needs = tuple(need for need in claim.needs if not (Path(data_root) / need).exists())
     value: Any = None
     shown: str | None = None
-    problem: tuple[tuple[str, ...], str | None, str] | None = None  # (missing, command, reason)
     unbuilt: tuple[str, ...] = ()
+    command: str | None = None  # what makes the sidecars `unbuilt`
+    reason: str | None = None  # why ours cannot be had
     try:
         value = compute(claim, sidecars, functions)
         shown = rules.fmt(value)
     except MissingOutput as err:
-        problem = ((err.file,), build_command(err.file, paper, source), f"{err.file} has not been built")
-        unbuilt = (err.file,)
+        unbuilt, reason = (err.file,), f"{err.file} has not been built"
+        command = build_command(err.file, paper, source)
     except NotComputable as err:
-        problem = (err.unbuilt, err.command, str(err))
-        unbuilt = err.unbuilt
+        unbuilt, command, reason = err.unbuilt, err.command, str(err)
     except LookupError as err:  # a path the sidecar does not hold, rows it lacks
-        problem = ((), None, str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}")
+        reason = str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}"
     if missing_needs:
         if shown is not None:  # the rule's view of the part present, shown but not judged
             try:
@@ -269,10 +267,9 @@ def _judge(
             reason=f"missing input {', '.join(missing_needs)}",
             unbuilt=unbuilt,
         )
-    if problem is not None:
-        missing, command, reason = problem
+    if reason is not None:
         return Verdict(
-            claim, NOT_COMPUTABLE, missing=missing, command=command, reason=reason, unbuilt=unbuilt
+            claim, NOT_COMPUTABLE, missing=unbuilt, command=command, reason=reason, unbuilt=unbuilt
         )
     try:
         outcome = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params)

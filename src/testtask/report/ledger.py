@@ -132,18 +132,15 @@ class Category:
     def summary(self) -> str:
         """One line: the kind's fields in words."""
         f = self.fields
+        key = f" (our key {f['key']})" if f.get("key") else ""
         if self.kind == TEXT_VS_CODE:
-            return f"text: {f['text']}; authors' code: {f['code']}" + (
-                f" (our key {f['key']})" if f.get("key") else ""
-            )
+            return f"text: {f['text']}; authors' code: {f['code']}{key}"
         if self.kind == RELEASE_GAP:
             return "the release lacks " + ", ".join(f["missing"]) + f"; with it: {f['toward']}"
         if self.kind == INCONSISTENT:
             return "the paper disagrees with itself: " + " vs ".join(f["places"]) + f"; {f['arithmetic']}"
         if self.kind == IMPLEMENTATION:
-            return f"ours: {f['ours']}; the authors: {f['authors']}" + (
-                f" (our key {f['key']})" if f.get("key") else ""
-            )
+            return f"ours: {f['ours']}; the authors: {f['authors']}{key}"
         if self.kind == MISROUNDED:
             steps = " then ".join(f"{d} decimals" for d in f["steps"])
             return f"the paper's {f['printed']} is the authors' output ({f['output']}) rounded to {steps}"

@@ -80,11 +80,6 @@ def own_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> led
     return own
 
 
-def _outputs_read(loaded: ledger.Ledger) -> set[str]:
-    """The figure/table outputs whose sidecars the claims read by path (functions' reads show on evaluation)."""
-    return {c.ours.file for c in loaded.claims if c.ours.file}
-
-
 def _build_missing(
     cfg: DictConfig, paper: str, source: str, files: set[str], folder: Path, builds: Builds
 ) -> None:
@@ -167,7 +162,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         plugin = papers.get(paper)
         data_root = _data_root(config, paper, source)
         checksum = release_checksum(data_root, "published" if source == OVERLAY else source)
-        needed = _outputs_read(loaded) | {
+        # the sidecars read by path and those of the outputs shown beside (functions' reads show on evaluation)
+        needed = {c.ours.file for c in loaded.claims if c.ours.file} | {
             f"{c.figure}.json"
             for c in loaded.claims
             if c.figure and c.figure.startswith(("figure-", "table-"))
@@ -198,11 +194,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         paper_ledger = load_ledger(paper)
         own = own_claims(paper, paper_ledger, user_files.folder(config))
         if paper_ledger is None and own is None:
-            reports.append(
-                render.PaperReport(
-                    paper, [], output_dir(figures_dir, str(config.source), run_name, paper), None
-                )
-            )
+            empty = output_dir(figures_dir, str(config.source), run_name, paper)
+            reports.append(render.PaperReport(paper, [], empty, None))
             continue
         # The paper's claims are about the authors' release (or, for a ledger that says so, our runs): under
         # SOURCE=published+results they are judged on the release alone, beside the own claims on the overlay.
@@ -221,23 +214,11 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         own_ids = frozenset(c.id for c in own.claims) if own is not None else frozenset()
         found = findings.collect(paper, verdicts, text, own_ids, categorize=default == "published")
         ledger_file_shown = (paper_ledger or own).file  # type: ignore[union-attr]
-        reports.append(
-            render.PaperReport(
-                paper,
-                verdicts,
-                parts[0].folders.get(AUTHORS) or output_dir(figures_dir, default, run_name, paper),
-                ledger_file_shown,
-                text=text,
-                findings=found,
-                single_protocol="analysis" not in plugin.paper_text,
-            )
-        )
-        log.info(
-            "report %s: %s%s",
-            paper,
-            render.summary(verdicts),
-            f"; under the paper's text: {render.summary(text)}" if text is not None else "",
-        )
+        folder = parts[0].folders.get(AUTHORS) or output_dir(figures_dir, default, run_name, paper)
+        single = "analysis" not in plugin.paper_text
+        reports.append(render.PaperReport(paper, verdicts, folder, ledger_file_shown, text, found, single))
+        under = f"; under the paper's text: {render.summary(text)}" if text is not None else ""
+        log.info("report %s: %s%s", paper, render.summary(verdicts), under)
     overrides = unbuilt.place_overrides(builds.overrides(cfg))
     notice = unbuilt.notice(missing, overrides, tried=settings.build_missing)
     for line in notice:  # on the console too, not only at the top of the page

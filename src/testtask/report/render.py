@@ -67,11 +67,7 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
     lines += _findings_md(reports)
     lines += ["## Provenance", ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in provenance_rows(prov)]
-    head = (
-        " | ".join(f"{s} (authors' code)" for s in STATUSES)
-        + " | "
-        + " | ".join(f"{s} (text)" for s in STATUSES)
-    )
+    head = " | ".join([*(f"{s} (authors' code)" for s in STATUSES), *(f"{s} (text)" for s in STATUSES)])
     lines += ["", f"| paper | {head} |", "|---|" + "---|" * (2 * len(STATUSES))]
     for r in reports:
         c = counts(r.verdicts)
