@@ -217,9 +217,9 @@ def all_of(key: str, values: Iterable[Any], known: Iterable[Any], what: str) -> 
     """A Problem unless every item of `values` is among `known`."""
     values = list(values)
     names = [str(k) for k in known]
-    return (
-        None if all(str(v) in names for v in values) else Problem(key, values, f"{what} ({', '.join(names)})")
-    )
+    if all(str(v) in names for v in values):
+        return None
+    return Problem(key, values, f"{what} ({', '.join(names)})")
 
 
 # --- errors --------------------------------------------------------------------------------------------------
@@ -334,14 +334,9 @@ def _step(annotation: Any, key: Any) -> Any | None:
         return keys.get(key) if isinstance(key, str) else None
     if get_origin(base) is dict and key != "[key]":
         return get_args(base)[1]
-    if get_origin(base) is list and isinstance(key, int) and _sections_in(get_args(base)[0]):
+    if get_origin(base) is list and isinstance(key, int) and _nested(get_args(base)[0]):
         return get_args(base)[0]  # an item of a list of sections is reported by its own keys
     return None
-
-
-def _sections_in(annotation: Any) -> bool:
-    """Whether `annotation` is (or holds, as a mapping's value or a union's option) a section."""
-    return bool(_nested(annotation))
 
 
 def _fields_of(annotation: Any) -> list[str]:

@@ -191,9 +191,8 @@ def download(url: str, path: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response, open(path, "wb") as out:
             size = response.headers.get("Content-Length")
-            with tqdm(
-                total=int(size) if size else None, unit="B", unit_scale=True, desc="download", disable=None
-            ) as bar:
+            total = int(size) if size else None
+            with tqdm(total=total, unit="B", unit_scale=True, desc="download", disable=None) as bar:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
                     bar.update(len(chunk))

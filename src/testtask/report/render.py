@@ -115,8 +115,6 @@ def write(
     from testtask.io import atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    page = out_dir / "index.html"
-    atomic_write_text(page, html_page(reports, prov, out_dir, notice))
-    md = out_dir / "REPRODUCTION.md"
-    atomic_write_text(md, markdown(reports, prov, notice))
+    page = atomic_write_text(out_dir / "index.html", html_page(reports, prov, out_dir, notice))
+    md = atomic_write_text(out_dir / "REPRODUCTION.md", markdown(reports, prov, notice))
     return page, md

@@ -65,7 +65,8 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
     lines = [head]
     for u in unbuilt:
         if u.files:
-            lines.append(_command(u, overrides))
+            build = f"make figures tables PAPER={u.paper} SOURCE={u.source}"
+            lines.append(_under_preset(build, u.preset, overrides))
         lines += [_under_preset(command, u.preset) for command in u.own_commands]
     return lines
 
@@ -82,7 +83,3 @@ def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> s
 
 def _under(u: Unbuilt) -> str:
     return "" if u.preset == AUTHORS else f" (protocol={u.preset})"
-
-
-def _command(u: Unbuilt, overrides: Sequence[str]) -> str:
-    return _under_preset(f"make figures tables PAPER={u.paper} SOURCE={u.source}", u.preset, overrides)
