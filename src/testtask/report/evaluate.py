@@ -151,6 +151,7 @@ class Verdict:
         return self.claim.note
 
     def as_dict(self) -> dict[str, Any]:
+        category = self.claim.category
         return {
             "id": self.claim.id,
             "where": self.claim.where,
@@ -165,11 +166,7 @@ class Verdict:
             "reason": self.reason,
             "not_built": list(self.unbuilt),
             "note": self.claim.note,
-            "category": (
-                {"kind": self.claim.category.kind, **thaw(self.claim.category.fields)}
-                if self.claim.category
-                else None
-            ),
+            "category": {"kind": category.kind, **thaw(category.fields)} if category else None,
             "failed_fits": list(self.failed_fits),
             "user_files": dict(self.user_files),
         }
