@@ -98,10 +98,8 @@ class Paper:
     uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
     # Its loaders read source=published+results (a run over the release; testtask.sources).
     overlay: bool = False
-    # The protocols of this paper that have a `protocol=paper_text` preset and a protocol table: "analysis"
-    # (conf/<config_key>/protocol/paper_text.yaml, docs/protocols/<key>-analysis.md), "runner"
-    # (conf/<config_key>_run/protocol/paper_text.yaml, docs/protocols/<key>.md). A paper without released code
-    # has one protocol, its text.
+    # Its protocols ("analysis", "runner") with a `protocol=paper_text` preset and a protocol table
+    # (docs/protocols/<key>-analysis.md, <key>.md); a paper without released code has one protocol, its text.
     paper_text: tuple[str, ...] = ()
 
     def outputs(self, kind: str) -> Mapping[Key, Builder]:

@@ -5,7 +5,6 @@ runner runs one job. `python experiments/<paper>/run.py [overrides]` or `python 
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,10 +17,9 @@ from testtask.paths import conf_dir
 
 def load(target: str) -> Callable[..., Any]:
     """`"package.module:function"` -> the function (imported now, so analysis imports stay free of torch)."""
-    module, sep, name = target.partition(":")
-    if not sep:
+    if ":" not in target:
         raise ValueError(f"runner target must be 'module:function', got {target!r}")
-    return getattr(importlib.import_module(module), name)
+    return papers.resolve(target)
 
 
 def command(paper: str, *args: str) -> list[str]:

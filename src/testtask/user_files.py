@@ -20,7 +20,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from testtask.errors import InputError
-from testtask.paths import repo_root, resolve
+from testtask.paths import in_repo, resolve
 
 log = logging.getLogger("testtask.user_files")
 
@@ -48,10 +48,7 @@ class UserFile:
     @property
     def shown(self) -> str:
         """The path as messages show it: relative to the repository root when inside it."""
-        try:
-            return str(self.path.relative_to(repo_root()))
-        except ValueError:
-            return str(self.path)
+        return in_repo(self.path)
 
     def error(self, field: str, message: str) -> UserFileError:
         return UserFileError(f"{self.shown}: {field}: {message}")
