@@ -503,8 +503,7 @@ def compose(overrides: Sequence[str] | None = None, config_name: str = "config")
         with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
             cfg = hydra_compose(config_name=config_name, overrides=wanted, return_hydra_config=True)
     OmegaConf.set_struct(cfg, False)
-    task = list(cfg.hydra.overrides.task)
-    cfg[HYDRA] = {"overrides": {"task": task}}
+    cfg[HYDRA] = {"overrides": {"task": list(cfg.hydra.overrides.task)}}
     if config_name == "config":
         with_user_files(cfg)
     return cfg

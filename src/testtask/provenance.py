@@ -36,10 +36,8 @@ def git_state(root: Path | None = None) -> tuple[str, bool]:
     root = root or repo_root()
 
     def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60
-        )
-        return done.stdout.strip()
+        run = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60)
+        return run.stdout.strip()
 
     try:
         return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))

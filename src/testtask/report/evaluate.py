@@ -5,6 +5,7 @@ computable even when a sidecar holds a value computed on what is present: that v
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
@@ -248,10 +249,8 @@ def _judge(
         reason = str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}"
     if missing_needs:
         if shown is not None:  # the rule's view of the part present, shown but not judged
-            try:
+            with contextlib.suppress(rules.RuleError):
                 shown = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params).ours
-            except rules.RuleError:
-                pass
             if value == [] or value == {}:
                 shown = None
         return Verdict(

@@ -43,19 +43,16 @@ def problem(kind: str, paper: Any, params: Mapping[str, Any], n_paths: int | Non
         why = _numbers(paper)
         if why:
             return f"rule {kind}: the paper's value {why}"
-    elif kind == "sign":
-        if paper not in ("positive", "negative", "zero"):
-            return f"rule sign wants positive, negative or zero, got {paper!r}"
+    elif kind == "sign" and paper not in ("positive", "negative", "zero"):
+        return f"rule sign wants positive, negative or zero, got {paper!r}"
     elif kind == "count":
         whole = _is_number(paper) and float(paper).is_integer() and paper >= 0
         if not whole:
             return f"rule count wants the paper's count (a non-negative whole number), got {paper!r}"
-    elif kind == "share":
-        if not _is_number(paper):
-            return f"rule share wants the paper's share (a number), got {paper!r}"
-    elif kind in ("all", "significance"):
-        if not isinstance(paper, str) or not paper.strip():
-            return f"rule {kind} compares ours with its parameters; paper holds the paper's words (a string), got {paper!r}"
+    elif kind == "share" and not _is_number(paper):
+        return f"rule share wants the paper's share (a number), got {paper!r}"
+    elif kind in ("all", "significance") and (not isinstance(paper, str) or not paper.strip()):
+        return f"rule {kind} compares ours with its parameters; paper holds the paper's words (a string), got {paper!r}"
     lists_compared = kind in ("round", "tolerance", "within_se") or (
         kind == "equal" and not params.get("as_set")
     )

@@ -3,6 +3,7 @@ stamp verifies) and which subsets of it are present (discovered from the folders
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
@@ -101,10 +102,8 @@ def release(paper: str, folder: Path, source: dict[str, Any] | None) -> Release:
     if not folder.is_dir():
         return Release(paper, repo, commit, folder, False, "not fetched")
     stamp: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         stamp = json.loads((folder / STAMP_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
     try:
         verify_release(folder, paper, list(source.get("json_drop_keys") or []))
         verified = f"verified ({len(stamp.get('hashes') or {})} files against the checksum manifest)"
