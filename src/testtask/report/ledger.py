@@ -333,8 +333,7 @@ def _category(raw: Any, fail: Any) -> Category:
     unknown = sorted(set(fields) - set(required) - set(optional))
     if unknown:
         raise fail(
-            f"category.{unknown[0]}",
-            f"{kind} takes {', '.join(required + optional)}, not {unknown[0]}",
+            f"category.{unknown[0]}", f"{kind} takes {', '.join(required + optional)}, not {unknown[0]}"
         )
     for name in required:
         if name not in fields or fields[name] in (None, "", []):
