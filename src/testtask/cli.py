@@ -1,23 +1,16 @@
-"""The `testtask` command: Hydra config in, figures, tables and data out (the work is in `testtask.pipeline`).
-
-testtask action=figure figure=3 paper=pretrain-on-test source=published sampler=nutpie
-testtask action=data
-testtask action=bench paper=pretrain-on-test
-"""
+"""The `testtask` command (`testtask action=figure figure=3 paper=pretrain-on-test`); the work is the pipeline's."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 import hydra
 from omegaconf import DictConfig
 
 from testtask.errors import reported
 from testtask.paths import conf_dir
-from testtask.pipeline import check, compose_checked, plain_overrides, run, with_user_files
-from testtask.schema import ConfigError
+from testtask.pipeline import check, plain_overrides, precheck, run, with_user_files
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
@@ -26,23 +19,10 @@ def _hydra_main(cfg: DictConfig) -> None:
         run(with_user_files(cfg))
 
 
-def precheck(args: Sequence[str]) -> None:
-    """Every bad, missing, unknown or misspelled key of the command line's config, at once, one line each
-    (ConfigError), before Hydra sets up its run or anything is read."""
-    cfg, lines = compose_checked(args)
-    if cfg is not None:
-        try:
-            check(cfg)
-        except ConfigError as err:
-            lines += err.violations
-    if lines:
-        raise ConfigError(lines)
-
-
 def main() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = sys.argv[1:]
     if plain_overrides(args):
         with reported():
-            precheck(args)
+            precheck(args, "config", check)
     _hydra_main()

@@ -25,8 +25,7 @@ class Context:
     seed: int
     cache_dir: Path | None = None  # posterior cache; None disables it
     settings: Any = None  # this paper's settings, typed and read once from `cfg` by its plug-in
-    # The pipeline's way to another paper's context for the same source (a paper that reads another paper's
-    # release asks for it here instead of building that paper's context itself); None outside the pipeline.
+    # The pipeline's way to another paper's context for the same source; None outside the pipeline.
     related: Callable[[str], Context] | None = None
     diagnostics: Thresholds | None = None  # the fits' limits as composed; None: conf/config.yaml's (`limits`)
     output: str | None = None  # what is being built ("figure 3"), to name it in messages
@@ -62,10 +61,7 @@ class Context:
         return other
 
     def paper_root(self, paper: str) -> Path:
-        """Raw results of another paper for the same source (analyses that read other papers' releases or runs).
-
-        published: data/published/<paper>; results: results/<paper>[/<results_run>], by the same layout
-        as this paper's `data_root`."""
+        """Raw results of another paper for the same source, by the same layout as this paper's `data_root`."""
         if paper == self.paper:
             return self.data_root
         parts = self.data_root.parts

@@ -1,10 +1,5 @@
-"""The one rule every MCMC fit of every paper is checked by: r̂, bulk ESS and divergences against the limits in
-the `diagnostics` section of conf/config.yaml.
-
-A fit that fails is not silent: `assess` logs a warning naming the cell (paper, figure, configuration, parameter)
-and returns the fields a sidecar records per fit (`diagnostics_ok`, `diagnostics_failures`), which the report
-reads to mark the claims resting on such a fit.
-"""
+"""The one rule every MCMC fit is checked by: r̂, bulk ESS and divergences against the `diagnostics` limits. A
+failing fit is logged, and recorded in its sidecar (`diagnostics_ok`), which the report reads to mark claims."""
 
 from __future__ import annotations
 
@@ -42,8 +37,7 @@ class Thresholds:
 
 @functools.cache
 def configured() -> Thresholds:
-    """The limits in conf/config.yaml, for fits made outside the pipeline (whose contexts carry the composed,
-    possibly overridden, limits instead): the values live in the config file only."""
+    """The limits in conf/config.yaml, for fits made outside the pipeline (whose contexts carry the composed ones)."""
     from omegaconf import OmegaConf
 
     from testtask.paths import conf_dir
@@ -69,8 +63,8 @@ class Failure:
 def failures(
     parameters: Mapping[str, Mapping[str, float]], divergences: int, limits: Thresholds
 ) -> list[Failure]:
-    """The statistics of one fit outside `limits`. `parameters` maps a parameter to its r_hat and ess_bulk; a
-    value that is not finite fails (r̂ of a stuck chain is NaN, and NaN passes every comparison)."""
+    """The statistics of one fit outside `limits` (`parameters`: name -> r_hat and ess_bulk); a value that is not
+    finite fails (r̂ of a stuck chain is NaN, and NaN passes every comparison)."""
     out = []
     for name, stats in parameters.items():
         r_hat, ess = float(stats["r_hat"]), float(stats["ess_bulk"])
@@ -88,17 +82,13 @@ def record(found: Sequence[Failure]) -> dict[str, Any]:
     return {OK: not found, FAILURES: [dataclasses.asdict(f) for f in found]}
 
 
-def warn(cell: str, found: Sequence[Failure]) -> None:
-    if found:
-        log.warning("fit diagnostics failed for %s: %s", cell, "; ".join(f.text() for f in found))
-
-
 def assess(
     cell: str, parameters: Mapping[str, Mapping[str, float]], divergences: int, limits: Thresholds
 ) -> dict[str, Any]:
     """Check one fit, warn naming `cell` when it fails, and return its sidecar fields."""
     found = failures(parameters, divergences, limits)
-    warn(cell, found)
+    if found:
+        log.warning("fit diagnostics failed for %s: %s", cell, "; ".join(f.text() for f in found))
     return record(found)
 
 

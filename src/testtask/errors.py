@@ -1,9 +1,7 @@
 """Errors a user makes (a bad override, a malformed results file, a ledger claim that does not fit its rule).
 
-Every such error class derives from `InputError` as well as from its usual built-in base (ValueError, KeyError,
-...), so library callers keep catching what they caught before. The command-line edges (`testtask`, the experiment
-runners) wrap their Hydra task in `reported()`: an InputError then prints its one message and exits 1, instead of
-Hydra's traceback with the useful line last; `HYDRA_FULL_ERROR=1` lets it through unchanged for debugging.
+Each such error class derives from `InputError` and its usual built-in base (so callers keep catching what they
+did); the command-line edges print its one message (`reported()`) instead of Hydra's traceback.
 """
 
 from __future__ import annotations
@@ -41,10 +39,8 @@ def full_error() -> bool:
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """Turn an InputError into `error: <message>` on stderr and exit status 1 (unless HYDRA_FULL_ERROR=1).
-
-    SystemExit, not an Exception, so Hydra's own error reporting (which prints a traceback) passes it on.
-    """
+    """Turn an InputError into `error: <message>` and exit status 1 (unless HYDRA_FULL_ERROR=1); SystemExit, so
+    that Hydra's error reporting (which prints a traceback) passes it on."""
     try:
         yield
     except InputError as err:

@@ -1,9 +1,5 @@
-"""Atomic writes: a crash never leaves a half-written result behind, and the result is readable as the umask says.
-
-`tempfile.mkstemp` creates its file with mode 0600 whatever the umask, so a figure or a result written through it
-would stay private to its owner; colleagues sharing a cluster project folder could not read it. Every write here
-sets the mode an ordinary `open()` would have given (0644 under umask 022) before moving the file into place.
-"""
+"""Atomic writes: a crash never leaves a half-written result behind, and the result is readable as the umask says
+(`tempfile.mkstemp` makes 0600 files, which colleagues sharing a cluster project folder could not read)."""
 
 from __future__ import annotations
 
@@ -36,13 +32,14 @@ def file_mode(read_only: bool = False) -> int:
     return mode & ~0o222 if read_only else mode
 
 
-def _atomic(path: Path, write: Callable[[Path], None], read_only: bool = False) -> Path:
+def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = False) -> Path:
+    """Let `save(tmp_path)` write a file (a figure, a CSV) and move it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        write(Path(tmp))
+        save(Path(tmp))
         os.chmod(tmp, file_mode(read_only))
         os.replace(tmp, path)
     except BaseException:
@@ -52,16 +49,11 @@ def _atomic(path: Path, write: Callable[[Path], None], read_only: bool = False) 
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return atomic_save(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def atomic_write_bytes(path: Path, data: bytes, read_only: bool = False) -> Path:
-    return _atomic(path, lambda tmp: tmp.write_bytes(data), read_only)
-
-
-def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = False) -> Path:
-    """Let `save(tmp_path)` write a file (a figure, a CSV) and move it into place."""
-    return _atomic(path, save, read_only)
+    return atomic_save(path, lambda tmp: tmp.write_bytes(data), read_only)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -98,8 +90,7 @@ def atomic_write_json(path: Path, obj: Any) -> Path:
 
 
 def unique_keys_hook(path: Path, error: type[Exception]) -> Callable[[list[tuple[str, Any]]], dict]:
-    """A `json.loads` object hook that raises `error` naming `path` for a key given twice in one object (plain
-    json keeps the last one silently, so a duplicated field would go unnoticed)."""
+    """A `json.loads` object hook raising `error` for a key given twice in one object (json keeps the last one)."""
 
     def hook(pairs: list[tuple[str, Any]]) -> dict:
         seen: dict[str, Any] = {}

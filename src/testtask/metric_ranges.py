@@ -1,8 +1,5 @@
-"""The range each LM Evaluation Harness metric can take, so readers of raw results can refuse impossible values.
-
-lm-eval names a metric `<name>,<filter>` (e.g. `acc,none`, `exact_match,flexible-extract`); the range depends on
-`<name>` only. A name not listed here is checked for being a finite number and nothing more.
-"""
+"""The range each LM Evaluation Harness metric (`<name>,<filter>`: by its name) can take, so readers of raw results
+can refuse impossible values; an unlisted name need only be a finite number."""
 
 from __future__ import annotations
 

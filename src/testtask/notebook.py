@@ -1,8 +1,6 @@
-"""What the reviewer notebooks share: the CLI config from their environment settings, building outputs through
-the CLI, and showing them with the numbers of their JSON sidecars.
-
-Environment: TESTTASK_NOTEBOOK_FAST=1 (small settings, only `fast_builds`), TESTTASK_NOTEBOOK_FIGURES,
-TESTTASK_NOTEBOOK_CACHE and TESTTASK_NOTEBOOK_DATA (where figures, caches and downloaded data go).
+"""What the reviewer notebooks share: building outputs through the CLI and showing them with their sidecars'
+numbers. Environment: TESTTASK_NOTEBOOK_FAST=1 (small settings, only `fast_builds`), TESTTASK_NOTEBOOK_FIGURES,
+TESTTASK_NOTEBOOK_CACHE and TESTTASK_NOTEBOOK_DATA.
 """
 
 from __future__ import annotations
@@ -75,8 +73,7 @@ class Walkthrough:
         return True
 
     def numbers(self, name: str, figures: str | None = None, *extra: str) -> dict | None:
-        """The JSON sidecar `name`.json of the outputs built with overrides `extra` (None if absent); one built
-        from another source or run than those overrides say is refused (sidecars.ProvenanceMismatch)."""
+        """The sidecar `name`.json of the outputs built with overrides `extra` (None if absent), checked against them."""
         cfg = self.config(*extra, figures=figures)
         config = typed(cfg)
         path = self.out_dir(figures, *extra) / f"{name}.json"

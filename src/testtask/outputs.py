@@ -23,8 +23,7 @@ NOTE_GID = "missing-inputs-note"  # the gid of the text `note_missing` draws (te
 
 
 def note_missing(fig: plt.Figure, notes: Sequence[str]) -> None:
-    """Say on `fig` itself, small at its bottom, what it was drawn without (e.g. "m = 100 not in the data: its
-    panels are absent"); nothing when `notes` is empty."""
+    """Say on `fig` itself, small at its bottom, what it was drawn without (e.g. "m = 100 not in the data")."""
     if notes:
         fig.text(0.5, 0.0, "\n".join(notes), ha="center", va="top", fontsize=7, color="0.3", gid=NOTE_GID)
 
@@ -32,9 +31,8 @@ def note_missing(fig: plt.Figure, notes: Sequence[str]) -> None:
 def save_figure(
     fig: plt.Figure, out_dir: Path, name: str, numbers: dict[str, Any], notes: Sequence[str] = ()
 ) -> dict[str, Path]:
-    """Save `fig` as PNG and PDF and `numbers` as JSON beside it (with the build's `provenance` block when built
-    through `pipeline.build`); close the figure. `notes` (the inputs the figure was drawn without) are written on
-    the figure, below its panels."""
+    """Save `fig` as PNG and PDF and `numbers` as JSON beside it (stamped), then close it; `notes` (the inputs it
+    was drawn without) are written below its panels."""
     out_dir = Path(out_dir)
     note_missing(fig, notes)
     paths = {
@@ -52,8 +50,7 @@ def save_figure(
 
 
 def save_numbers(path: Path, numbers: dict[str, Any]) -> Path:
-    """Write a table's (or any output's) JSON sidecar `numbers`, with the build's `provenance` block when built
-    through `pipeline.build`."""
+    """Write an output's JSON sidecar `numbers`, with the build's `provenance` block when there is one."""
     path = atomic_write_json(Path(path), stamped(numbers))
     log.info("wrote %s", path)
     return path

@@ -1,11 +1,5 @@
-"""The paper plug-in: what a paper package gives the pipeline, and where the pipeline finds each paper.
-
-Each paper package exports one `PAPER` (in its `registry.py`): its key, the config group with its analysis
-settings and their schema, figure and table builders, optional extra actions (e.g. pretrain-on-test's `bench`),
-an optional reproduction-report hook, an optional experiment runner, and which of its protocols (analysis, runner)
-have a paper_text preset. The pipeline, the protocol tables and the command line dispatch everything through it;
-nothing is hard-wired to one paper.
-"""
+"""The paper plug-in: each paper package exports one `PAPER` (in its `registry.py`), through which the pipeline,
+the protocol tables and the command line dispatch everything; nothing is hard-wired to one paper."""
 
 from __future__ import annotations
 
@@ -29,12 +23,8 @@ def resolve(target: str) -> Any:
 
 
 class Lazy:
-    """A function named by "module:attribute", imported on its first call.
-
-    A paper's registry names its builders this way so that reading the registry (to check a config, list the
-    outputs or print `--help`) imports no figure module and none of the heavy libraries they import (PyMC, arviz,
-    statsmodels, torch): a config error is reported before any of them loads.
-    """
+    """A function named by "module:attribute", imported on its first call: reading a registry (to check a config)
+    imports no figure module, so a config error is reported before PyMC or torch loads."""
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -51,8 +41,7 @@ class Lazy:
 
 
 def lazy_in(package: str) -> Callable[[str], Lazy]:
-    """`_("module:function")` for the builders of `package`: each a `Lazy`, imported when it runs (checking a
-    config imports no figure module)."""
+    """`_("module:function")` for the builders of `package`: each a `Lazy`."""
     return lambda target: Lazy(f"{package}.{target}")
 
 
@@ -107,13 +96,10 @@ class Paper:
     report: Mapping[str, Callable[[Mapping[str, Any]], Any]] | None = None
     runner: Runner | None = None
     uses: tuple[str, ...] = ()  # other papers whose releases this paper's analyses read (Context.related)
-    overlay: bool = (
-        False  # its loaders read source=published+results (a run over the release; testtask.sources)
-    )
-    # The protocols of this paper that have a `protocol=paper_text` preset and a protocol table: "analysis"
-    # (conf/<config_key>/protocol/paper_text.yaml, docs/protocols/<key>-analysis.md), "runner"
-    # (conf/<config_key>_run/protocol/paper_text.yaml, docs/protocols/<key>.md). A paper without released code
-    # has one protocol, its text.
+    # Its loaders read source=published+results (a run over the release; testtask.sources).
+    overlay: bool = False
+    # Its protocols ("analysis", "runner") with a `protocol=paper_text` preset and a protocol table
+    # (docs/protocols/<key>-analysis.md, <key>.md); a paper without released code has one protocol, its text.
     paper_text: tuple[str, ...] = ()
 
     def outputs(self, kind: str) -> Mapping[Key, Builder]:

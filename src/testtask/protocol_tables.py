@@ -1,12 +1,6 @@
-"""The protocol tables of the runners (`docs/protocols/<paper>.md`) and of the analyses
-(`docs/protocols/<paper>-analysis.md`), read as data.
-
-Each table lists one protocol element a row: what the paper's text says, what the authors' code ran (file and
-line), the config key that holds it, its default and its value under the `paper_text` preset, and the decision.
-`tests/test_protocol_tables.py` composes the configs (a runner's entry config; for an analysis `conf/config.yaml`
-with `paper=<key>`) and checks every row against them with `drift`, so the tables and the configs cannot drift
-apart. Which papers have such tables is each paper's plug-in's word (`Paper.paper_text`: `runners()`,
-`analyses()`); the preset is selected by one override for both (`PRESET`).
+"""The protocol tables of the runners (`docs/protocols/<paper>.md`) and analyses (`<paper>-analysis.md`), read as
+data: tests/test_protocol_tables.py checks every row against the composed configs (`drift`), so that the two
+cannot drift apart.
 
 Cell conventions (see any of the tables):
 - `config key`: a backticked dotted path into the composed entry config, optionally preceded by the Hydra
@@ -37,8 +31,7 @@ MISSING = object()
 
 
 def runners() -> dict[str, str]:
-    """paper key -> its runner's entry config, for every paper whose runner has a paper_text preset (table
-    docs/protocols/<paper>.md)."""
+    """paper key -> its runner's entry config, for every paper whose runner has a paper_text preset."""
     from testtask import papers
 
     plugins = (papers.get(key) for key in papers.keys())
@@ -46,8 +39,8 @@ def runners() -> dict[str, str]:
 
 
 def analyses() -> dict[str, tuple[str, ...]]:
-    """paper key -> the overrides that compose its analysis config from conf/config.yaml, for every paper whose
-    analysis has a paper_text preset (table docs/protocols/<paper>-analysis.md)."""
+    """paper key -> the overrides that compose its analysis config, for every paper whose analysis has a
+    paper_text preset."""
     from testtask import papers
 
     return {key: (f"paper={key}",) for key in papers.keys() if "analysis" in papers.get(key).paper_text}
@@ -120,19 +113,9 @@ def read_table(path: Path) -> list[Row]:
                 raise TableError(f"{where}: config key {key_cell!r} is not `[overrides] `dotted.path``")
             key = match.group("path")
             overrides = tuple(o.strip() for o in (match.group("overrides") or "").split(",") if o.strip())
-        rows.append(
-            Row(
-                number,
-                element,
-                paper,
-                code,
-                overrides,
-                key,
-                _literal(default, allow_same=False, where=where),
-                _literal(preset, allow_same=True, where=where),
-                decision,
-            )
-        )
+        default_value = _literal(default, allow_same=False, where=where)
+        preset_value = _literal(preset, allow_same=True, where=where)
+        rows.append(Row(number, element, paper, code, overrides, key, default_value, preset_value, decision))
     return rows
 
 
@@ -172,12 +155,8 @@ Compose = Callable[[tuple[str, ...]], Mapping[str, Any]]
 
 
 def drift(table: list[Row], name: str, compose: Compose, preset: str) -> list[str]:
-    """Every disagreement between the rows of `table` (file `name`) and the configs.
-
-    `compose(overrides)` gives the plain composed config; a row's default is checked against `compose(row's
-    overrides)`, its paper_text value against `compose(row's overrides + (preset,))`. A row without a config key
-    must name the test that covers its mechanism.
-    """
+    """Every disagreement between the rows of `table` (file `name`) and the plain configs `compose(overrides)`
+    gives: the default without `preset`, the paper_text value with it."""
     problems = []
     for row in table:
         where = f"{name}:{row.line} ({row.element})"

@@ -1,17 +1,11 @@
 """What built an output: the git commit of the code, the seed, the source and a checksum of the data it read.
 
-`pipeline.build` sets a `Stamp` for each builder it runs (a context variable, so nothing has to be passed down);
-`outputs.save_figure` and `outputs.save_numbers` merge its block into the JSON sidecar as `provenance`, and a
-sidecar written under the builder's output folder some other way (`io.atomic_write_json`) gets it too. Outside
-`build` (a builder called directly, a notebook) there is no stamp and sidecars are written as given.
+`pipeline.build` sets a `Stamp` per builder (a context variable, so nothing is passed down); every JSON sidecar
+written under the builder's output folder gets its block as `provenance`. Outside `build` there is no stamp.
 
-The data's identity: for a published release, the SHA-256 of its fetch stamp's file hashes (`.fetched.json`,
-written by `make data` and verified before any analysis: the same release gives the same checksum whenever and
-wherever it was fetched); for our own runs (source=results), the SHA-256 of the sorted (relative path, SHA-256 of
-the file) of every file under the root (dot-files, e.g. locks and half-written temporaries, left out). Each root
-is hashed once per `build` call. With source=published+results, `data` holds both entries, `published` and
-`results` (the run read over the release), each with its root and checksum.
-The report's header (`report/provenance.py`) reads the git state from here too.
+The data's identity: for a published release, the SHA-256 of its fetch stamp's file hashes (the same release gives
+the same checksum wherever it was fetched); for our runs, of every file under the root (dot-files, e.g. locks and
+half-written temporaries, left out), hashed once per `build`.
 """
 
 from __future__ import annotations
@@ -42,10 +36,8 @@ def git_state(root: Path | None = None) -> tuple[str, bool]:
     root = root or repo_root()
 
     def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60
-        )
-        return done.stdout.strip()
+        run = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60)
+        return run.stdout.strip()
 
     try:
         return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
@@ -59,8 +51,7 @@ def code_git_state() -> tuple[str, bool]:
 
 
 def command(fallback: str = FROM_PYTHON) -> str:
-    """The command that is running: `testtask <its overrides>` (Hydra's record of the `testtask` command line), else
-    `fallback` (a call from Python: a notebook, a test). The library reads no `sys.argv` (tests/test_architecture)."""
+    """The running `testtask <overrides>` (Hydra's record; the library reads no `sys.argv`), else `fallback`."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
@@ -126,8 +117,7 @@ def data_identity(root: Path, source: str) -> dict[str, Any]:
 
 @dataclass
 class Stamp:
-    """The provenance of one builder's outputs: fixed fields, and the data roots read (the paper's own, and any
-    other paper's that the builder asks its context for), checksummed once through `cache`."""
+    """The provenance of one builder's outputs, with the data roots it read, checksummed once through `cache`."""
 
     paper: str
     source: str
@@ -207,8 +197,7 @@ def note_read(paper: str, root: Path) -> None:
 
 
 def stamped(numbers: Any) -> Any:
-    """`numbers` with the current provenance block added (a new dict; `numbers` itself is not changed); as given
-    when there is no stamp, when it is not a mapping, or when it already has one."""
+    """A copy of `numbers` with the current provenance block; as given without a stamp, a dict or when it has one."""
     stamp = _CURRENT.get()
     if stamp is None or not isinstance(numbers, dict) or KEY in numbers:
         return numbers

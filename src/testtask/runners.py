@@ -1,17 +1,10 @@
-"""The one entry point of every experiment runner: Hydra reads the paper's run config, its runner runs one job.
-
-python experiments/<paper>/run.py [overrides]          (each of those scripts is `main("<paper-key>")`)
-python -m testtask.runners <paper-key> [overrides]     (the same, e.g. for processes a launcher starts)
-
-A paper declares its runner in its plug-in (`PAPER.runner`: the config name, the schema of that config, the job
-function, and extra subcommands such as training-on-the-test-task's `--train-job` worker that `accelerate launch`
-starts). A command line of plain overrides is checked against the schema before Hydra starts (every bad key at
-once, one line each, nothing written); each job reads its typed settings first thing (`settings_of`).
+"""The one entry point of every experiment runner (`PAPER.runner`): Hydra reads the paper's run config, its
+runner runs one job. `python experiments/<paper>/run.py [overrides]` or `python -m testtask.runners <paper-key>
+[overrides]`; plain overrides are checked against the schema before Hydra starts.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,10 +17,9 @@ from testtask.paths import conf_dir
 
 def load(target: str) -> Callable[..., Any]:
     """`"package.module:function"` -> the function (imported now, so analysis imports stay free of torch)."""
-    module, sep, name = target.partition(":")
-    if not sep:
+    if ":" not in target:
         raise ValueError(f"runner target must be 'module:function', got {target!r}")
-    return getattr(importlib.import_module(module), name)
+    return papers.resolve(target)
 
 
 def command(paper: str, *args: str) -> list[str]:
@@ -36,8 +28,8 @@ def command(paper: str, *args: str) -> list[str]:
 
 
 def settings_of(paper: str, cfg: Any) -> Any:
-    """The typed settings of `paper`'s runner in its composed config `cfg` (Hydra's own node aside): the user's
-    own files merged in (in place), then read through the runner's schema; ConfigError naming every bad key."""
+    """The typed settings of `paper`'s runner in its composed config `cfg`, the user's own files merged in (in
+    place); ConfigError naming every bad key."""
     from testtask import schema, user_files
     from testtask.pipeline import HYDRA
 
@@ -54,8 +46,8 @@ def _runner(paper: str) -> papers.Runner:
 
 
 def _first_of_sweep(args: Sequence[str], config_name: str) -> list[str]:
-    """Overrides that pick the first value of every parameter the config sweeps (an experiment preset's
-    `hydra.sweeper.params`) that `args` do not set: the first job of the sweep, which the precheck composes."""
+    """Overrides that pick the first value of every parameter the config sweeps and `args` do not set: the
+    sweep's first job, which the precheck composes."""
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -78,20 +70,12 @@ def _first_of_sweep(args: Sequence[str], config_name: str) -> list[str]:
 
 
 def precheck(paper: str, args: Sequence[str]) -> None:
-    """Every bad, missing, unknown or misspelled key of the command line's run config, at once, one line each
-    (ConfigError), before Hydra sets up its run or anything is read; a preset's sweep as its first job."""
-    from testtask.pipeline import compose_checked
-    from testtask.schema import ConfigError
+    """ConfigError with every bad key of the command line's run config (a sweep's first job), before Hydra runs."""
+    from testtask import pipeline
 
     spec = _runner(paper)
-    cfg, lines = compose_checked([*args, *_first_of_sweep(args, spec.config_name)], spec.config_name)
-    if cfg is not None:
-        try:
-            settings_of(paper, cfg)
-        except ConfigError as err:
-            lines += err.violations
-    if lines:
-        raise ConfigError(lines)
+    overrides = [*args, *_first_of_sweep(args, spec.config_name)]
+    pipeline.precheck(overrides, spec.config_name, lambda cfg: settings_of(paper, cfg))
 
 
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:

@@ -1,29 +1,14 @@
-"""Typed settings: every config key is declared once, as a field of a frozen dataclass, and its value lives in YAML.
+"""Typed settings: every config key is a field of a frozen `@section` dataclass (its type names its allowed
+values); its value lives in YAML, never as a default in code.
 
-A config section (a paper's analysis settings, a runner's config, the top-level config) has one schema: a
-`@section` dataclass whose fields are its keys, each with its type and, in the type, its allowed values:
+`load(Schema, node, key)` reads a composed section once, at the edge, reporting every bad, missing and unknown
+key at once, one line each (`invalid config: pretrain_on_test.figure_7.chains = 0: expected a positive
+integer`). Relations between keys are a section's `__post_init__`, calling `require(...)` with `Problem`s.
 
-    @section
-    class Figure7:
-        slices: PositiveInt
-        band: NonNegativeNumber
-        draw: SliceDraw                   # an Enum: the choice set, written once and imported where code branches
-
-No field has a default: the value is in the YAML (and a preset lists what differs). `load(Schema, node, key)`
-reads the composed section once, at the edge, and returns the frozen object the code uses; every bad value,
-missing key and unknown key is reported at once, one line each, naming the key, the value and what is allowed:
-
-    invalid config: pretrain_on_test.figure_7.chains = 0: expected a positive integer
-    invalid config: pretrain_on_test.figure_7.chians: unknown key (did you mean chains?)
-
-Relations between keys (a benchmark that must be a key of `benchmarks`) are the section's `__post_init__`, which
-calls `require(...)` with one `Problem` per broken relation; the line names the section's keys in full.
-
-Validation is pydantic's (strict numbers and booleans, enums by value, unknown keys forbidden, every error
-collected): OmegaConf 2.3's structured configs stop at the first error, cannot take a choice in a union with a
-flag (`noncentered_t: true | false | auto`) and refuse to merge into frozen sections held in a mapping
-(`analysis/schema_measurement.py` shows all three). This module imports neither torch nor anything heavy, so a
-config error is reported before any heavy library is loaded.
+Validation is pydantic's: OmegaConf 2.3's structured configs stop at the first error, cannot take a choice in a
+union with a flag (`noncentered_t: true | false | auto`) and refuse to merge into frozen sections held in a
+mapping (`analysis/schema_measurement.py` shows all three). Nothing heavy is imported, so a config error is
+reported before torch loads.
 """
 
 from __future__ import annotations
@@ -124,13 +109,11 @@ _RECORD_FIELD = "testtask.record_field"
 
 
 def record_field(absent: Any = None) -> Any:
-    """A field of a data record that most records leave out (a model registry entry's annotations), and what its
-    absence means. Records are data a YAML file lists, many to a file; settings never use this: a setting's value
-    is always written in YAML (`defaults_in_code` reports any other default)."""
-    factory = (lambda: dict(absent)) if isinstance(absent, dict) else None
+    """A field of a data record (many to a YAML file) that most records leave out, with what its absence means;
+    never for a setting (`defaults_in_code` reports those)."""
     metadata = {_RECORD_FIELD: True}
-    if factory is not None:
-        return field(default_factory=factory, kw_only=True, metadata=metadata)
+    if isinstance(absent, dict):
+        return field(default_factory=lambda: dict(absent), kw_only=True, metadata=metadata)
     return field(default=absent, kw_only=True, metadata=metadata)
 
 
@@ -143,10 +126,8 @@ def section(cls: type[T]) -> type[T]:
 
 
 def partial(cls: type, required: Iterable[str] = (), exclude: Iterable[str] = ()) -> Any:
-    """Some of section `cls`'s keys, each typed as `cls` types it (a nested section: some of its keys too); the
-    keys `required` must be there. For a mapping that only changes some keys of a full section whose values are
-    in YAML (e.g. a per-dataset override of a training stage, an own dataset's fields over the defaults): an
-    absent key is left as that section has it, never given a value in code. The value is a plain dict."""
+    """A plain dict of some of section `cls`'s keys (`required` ones must be there), typed as `cls` types them:
+    an override of some keys of a full section (e.g. a per-dataset training stage); absent keys stay as it has."""
     required, exclude = set(required), set(exclude)
     keys: dict[str, Any] = {}
     for name, annotation in field_types(cls).items():
@@ -221,14 +202,7 @@ class Relations(ValueError):
 
 def require(*problems: Problem | None | Iterable[Problem]) -> None:
     """Raise `Relations` with every given problem (None and empty iterables are fine relations)."""
-    found: list[Problem] = []
-    for p in problems:
-        if p is None:
-            continue
-        if isinstance(p, Problem):
-            found.append(p)
-        else:
-            found.extend(p)
+    found = [q for p in problems if p is not None for q in ([p] if isinstance(p, Problem) else p)]
     if found:
         raise Relations(found)
 
@@ -236,9 +210,7 @@ def require(*problems: Problem | None | Iterable[Problem]) -> None:
 def one_of(key: str, value: Any, known: Iterable[Any], what: str) -> Problem | None:
     """A Problem unless `value` is among `known` (`what` names them, e.g. "a key of {benchmarks}")."""
     names = [str(k) for k in known]
-    if str(value) in names:
-        return None
-    return Problem(key, value, f"{what} ({', '.join(names)})")
+    return None if str(value) in names else Problem(key, value, f"{what} ({', '.join(names)})")
 
 
 def all_of(key: str, values: Iterable[Any], known: Iterable[Any], what: str) -> Problem | None:
@@ -274,8 +246,7 @@ def _join(prefix: str, key: Any) -> str:
 
 
 def _line(prefix: str, problem: Problem) -> str:
-    refs = _Refs(prefix)
-    expected = problem.expected.format_map(refs)
+    expected = problem.expected.format_map(_Refs(prefix))
     return f"{_join(prefix, problem.key)} = {_show(problem.value)}: expected {expected}"
 
 
@@ -347,8 +318,7 @@ def field_types(cls: type) -> dict[str, Any]:
 
 
 def _step(annotation: Any, key: Any) -> Any | None:
-    """The type of `key` inside a value of `annotation` (a section's field or a mapping's value), or None when
-    `annotation` is reported as a whole (a list, a union, a leaf)."""
+    """The type of `key` inside a value of `annotation`, or None when `annotation` is reported as a whole."""
     base, _ = _split(annotation)
     if _is_union(base):
         options = [a for a in get_args(base) if a is not type(None)]
@@ -364,14 +334,9 @@ def _step(annotation: Any, key: Any) -> Any | None:
         return keys.get(key) if isinstance(key, str) else None
     if get_origin(base) is dict and key != "[key]":
         return get_args(base)[1]
-    if get_origin(base) is list and isinstance(key, int) and _sections_in(get_args(base)[0]):
+    if get_origin(base) is list and isinstance(key, int) and _nested(get_args(base)[0]):
         return get_args(base)[0]  # an item of a list of sections is reported by its own keys
     return None
-
-
-def _sections_in(annotation: Any) -> bool:
-    """Whether `annotation` is (or holds, as a mapping's value or a union's option) a section."""
-    return bool(_nested(annotation))
 
 
 def _fields_of(annotation: Any) -> list[str]:
@@ -400,7 +365,7 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
     """One line per bad key of `data` (validated against `schema` under the config key `prefix`)."""
     lines: list[str] = []
     for item in error.errors(include_url=False):
-        loc = [k for k in item["loc"]]
+        loc = list(item["loc"])
         kind = item["type"]
         annotation, path, consumed = schema, [], 0
         for key in loc:
@@ -412,9 +377,7 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
                 annotation = inner.option
                 continue
             annotation, path = inner, [*path, key]
-        key = prefix
-        for part in path:
-            key = _join(key, part)
+        key = functools.reduce(_join, path, prefix)
         rest = loc[consumed:]
         tagged = _tagged(annotation) if kind in ("union_tag_invalid", "union_tag_not_found") else None
         if tagged is not None:  # the key that picks the option: its value, or its absence
@@ -432,24 +395,18 @@ def _violations(error: ValidationError, schema: Any, data: Any, prefix: str) -> 
             close = difflib.get_close_matches(str(loc[-1]), known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             lines.append(f"{key}: unknown key{hint}; the keys here are {', '.join(known)}")
-        elif kind == "missing" or (kind == "missing_argument"):
+        elif kind in ("missing", "missing_argument"):
             if rest:
                 key = f"{key}.{rest[0]}" if key else str(rest[0])
-                inner = _step(annotation, rest[0])
-                lines.append(f"{key}: missing, expected {words(inner) if inner is not None else 'a value'}")
-            else:
-                lines.append(f"{key}: missing, expected {words(annotation)}")
+            inner = _step(annotation, rest[0]) if rest else annotation
+            lines.append(f"{key}: missing, expected {words(inner) if inner is not None else 'a value'}")
         elif kind == "value_error" and isinstance(item.get("ctx", {}).get("error"), Relations):
-            for problem in item["ctx"]["error"].problems:
-                lines.append(_line(key, problem))
+            lines += [_line(key, problem) for problem in item["ctx"]["error"].problems]
         elif kind == "value_error":
             lines.append(f"{key}: {item['ctx']['error']}")
-        elif rest and rest[-1] == "[key]":
-            lines.append(
-                f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)} (bad key {rest[0]!r})"
-            )
         else:
-            lines.append(f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)}")
+            bad_key = f" (bad key {rest[0]!r})" if rest and rest[-1] == "[key]" else ""
+            lines.append(f"{key} = {_show(_value_at(data, path))}: expected {words(annotation)}{bad_key}")
     return lines
 
 
@@ -468,8 +425,8 @@ def _parent(schema: Any, loc: list[Any]) -> Any:
 
 
 def plain(node: Any, prefix: str = "", problems: list[str] | None = None, exclude: Iterable[str] = ()) -> Any:
-    """A composed config node as plain Python values, interpolations resolved, its keys `exclude` left out; a
-    value that cannot be resolved is reported in `problems` (one line naming its key) and left out."""
+    """A config node as plain values, interpolations resolved, keys `exclude` left out; a value that cannot be
+    resolved is left out and reported in `problems`."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
     if problems is None:
@@ -515,22 +472,17 @@ def violations(
 
 
 def load(schema: type[T], node: Any, prefix: str = "", exclude: Iterable[str] = ()) -> T:
-    """The typed, frozen settings of `node` (a composed config section or a plain mapping; its top-level keys
-    `exclude` left out) under `schema`; ConfigError naming every bad key (relative to the config key `prefix`)
-    otherwise."""
+    """The typed, frozen settings of `node` (its top-level keys `exclude` left out) under `schema`; ConfigError
+    naming every bad key (under the config key `prefix`) otherwise."""
     value, lines = violations(schema, node, prefix, exclude)
     if lines:
         raise ConfigError(lines)
     return value
 
 
-_ADAPTERS: dict[Any, TypeAdapter] = {}
-
-
+@functools.cache
 def _adapter(schema: Any) -> TypeAdapter:
-    if schema not in _ADAPTERS:
-        _ADAPTERS[schema] = TypeAdapter(schema)
-    return _ADAPTERS[schema]
+    return TypeAdapter(schema)
 
 
 # --- what a build read ---------------------------------------------------------------------------------------
@@ -552,8 +504,7 @@ def to_plain(value: Any) -> Any:
 
 
 def fingerprint(value: Any) -> str:
-    """The SHA-256 of settings (any mix of sections, mappings and values), in a canonical JSON form: equal
-    settings give equal fingerprints whatever the key order, and `1` equals `1.0`."""
+    """The SHA-256 of settings in a canonical JSON form: key order does not count, and `1` equals `1.0`."""
     text = json.dumps(_canonical(to_plain(value)), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -571,8 +522,7 @@ def _canonical(value: Any) -> Any:
 
 
 def differences(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
-    """Dotted key -> (old, new) for every leaf where two plain settings trees differ (a key on one side only
-    counts, with None on the other)."""
+    """Dotted key -> (old, new) for every leaf where two plain settings trees differ (None for a missing side)."""
     out: dict[str, tuple[Any, Any]] = {}
     if isinstance(old, dict) and isinstance(new, dict):
         for key in [*old, *(k for k in new if k not in old)]:
@@ -587,10 +537,10 @@ def differences(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, An
 
 
 def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted key -> declared type of every leaf of `data` (a plain config tree) under `schema`; a key the schema
-    does not declare maps to None. Lists, unions and enums are leaves; sections and mappings are walked."""
+    """Dotted key -> declared type (None: undeclared) of every leaf of the plain config tree `data` under `schema`;
+    lists, unions and enums are leaves."""
     out: dict[str, Any] = {}
-    base, _ = _split(schema)
+    base, metadata = _split(schema)
     if _is_union(base):
         options = [a for a in get_args(base) if a is not type(None)]
         if len(options) == 1 and data is not None:
@@ -601,17 +551,10 @@ def leaves(schema: Any, data: Any, prefix: str = "") -> dict[str, Any]:
     walked = dataclasses.is_dataclass(base) or _keys_of(base) is not None
     if isinstance(data, Mapping) and (walked or get_origin(base) is dict):
         for key, value in data.items():
-            out.update(
-                leaves(
-                    _step(schema, str(key)) if walked else get_args(base)[1],
-                    value,
-                    _join(prefix, key),
-                )
-            )
+            inner = _step(schema, str(key)) if walked else get_args(base)[1]
+            out.update(leaves(inner, value, _join(prefix, key)))
         return out
-    typed = schema is not None and not (
-        base is Any and not any(isinstance(m, Text) for m in _split(schema)[1])
-    )
+    typed = schema is not None and not (base is Any and not any(isinstance(m, Text) for m in metadata))
     out[prefix] = schema if typed else None
     return out
 
@@ -629,8 +572,7 @@ def _fields(schema: Any, seen: set[Any] | None = None) -> Iterator[tuple[type, d
 
 
 def defaults_in_code(schema: Any) -> list[str]:
-    """`Class.field` for every field of `schema` (and the sections it holds) that has a default in code (a data
-    record's `record_field` is not a setting and not listed)."""
+    """`Class.field` for every field of `schema` (and the sections it holds) with a default in code, but records'."""
     return [
         f"{owner.__qualname__}.{f.name}"
         for owner, f in _fields(schema)

@@ -1,10 +1,5 @@
-"""The schema of the top-level config (conf/config.yaml and its groups `data`, `sampler`, `report`, `protocol`):
-the keys every `testtask` run has, whatever paper it builds.
-
-Each paper's own section (`pretrain_on_test`, ...) has its schema in its package (`<paper>/settings.py`); the
-pipeline joins them into one typed config (`pipeline.schema`). Relations that span the top-level keys (a results
-run that must name a folder, a preset list) are checked here.
-"""
+"""The schema of the top-level config (conf/config.yaml and its groups): the keys every `testtask` run has; each
+paper's own section has its schema in `<paper>/settings.py`, joined in by `pipeline.config_schema`."""
 
 from __future__ import annotations
 
@@ -35,8 +30,7 @@ class Source(Choice):
 
 
 class Protocol(Choice):
-    """A protocol preset: the authors' released code (the default) or the paper's text where they differ; the same
-    words for analyses (`protocol=paper_text`) and runners."""
+    """A protocol preset, of analyses and runners alike: the authors' released code, or the paper's text."""
 
     authors = "authors"
     paper_text = "paper_text"

@@ -1,15 +1,7 @@
-"""Reading the JSON sidecars written beside figures and tables, and checking that a sidecar is from the source it
-is read for.
-
-Every reader of a sidecar (the report, `analysis/compare_sidecars.py`, the notebooks, the summary scripts) passes
-what it was asked for as an `Expected` to `check` (or reads through `read`/`load`): a sidecar whose `provenance`
-block names another source, another results run, other data, another protocol preset or other settings (the
-fingerprint of what its build read, `pipeline.Variant`) is refused with `ProvenanceMismatch`, naming both and, for
-settings, the keys that differ.
-
-A sidecar without a `provenance` block naming its source (written by hand, in tests, or by a builder called from Python outside
-`pipeline.build`) is accepted with a warning: its folder (`paths.output_dir`, one per source and run) is then the
-only thing that says what it was built from, and that is the layout every build writes.
+"""Reading the JSON sidecars written beside figures and tables, checked against what the reader asked for
+(`Expected`): a `provenance` block naming another source, run, data, preset or settings is refused
+(`ProvenanceMismatch`). A sidecar without one (written by hand or outside `pipeline.build`) is accepted with a
+warning: its folder (one per source and run) then says what it was built from.
 """
 
 from __future__ import annotations
@@ -39,8 +31,7 @@ class ProvenanceMismatch(InputError, ValueError):
 
 @dataclass(frozen=True)
 class Expected:
-    """What a reader was asked for: the source, the results run (None for the release) and, where the reader
-    knows it, the data checksum (`provenance.data.checksum`; None: not compared)."""
+    """What a reader was asked for (run: None for the release; checksum, settings: None, not compared)."""
 
     source: str
     run: str | None = None
@@ -63,27 +54,22 @@ class Expected:
         return cls(str(source), run_of(str(source), run), checksum, reader, str(preset or AUTHORS), settings)
 
     def describe(self) -> str:
-        return (
-            f"source={self.source}"
-            + (f" (run {self.run})" if self.run else "")
-            + ("" if self.preset == AUTHORS else f" under protocol={self.preset}")
-        )
+        return _described(self.source, self.run, self.preset)
+
+
+def _described(source: Any, run: Any, preset: Any) -> str:
+    under = "" if preset == AUTHORS else f" under protocol={preset}"
+    return f"source={source}" + (f" (run {run})" if run else "") + under
 
 
 def built_from(block: dict[str, Any]) -> str:
     """`source=results (run cpu-mini)` from a provenance block."""
-    run = block.get("run")
-    preset = block.get("protocol") or AUTHORS
-    return (
-        f"source={block.get('source')}"
-        + (f" (run {run})" if run else "")
-        + ("" if preset == AUTHORS else f" under protocol={preset}")
-    )
+    return _described(block.get("source"), block.get("run"), block.get("protocol") or AUTHORS)
 
 
 def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
-    """`document` (the parsed sidecar at `path`) when its provenance agrees with `expected`; ProvenanceMismatch
-    naming both when it does not. No `expected`: nothing is checked. No provenance block: a warning (see above)."""
+    """`document` (the parsed sidecar at `path`) when its provenance agrees with `expected` (None: not checked);
+    ProvenanceMismatch naming both when it does not."""
     if expected is None or not isinstance(document, dict):
         return document
     block = document.get(KEY)
@@ -152,7 +138,7 @@ def read(path: Path, expected: Expected | None) -> Any:
 
 def release_checksum(data_root: Path, source: str) -> str | None:
     """The data checksum a published build records for `data_root` (from its fetch stamp, cheap); None for our
-    runs (their checksum hashes every file, and a run still being written changes it: the run name is checked)."""
+    runs (hashing every file of a run still being written would change; the run name is checked)."""
     from testtask.data.fetch import STAMP_NAME
     from testtask.provenance import data_identity
 

@@ -1,8 +1,6 @@
-"""One rule for "exactly zero", used wherever a count or a verdict depends on a sign.
-
-Accuracies are multiples of 1/n, so a mean of differences that is 0 in exact arithmetic can come out of float
-summation as ±1e-18; counted by `x < 0` it becomes a negative task (§9's zero-shot counts, a −1.8e−19 boost of
-GPT-2 2 epochs in Table 2). A value with |x| < ZERO_TOLERANCE is exactly 0: neither positive nor negative.
+"""One rule for "exactly zero", wherever a count or a verdict depends on a sign: accuracies are multiples of 1/n,
+so a mean difference that is 0 exactly can come out of float summation as ±1e-18 and, counted by `x < 0`, make a
+negative task (§9's zero-shot counts, a −1.8e−19 boost of GPT-2 2 epochs in Table 2).
 """
 
 from __future__ import annotations

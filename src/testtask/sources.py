@@ -1,12 +1,6 @@
-"""The sources an analysis reads: the authors' release, our own runs, or our run laid over the release.
-
-- `published`: data/published/<paper> (the authors' release, fetched by `make data`);
-- `results`: results/<paper>[/<results_run>] (our runs);
-- `published+results`: both, the run read on top of the release without copying it (`make figure-1
-  SOURCE=published+results RUN=<run>`). A result present in both roots is an `OverlayConflict` naming both files:
-  which of two values an analysis should read is the user's decision, never ours.
-
-Only papers whose loaders merge two roots (`Paper.overlay`) accept the third source; the others refuse it.
+"""The sources an analysis reads: the authors' release (data/published/<paper>), our own runs
+(results/<paper>[/<results_run>]), or our run laid over the release (published+results, for papers with
+`Paper.overlay`). A result in both roots is an `OverlayConflict`: which to read is the user's decision, never ours.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""Students' own extension files: models, datasets, benchmark categories, score matrices and claims, never a
-paper's own files.
-
-The folder is `user_dir` of the composed config, which defaults to `$TESTTASK_USER_DIR` and else `conf/user`
-(`user_dir: ${oc.env:TESTTASK_USER_DIR,conf/user}`; a relative path is relative to the repository root):
-
-    models.yaml            own model registry entries, merged over the paper's (lm/models.py)
-    datasets.yaml          own pretrain-on-test datasets (pretrain_on_test/runner/datasets.py)
-    benchmarks.yaml        own train-before-test benchmark categories (train_before_test/user_benchmarks.py)
-    matrices.yaml          own score matrices for proxy-tasks (proxy_tasks/user_matrices.py)
-    claims/<paper>.yaml    own claims, evaluated beside the paper's ledger (report/main.py)
+"""Students' own extension files (models, datasets, benchmark categories, score matrices, claims) in `user_dir`
+(default `$TESTTASK_USER_DIR`, else `conf/user`), never a paper's own files; docs/extending.md documents them.
 
 Each file is optional, read once where the config is composed (`apply`), and validated by the module that owns
-the kind; every error names the file and the field (`UserFileError`). docs/extending.md documents the fields.
+the kind; every error names the file and the field (`UserFileError`).
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from testtask.errors import InputError
-from testtask.paths import repo_root, resolve
+from testtask.paths import in_repo, resolve
 
 log = logging.getLogger("testtask.user_files")
 
@@ -57,10 +48,7 @@ class UserFile:
     @property
     def shown(self) -> str:
         """The path as messages show it: relative to the repository root when inside it."""
-        try:
-            return str(self.path.relative_to(repo_root()))
-        except ValueError:
-            return str(self.path)
+        return in_repo(self.path)
 
     def error(self, field: str, message: str) -> UserFileError:
         return UserFileError(f"{self.shown}: {field}: {message}")
@@ -83,26 +71,20 @@ class UserFile:
 
 def folder(cfg: Any = None) -> Path:
     """The user folder: `cfg.user_dir` when the config has one, else $TESTTASK_USER_DIR, else conf/user."""
-    if isinstance(cfg, DictConfig | Mapping):
-        configured = cfg.get("user_dir")
-    else:
-        configured = getattr(cfg, "user_dir", None)
+    configured = (
+        cfg.get("user_dir") if isinstance(cfg, DictConfig | Mapping) else getattr(cfg, "user_dir", None)
+    )
     return resolve(configured or os.environ.get(ENV) or DEFAULT)
 
 
 def digest(directory: Path, names: Iterable[str]) -> dict[str, str]:
     """File name -> SHA-256 of its bytes, for each of `names` present in `directory` (what a build read)."""
-    out = {}
-    for name in names:
-        path = directory / name
-        if path.is_file():
-            out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    present = [name for name in names if (directory / name).is_file()]
+    return {name: hashlib.sha256((directory / name).read_bytes()).hexdigest() for name in present}
 
 
 def read(directory: Path, name: str) -> UserFile | None:
-    """`directory/name` parsed, or None when there is no such file; an error naming it when it is not a
-    YAML mapping. An empty file (only comments) counts as absent."""
+    """`directory/name` parsed, or None when absent or empty; an error naming it when it is not a YAML mapping."""
     path = (directory / name).resolve()
     if not path.is_file():
         return None
@@ -118,8 +100,8 @@ def read(directory: Path, name: str) -> UserFile | None:
 
 
 def apply(cfg: DictConfig, merges: Mapping[str, str]) -> list[Path]:
-    """Merge every present user file of `merges` (file name -> "module:function") into `cfg`, in place; the
-    files merged. Merges assign whole entries by key, so applying twice gives the same config."""
+    """Merge every present user file of `merges` (file name -> "module:function") into `cfg`, in place (twice
+    gives the same config: merges assign whole entries by key); the files merged."""
     directory = folder(cfg)
     merged: list[Path] = []
     for name, target in merges.items():

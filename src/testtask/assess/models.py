@@ -1,11 +1,5 @@
-"""The user's models: registry entries (train date, N, D) from the file `assess.model_file`, read in one place.
-
-The file holds registry entries in the shipped registry's format (conf/training_on_the_test_task/models/paper.yaml,
-section `base`), keyed by the model name used in the user's result files. Without `assess.model_file`, the `base`
-section of the user folder's `models.yaml` (testtask.user_files; already merged into the registry) is assessed:
-
-    base:
-      my-model-7b: {train_date: "2024-06", params_b: 7, tokens_t: 4.0}
+"""The user's models: registry entries (`base: {my-model-7b: {train_date: "2024-06", params_b: 7, tokens_t: 4.0}}`)
+from `assess.model_file`, else the user folder's `models.yaml`.
 
 `family` (the cluster of Eq. 1's standard errors) defaults to the model's own name, `language` to EN, `hf_repo` to
 null and `paper_name` to the name: none changes a residual, and the user need not know the paper's conventions.
@@ -60,9 +54,7 @@ def _model_file(cfg: DictConfig) -> Path:
 
 
 def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
-    """name -> registry entry of every model in `assess.model_file` (default: the user folder's models.yaml,
-    whose other sections are not assessed), validated as the registry validates its own (ModelFileError naming
-    the file and the field)."""
+    """name -> registry entry of every base model of the model file, validated as the registry validates its own."""
     path = _model_file(cfg)
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     sections = set(KINDS) if path == own_models_file(cfg) else {SECTION}
@@ -88,9 +80,8 @@ def own_names(cfg: DictConfig) -> set[str]:
 
 
 def with_models(cfg: DictConfig, entries: Mapping[str, Mapping[str, Any]], config_key: str) -> DictConfig:
-    """A copy of `cfg` whose registry (`<config_key>.models`) also holds `entries`; a name the registry already
-    has is an error (the user's model would silently replace a published one), unless it came from the user
-    folder's models.yaml (the user's own entry, merged when the config was composed)."""
+    """A copy of `cfg` whose registry also holds `entries`; a name it already has (but from the user folder's
+    models.yaml) is an error: the user's model would silently replace a published one."""
     out = cfg.copy()
     registry = out[config_key].models
     own = own_names(cfg)

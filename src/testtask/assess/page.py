@@ -26,8 +26,7 @@ CONFIG_KEY = "training_on_the_test_task"
 
 
 def page_dir(cfg: DictConfig, model: str) -> Path:
-    """Where `model`'s page goes: the one place the output path is composed, per source and run like every output
-    (figures/assess-model/published+results-<run>/<model>/)."""
+    """Where `model`'s page goes, per source and run like every output."""
     from testtask.paths import output_dir
 
     return (
@@ -116,8 +115,7 @@ MakeContext = Callable[[DictConfig, str], Context]  # pipeline.make_context, pas
 
 
 def _tbt_context(cfg: DictConfig, make_context: MakeContext) -> Context | None:
-    """train-before-test's context when the user's run has its scores; None otherwise (its section is then
-    skipped with a sentence saying so, instead of failing paper 000's verdict)."""
+    """train-before-test's context when the user's run has its scores; None otherwise (its section is skipped)."""
     if cfg.source == OVERLAY and not (run_root(cfg, TBT) / str(cfg.train_before_test.results_file)).is_file():
         return None
     return make_context(cfg, TBT)
@@ -146,8 +144,7 @@ def _sources(ctx: Any) -> list[str]:
 
 
 def run(cfg: DictConfig, make_context: MakeContext) -> list[dict[str, Any]]:
-    """Assess every model of `assess.model_file` (or those `assess.models` names); print each verdict.
-    `make_context`: the pipeline's (the contexts of both papers for `cfg`'s source)."""
+    """Assess every model of the model file (or those `assess.models` names) and print each verdict."""
     entries = read_models(cfg)
     chosen = list(cfg.assess.get("models") or entries)
     unknown = sorted(set(chosen) - set(entries))

@@ -21,8 +21,8 @@ def _rank(column: pd.Series, model: str) -> int:
 
 
 def regime_ranks(scores: pd.DataFrame, model: str, benchmarks: list[str]) -> dict[str, Any] | None:
-    """The model's rank on each benchmark it has a score for, their mean, and its rank by mean score among the
-    models scored on all the same benchmarks; None when it has no score in this regime."""
+    """The model's rank per benchmark, their mean, and its rank by mean score among the models scored on the same
+    benchmarks; None without a score in this regime."""
     if model not in scores.index:
         return None
     own = [b for b in benchmarks if b in scores.columns and np.isfinite(scores.at[model, b])]

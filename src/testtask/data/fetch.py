@@ -1,15 +1,11 @@
 """Materialise the authors' published raw results under `data/published/<paper-key>/` (`make data`).
 
-Two sources, same result: a local mirror (`TESTTASK_DATA_MIRROR`, always copied, never linked) or the pinned
-GitHub commit (downloaded as a tarball). Every file is checked against the committed manifest
-`checksums/<paper-key>.sha256`. JSON files are hashed in a canonical serialisation, after dropping the
-configured top-level keys, so a mirror that re-serialised its files and a fresh download hash alike.
+From a local mirror (`TESTTASK_DATA_MIRROR`, always copied, never linked) or the pinned GitHub commit (a
+tarball), every file checked against the committed manifest `checksums/<paper-key>.sha256`. JSON files are hashed
+canonically, after dropping the configured top-level keys, so a re-serialised mirror and a download hash alike.
 
-Guarantees: the mirror is only read (a copy shares no inode with it, so editing one never changes the other);
-a fetch is built in a staging folder beside the destination and swapped in only once every file has passed,
-so a failed fetch leaves the previous good tree (or none), never a mix; fetched files are written read-only;
-`verify_release` (called by the CLI before any analysis) refuses a tree without a complete stamp, with a file
-the stamp does not list, or with a file whose hash changed since the fetch.
+A fetch is built in a staging folder beside the destination and swapped in only once every file has passed, so a
+failed fetch leaves the previous good tree (or none), never a mix; fetched files are written read-only.
 """
 
 from __future__ import annotations
@@ -86,12 +82,9 @@ def prepare(raw: bytes, name: str, drop_keys: Sequence[str] = ()) -> Prepared:
         # Not worth failing a whole fetch over; it will show as unverified unless the manifest has it raw.
         log.warning("%s is not valid JSON; hashing its raw bytes", name)
         return Prepared(None, hashlib.sha256(raw).hexdigest())
-    dropped = False
-    if isinstance(obj, dict):
-        for key in drop_keys:
-            if key in obj:
-                del obj[key]
-                dropped = True
+    dropped = [key for key in drop_keys if isinstance(obj, dict) and key in obj]
+    for key in dropped:
+        obj.pop(key, None)
     content = (json.dumps(obj, indent=1, ensure_ascii=False) + "\n").encode() if dropped else None
     return Prepared(content, hashlib.sha256(canonical_json(obj)).hexdigest())
 
@@ -198,9 +191,8 @@ def download(url: str, path: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response, open(path, "wb") as out:
             size = response.headers.get("Content-Length")
-            with tqdm(
-                total=int(size) if size else None, unit="B", unit_scale=True, desc="download", disable=None
-            ) as bar:
+            total = int(size) if size else None
+            with tqdm(total=total, unit="B", unit_scale=True, desc="download", disable=None) as bar:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
                     bar.update(len(chunk))
@@ -215,10 +207,6 @@ def download(url: str, path: Path, timeout: float = DOWNLOAD_TIMEOUT_S) -> None:
 # ---------------------------------------------------------------------------------------------------- writing
 
 
-def _paper_dest(dest_root: Path, paper: str) -> Path:
-    return Path(dest_root) / paper
-
-
 def _read_stamp(paper_dest: Path) -> dict[str, Any] | None:
     try:
         return json.loads((paper_dest / STAMP_NAME).read_text(encoding="utf-8"))
@@ -227,12 +215,9 @@ def _read_stamp(paper_dest: Path) -> dict[str, Any] | None:
 
 
 def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop_keys: Sequence[str]) -> bool:
-    """A previous fetch from the same source left every file in place, each matching the manifest.
-
-    A download must have brought every file the manifest lists (the manifests cover the complete releases); a
-    mirror may hold part of a release (the offline mirror lacks pretrain-on-test's m = 100), so for data copied
-    from a mirror only the files it had are checked.
-    """
+    """A previous fetch from the same source left every file in place, each matching the manifest: all of the
+    manifest's for a download; a mirror may hold part of a release (the offline one lacks pretrain-on-test's m =
+    100), so only the files it had."""
     stamp = _read_stamp(paper_dest)
     if not stamp or stamp.get("source") != source or not isinstance(stamp.get("hashes"), dict):
         return False
@@ -284,14 +269,12 @@ def fetch_paper(
     include = list(spec.get("include") or ["**/*"])
     drop_keys = list(spec.get("json_drop_keys") or [])
     dest_subdir = str(spec.get("dest_subdir") or "").strip("/")
-    paper_dest = _paper_dest(dest_root, paper)
+    paper_dest = Path(dest_root) / paper
     manifest = load_manifest(paper, checksums_dir)
+    fresh = force or write_checksums  # nothing already in place is kept
     if verify and not write_checksums and not manifest:
-        log.warning(
-            "%s: no checksum manifest at %s; nothing can be verified",
-            paper,
-            manifest_path(paper, checksums_dir),
-        )
+        where = manifest_path(paper, checksums_dir)
+        log.warning("%s: no checksum manifest at %s; nothing can be verified", paper, where)
 
     with tempfile.TemporaryDirectory(prefix="testtask-fetch-") as tmpdir:
         if mirror is not None:
@@ -304,7 +287,7 @@ def fetch_paper(
         else:
             repo, commit = str(spec["repo"]), str(spec["commit"])
             source = f"github:{repo}@{commit}/{str(spec.get('subdir', '')).strip('/')}"
-            if not force and not write_checksums and _up_to_date(paper_dest, source, manifest, drop_keys):
+            if not fresh and _up_to_date(paper_dest, source, manifest, drop_keys):
                 log.info("%s: already fetched from %s", paper, source)
                 return _present_report(paper, paper_dest, source, manifest, "up-to-date")
             url = URL_TEMPLATE.format(repo=repo, commit=commit)
@@ -314,19 +297,15 @@ def fetch_paper(
                 download(url, archive)
             except FetchError:
                 # Offline with data already fetched (e.g. from a mirror) that still matches the manifest: keep it.
-                previous = (_read_stamp(paper_dest) or {}).get("source")
-                if (
-                    force
-                    or write_checksums
-                    or not previous
-                    or not _up_to_date(paper_dest, previous, manifest, drop_keys)
-                ):
+                kept = None if fresh else _verified_in_place(paper_dest, manifest, drop_keys)
+                if kept is None:
                     raise
+                previous = kept["source"]
                 log.warning("%s: download failed; keeping the verified data fetched from %s", paper, previous)
                 return _present_report(paper, paper_dest, previous, manifest, "kept (offline)")
             files = _iter_archive(archive, str(spec.get("subdir", "")), include)
 
-        in_place = None if force or write_checksums else _verified_in_place(paper_dest, manifest, drop_keys)
+        in_place = None if fresh else _verified_in_place(paper_dest, manifest, drop_keys)
         staging = _new_staging(paper_dest)
         try:
             report = _materialise(
@@ -337,13 +316,8 @@ def fetch_paper(
                 paper, report, manifest, source, remote=mirror is None, verify=verify and not write_checksums
             )
             if write_checksums:
-                write_manifest(paper, report["hashes"], checksums_dir)
-                log.info(
-                    "%s: wrote %d checksum(s) to %s",
-                    paper,
-                    len(report["hashes"]),
-                    manifest_path(paper, checksums_dir),
-                )
+                written = write_manifest(paper, report["hashes"], checksums_dir)
+                log.info("%s: wrote %d checksum(s) to %s", paper, len(report["hashes"]), written)
             kept = _more_complete(in_place, source, report)
             if kept is not None:
                 log.warning(
@@ -389,8 +363,7 @@ def fetch_paper(
 def _verified_in_place(
     paper_dest: Path, manifest: Mapping[str, str], drop_keys: Sequence[str]
 ) -> dict[str, Any] | None:
-    """The source and manifest files of the release in place when it is verified (read before a fetch links
-    its files into the staging folder), else None."""
+    """The source and manifest files of the release in place when it is verified, else None."""
     stamp = _read_stamp(paper_dest)
     previous = (stamp or {}).get("source")
     if not previous or not _up_to_date(paper_dest, previous, manifest, drop_keys):
@@ -424,12 +397,8 @@ def _check_complete(
         log.info("%s: %d manifest file(s) not in the source (e.g. %s)", paper, len(missing), missing[0])
     if report["unverified"] and verify:
         shown = ", ".join(report["unverified"][:3])
-        log.warning(
-            "%s: %d file(s) not in the checksum manifest, unverified (e.g. %s)",
-            paper,
-            len(report["unverified"]),
-            shown,
-        )
+        count = len(report["unverified"])
+        log.warning("%s: %d file(s) not in the checksum manifest, unverified (e.g. %s)", paper, count, shown)
 
 
 def _new_staging(paper_dest: Path) -> Path:
@@ -497,13 +466,8 @@ def _materialise(
     verify: bool,
     write_checksums: bool,
 ) -> dict[str, Any]:
-    """Check each source file against the manifest and write it, read-only, under `staging`.
-
-    A file equal to the one already under `previous` is hard-linked from there (our own copy, which the swap then
-    retires) instead of written again; `copied` counts the files that are new or changed. A previous file that
-    shares its inode with another file (older fetches hard-linked the mirror) is written afresh and counted in
-    `relinked`.
-    """
+    """Check each source file against the manifest and write it, read-only, under `staging`; a file equal to our
+    own copy under `previous` is hard-linked from there (`copied` counts the new or changed ones)."""
     hashes: dict[str, str] = {}
     unverified: list[str] = []
     updated: list[str] = []
@@ -566,13 +530,8 @@ def fetch(
     checksums_dir: Path | None = None,
     force: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Fetch each paper's published files into `dest_root/<paper>/`, from `mirror` if given, else GitHub.
-
-    Returns `{paper: report}`; a report has `status` (fetched | skipped | up-to-date), `source`, `files`,
-    `copied` (written this time), `verified`, `unverified` (paths not in the manifest), `missing`
-    (manifest paths the source lacks) and `hashes`. Raises ChecksumError on a mismatch (unless
-    `write_checksums`, which instead records every fetched file's hash in the manifest).
-    """
+    """Fetch each paper's published files into `dest_root/<paper>/`, from `mirror` if given, else GitHub:
+    `{paper: report}`. ChecksumError on a mismatch, unless `write_checksums` records the hashes instead."""
     unknown = [p for p in papers if p not in sources]
     if unknown:
         raise KeyError(f"no data source for {', '.join(unknown)}; known: {', '.join(sources)}")
@@ -596,9 +555,8 @@ def mirror_from_env(name: str = "TESTTASK_DATA_MIRROR") -> Path | None:
 
 
 def fetch_from_config(data: Any, papers: Sequence[str], **kwargs: Any) -> dict[str, dict[str, Any]]:
-    """`make data` (`testtask action=data`): fetch `papers` per the typed `data` settings (`dest`, `sources`,
-    `verify`, and the mirror named by the environment variable `mirror_env`); papers without published data are
-    skipped. `kwargs` go to `fetch` (e.g. `write_checksums=True`, `testtask action=checksums`)."""
+    """`make data`: fetch `papers` per the typed `data` settings (papers without published data skipped);
+    `kwargs` go to `fetch`."""
     from testtask.paths import resolve
     from testtask.schema import to_plain
 

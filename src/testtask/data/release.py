@@ -1,10 +1,6 @@
-"""Whether a fetched release on disk may be analysed: `verify_release`, called by the CLI before any figure.
-
-A release folder (`data/published/<paper>/`) is trusted only if `make data` finished writing it: its stamp
-(`.fetched.json`) lists every file with its hash, nothing else is in the folder, every file still has the hash it
-was fetched with, and (for a fetch from the mirror or GitHub) those hashes are the committed manifest's. A failed
-fetch, a file edited or dropped in by hand, or a manifest updated since the fetch all stop the analysis with a
-message naming the file and the command that fixes it.
+"""Whether a fetched release on disk may be analysed (`verify_release`, before any figure): only if its stamp
+lists every file and nothing else, each still with its fetched hash, which (from the mirror or GitHub) is the
+committed manifest's.
 """
 
 from __future__ import annotations

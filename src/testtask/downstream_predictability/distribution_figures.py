@@ -69,16 +69,12 @@ def figure_2(ctx: Context) -> dict[str, Any]:
         task = focus_task(data, settings.focus.task)
         result = analysis.result(name, task, quantity, method)
         panels[name] = {"task": task, **_distribution(result, grid, bins)}
-        centres = (panels[name]["histogram"]["edges"][:-1] + panels[name]["histogram"]["edges"][1:]) / 2
+        hist = panels[name]["histogram"]
+        centres = (hist["edges"][:-1] + hist["edges"][1:]) / 2
         width = 2.0 / bins / max(len(analysis.families), 1)
         offset = (list(panels).index(name) - (len(analysis.families) - 1) / 2) * width
-        axes[1, 0].bar(
-            centres + offset,
-            panels[name]["histogram"]["percent"],
-            width=width,
-            color=colour,
-            label=f"{data.family.label} ({task})",
-        )
+        label = f"{data.family.label} ({task})"
+        axes[1, 0].bar(centres + offset, hist["percent"], width=width, color=colour, label=label)
         step_ccdf(axes[1, 1], result.usable, color=colour, label=data.family.label)
     axes[1, 0].set_ylabel("% of samples")
     axes[1, 1].set_ylabel("1 − CDF")
@@ -202,14 +198,9 @@ def figure_4(ctx: Context) -> dict[str, Any]:
                 for fi, family in enumerate(families):
                     ys = [index.get((family, t, quantity, method), {}).get(stat, np.nan) for t in tasks]
                     offset = (qi - (len(quantities) - 1) / 2) * 0.12
-                    ax.scatter(
-                        x + offset,
-                        ys,
-                        color=colours[quantity],
-                        marker=MARKERS[fi % len(MARKERS)],
-                        s=16,
-                        label=f"{LABELS[quantity]}" + (f" · {family}" if len(families) > 1 else ""),
-                    )
+                    label = LABELS[quantity] + (f" · {family}" if len(families) > 1 else "")
+                    marker = MARKERS[fi % len(MARKERS)]
+                    ax.scatter(x + offset, ys, color=colours[quantity], marker=marker, s=16, label=label)
             ax.grid(alpha=0.3, lw=0.5)
             if row == 0:
                 ax.set_title(f"{method} correlations", fontsize=10)

@@ -1,8 +1,7 @@
 """A model family: its members (one folder of lm-eval samples each) and each member's training compute.
 
-A family comes from config (`downstream_predictability.families.<name>`, typed as a `settings.FamilySpec`): the
-paper root its samples live under (`ctx.paper_root(paper)`), and either an explicit list of members (`name`,
-`samples` folder relative to that root, `compute` in FLOPs) or `members: discover`, which takes every stage folder below `samples_dir` that holds
+A family (`downstream_predictability.families.<name>`) lists its members (`name`, `samples` folder, `compute` in
+FLOPs), or says `members: discover`: every stage folder below `samples_dir` that holds
 `<model>-<benchmark>/<task>.jsonl` files, the layout of the training-on-the-test-task runner:
 
 - `base`: the pretrained model, compute 6·N·D;
@@ -89,12 +88,9 @@ def _runner_settings(finetuning: Finetuning) -> dict[str, Any]:
             "checkpoints_dir": runner.get("checkpoints_dir"),
             "runner_config": finetuning.runner_config,
         }
-    explicit = {
-        "batch_size": finetuning.batch_size,
-        "max_length": finetuning.max_length,
-        "checkpoints_dir": finetuning.checkpoints_dir,
-    }
-    settings.update({key: value for key, value in explicit.items() if value is not None})
+    for key in ("batch_size", "max_length", "checkpoints_dir"):
+        if getattr(finetuning, key) is not None:
+            settings[key] = getattr(finetuning, key)
     return settings
 
 
@@ -117,11 +113,8 @@ def _finetune_steps(
                 raise ValueError(f"{record_path}: field `steps` is missing")
             return int(record["steps"]), f"runner record {record_path}", record
         if stage in finetuning.recorded_steps:
-            return (
-                finetuning.recorded_steps[stage],
-                "config finetuning.recorded_steps (the runner's record is absent)",
-                {},
-            )
+            why = "config finetuning.recorded_steps (the runner's record is absent)"
+            return finetuning.recorded_steps[stage], why, {}
         raise InputsUnavailable(
             f"stage {stage}: no runner record ({record_path}) and no finetuning.recorded_steps[{stage!r}]"
         )

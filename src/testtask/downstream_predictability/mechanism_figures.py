@@ -58,6 +58,15 @@ def _pooled(analysis: Analysis, task: str) -> list[tuple[int, TaskData]]:
     return [(i, f.tasks[task]) for i, f in enumerate(analysis.families) if task in f.tasks]
 
 
+def _scatter_members(
+    ax: plt.Axes, x: Any, y: Any, styles: list[tuple[Any, str]], family: int, legend: bool
+) -> None:
+    """One scatter per member (row k of `x` and `y`) in its colour, with the family's marker."""
+    style = {"s": 6, "alpha": 0.6, "linewidths": 0, "marker": MARKERS[family % len(MARKERS)]}
+    for (colour, label), xk, yk in zip(styles, x, y, strict=True):
+        ax.scatter(xk, yk, color=colour, label=label if legend else None, **style)
+
+
 def figure_5(ctx: Context) -> dict[str, Any]:
     fig5 = ctx.settings.figure_5
     analysis = analyse(ctx)
@@ -73,17 +82,7 @@ def figure_5(ctx: Context) -> dict[str, Any]:
             for fi, data in _pooled(analysis, task):
                 x, y = data.quantities[first], data.quantities[second]
                 jitter = rng.uniform(-0.04, 0.04, size=y.shape) if second == "accuracy" else 0.0
-                for k, (colour, label) in enumerate(styles[data.family]):
-                    ax.scatter(
-                        x[k],
-                        (y + jitter)[k],
-                        color=colour,
-                        s=6,
-                        alpha=0.6,
-                        linewidths=0,
-                        marker=MARKERS[fi % len(MARKERS)],
-                        label=label if row == col == 0 else None,
-                    )
+                _scatter_members(ax, x, y + jitter, styles[data.family], fi, row == col == 0)
                 xs.append(x.ravel())
                 ys.append(y.ravel())
             x, y = np.concatenate(xs), np.concatenate(ys)
@@ -141,17 +140,11 @@ def figure_6(ctx: Context) -> dict[str, Any]:
                 incorrect = data.log_incorrect_each / ln10  # (K, n, C), NaN at the gold and absent choices
                 x = np.broadcast_to(correct[..., None], incorrect.shape)
             keep = np.isfinite(x) & np.isfinite(incorrect)
-            for k, (colour, label) in enumerate(styles[data.family]):
-                ax.scatter(
-                    x[k][keep[k]],
-                    incorrect[k][keep[k]],
-                    color=colour,
-                    s=6,
-                    alpha=0.6,
-                    linewidths=0,
-                    marker=MARKERS[fi % len(MARKERS)],
-                    label=label if ax is axes[0, 0] else None,
-                )
+            shown = (
+                [xk[m] for xk, m in zip(x, keep, strict=True)],
+                [ik[m] for ik, m in zip(incorrect, keep, strict=True)],
+            )
+            _scatter_members(ax, *shown, styles[data.family], fi, ax is axes[0, 0])
             xs.append(x[keep])
             ys.append(incorrect[keep])
             co_moves.append(paired(data.quantities["log_p_vocab"], data.log_incorrect_sum, method))

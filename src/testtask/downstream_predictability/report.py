@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from testtask.report.rules import ZERO_TOLERANCE
@@ -82,20 +83,10 @@ def _ordering(sidecars: Mapping[str, Any], step: str) -> dict[str, Any]:
     }
 
 
-def ordering_log_p_vocab_p_vocab(sidecars: Mapping[str, Any]) -> dict[str, Any]:
-    return _ordering(sidecars, "log_p_vocab >= p_vocab")
-
-
-def ordering_p_vocab_p_choices(sidecars: Mapping[str, Any]) -> dict[str, Any]:
-    return _ordering(sidecars, "p_vocab > p_choices")
-
-
-def ordering_p_choices_brier(sidecars: Mapping[str, Any]) -> dict[str, Any]:
-    return _ordering(sidecars, "p_choices >= brier")
-
-
-def ordering_brier_accuracy(sidecars: Mapping[str, Any]) -> dict[str, Any]:
-    return _ordering(sidecars, "brier > accuracy")
+ordering_log_p_vocab_p_vocab = partial(_ordering, step="log_p_vocab >= p_vocab")
+ordering_p_vocab_p_choices = partial(_ordering, step="p_vocab > p_choices")
+ordering_p_choices_brier = partial(_ordering, step="p_choices >= brier")
+ordering_brier_accuracy = partial(_ordering, step="brier > accuracy")
 
 
 def brier_more_predictable(sidecars: Mapping[str, Any]) -> dict[str, Any]:

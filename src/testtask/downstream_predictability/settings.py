@@ -1,10 +1,7 @@
 """The analysis settings of downstream-predictability: the schema of the `downstream_predictability` config section.
 
-Each key is declared here once, with its type and allowed values; its value is in
-conf/downstream_predictability/analysis.yaml and its `families` group (conf/downstream_predictability/families/).
-A family added on the command line (as the simulated ones are, `simulate.family_overrides`) gives every key of
-`FamilySpec` too: the schema names any it lacks. The pipeline reads the section once (`testtask.schema.load`) and
-builders read `ctx.settings.<field>`.
+Values are in conf/downstream_predictability/analysis.yaml and its `families` group; a family added on the command
+line (as the simulated ones are, `simulate.family_overrides`) gives every key of `FamilySpec` too.
 """
 
 from __future__ import annotations
@@ -135,12 +132,8 @@ class FamilySpec:
     compute: Compute | None  # needed to discover members
 
     def __post_init__(self) -> None:
-        discovered = self.members == Members.discover
-        require(
-            Problem("compute", None, "a compute section with members: discover")
-            if discovered and self.compute is None
-            else None
-        )
+        if self.members == Members.discover and self.compute is None:
+            require(Problem("compute", None, "a compute section with members: discover"))
 
 
 @section

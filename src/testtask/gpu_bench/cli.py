@@ -1,11 +1,7 @@
-"""`python -m testtask.gpu_bench [--cpu] [--only NAME[,NAME]] [--out DIR] [--list] [key=value ...]`
-(`make gpu-bench ARGS=...`).
+"""`python -m testtask.gpu_bench [--cpu] [--only NAME[,NAME]] [--out DIR] [--list] [key=value ...]`.
 
-`key=value` overrides conf/gpu_bench/paper.yaml (`preset=tiny` merges tiny.yaml over it first). Without CUDA the
-bench says so and exits 2, unless `--cpu` asks for it on the CPU. Exit status: 0 when no step failed, 1 when one
-did, 2 for a usage or config error or a missing GPU. The JSON is rewritten after every step (`complete: false`
-until the last), so a run cut short keeps what it measured.
-"""
+Exit status: 0 when no step failed, 1 when one did, 2 for a usage or config error or a missing GPU. The JSON
+is rewritten after every step, so a run cut short keeps what it measured."""
 
 from __future__ import annotations
 
@@ -52,13 +48,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _preset(overrides: Sequence[str]) -> tuple[str, list[str]]:
     """The `preset=` override (paper.yaml's own `preset` otherwise) and the other overrides."""
-    rest, preset = [], "paper"
-    for item in overrides:
-        if item.startswith("preset="):
-            preset = item.split("=", 1)[1]
-        else:
-            rest.append(item)
-    return preset, rest
+    presets = [item.split("=", 1)[1] for item in overrides if item.startswith("preset=")]
+    rest = [item for item in overrides if not item.startswith("preset=")]
+    return (presets[-1] if presets else "paper"), rest
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""The GPU bench's settings (conf/gpu_bench/paper.yaml; tiny.yaml holds what the CPU preset changes): one schema,
-values in YAML, read once by `load_settings` with the command line's `key=value` overrides."""
+"""The GPU bench's settings schema (values in conf/gpu_bench/paper.yaml; tiny.yaml: the CPU preset's
+changes)."""
 
 from __future__ import annotations
 
@@ -124,8 +124,8 @@ def preset_file(preset: str) -> Path:
 
 
 def load_settings(preset: str, overrides: list[str] | tuple[str, ...] = ()) -> Settings:
-    """The typed settings of `preset` (paper.yaml, with tiny.yaml merged over it for `tiny`) and `key=value`
-    overrides; a ConfigError naming every bad key otherwise."""
+    """The typed settings of `preset` with `key=value` overrides; a ConfigError naming every bad key
+    otherwise."""
     from omegaconf import OmegaConf
 
     from testtask.schema import ConfigError

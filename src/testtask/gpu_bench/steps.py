@@ -1,17 +1,8 @@
 """The bench's step kinds: each runs a runner's own code path on a random model of a published architecture.
 
-- pretrain-on-test zero-shot (`ZeroShot.pretrain`, the runner's QLoRA recipe: NF4 with double quantization,
-  paged 8-bit AdamW, gradient checkpointing) with padded prompts and with packed texts, and its CAPPr scoring
-  (`ZeroShot.class_token_logprobs`);
-- pretrain-on-test few-shot (`FewShot.pretrain`: masked-LM / causal-LM pretraining; `FewShot.classify`: the
-  classifier training) on BERT-base and GPT-2 small;
-- training-on-the-test-task: lm-eval's hf model through `evaluation.evaluate` on our multiple-choice task, and
-  the B.2 recipe (`finetune.finetune`, full-parameter, bf16) on the 7B Llama-2 shape.
-
-The LM settings are the runner's (`conf/pretrain_on_test_run.yaml` composed with `lm=<name>`, the recipe YAML),
-with the model replaced by the random one and the data sized to give warm-up + measured optimizer steps. The
-texts are synthetic and the tokenizer a word-level one over their words (one token per word; ids below each
-architecture's vocabulary): throughput depends on token counts and shapes, not on which tokens they are.
+The settings are the runner's, with the model replaced by the random one and the data sized to give warm-up +
+measured optimizer steps. The texts are synthetic and the tokenizer a word-level one over their words:
+throughput depends on token counts and shapes, not on which tokens they are.
 """
 
 from __future__ import annotations
@@ -26,15 +17,13 @@ from testtask.gpu_bench.settings import Settings
 from testtask.gpu_bench.timing import INFERENCE, TRAINING, step_timer, summary, timed_passes
 from testtask.preflight import data as fixtures
 from testtask.preflight.registry import Check
+from testtask.schema import to_plain
 
 WORDS = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
     "romeo sierra tango uniform victor whiskey xray yankee zulu red blue green stone water light plant sun moon "
     "rock heat cold river cloud seed leaf sand wind rain salt iron gold wood glass paper metal field road"
 ).split()
-
-
-# --- fixtures: texts, tokenizer and random models ---------------------------------------------------------------
 
 
 @contextmanager
@@ -147,11 +136,6 @@ def free_zero_shot(ctx, settings: Settings) -> None:
         torch.cuda.empty_cache()
 
 
-def _peak_tflops(ctx) -> float | None:
-    found = ctx.cached("peak", lambda: None)
-    return found["tflops"] if found else None
-
-
 def _result(
     ctx, settings: Settings, timed: Any, *, kind: str, parameters: int, **extra: Any
 ) -> dict[str, Any]:
@@ -159,7 +143,7 @@ def _result(
         timed,
         kind=kind,
         parameters=parameters,
-        peak_tflops=_peak_tflops(ctx),
+        peak_tflops=(ctx.cached("peak", lambda: None) or {}).get("tflops"),
         expected=settings.steps.measured,
     )
     memory = extra.pop("peak_gpu_memory_mib", None)
@@ -171,29 +155,12 @@ def _result(
     return {**first, "peak_gpu_memory_mib": memory, **rates, **extra}
 
 
-def _plain(value: Any) -> Any:
-    from testtask.schema import to_plain
-
-    return to_plain(value)
-
-
-# --- pretrain-on-test ------------------------------------------------------------------------------------------
-
-
-def _dataset(ctx) -> tuple[Path, dict]:
-    def build():
-        folder = ctx.folder("pot-data")
-        return folder, fixtures.write_classification(folder)
-
-    return ctx.cached("pot-data", build)
-
-
 def runner_lm(ctx, lm_name: str, model: Path, *overrides: str) -> tuple[Any, Any]:
     """The pretrain-on-test runner's typed LM settings for `lm=<lm_name>` on `model`, and the dataset spec."""
-    from testtask.preflight.checks.pretrain_on_test import compose
+    from testtask.preflight.checks.pretrain_on_test import _data, compose
     from testtask.runners import settings_of
 
-    folder, spec_config = _dataset(ctx)
+    folder, spec_config = _data(ctx)
     cfg = compose(
         f"lm={lm_name}",
         f"lm.model={model}",
@@ -227,10 +194,6 @@ def _zero_shot(ctx, settings: Settings) -> tuple[Any, Any, int]:
     return protocol, (padding, packing), parameters
 
 
-def _four_bit_layers(model: Any) -> int:
-    return sum(type(m).__name__ == "Linear4bit" for m in model.modules())
-
-
 def zero_shot_pretraining(ctx, settings: Settings, mode: str) -> dict[str, Any]:
     protocol, (padding, packing), parameters = _zero_shot(ctx, settings)
     lm = packing if mode == "packing" else padding
@@ -255,10 +218,10 @@ def zero_shot_pretraining(ctx, settings: Settings, mode: str) -> dict[str, Any]:
         kind=TRAINING,
         parameters=parameters,
         architecture=settings.pretrain_on_test.zero_shot.architecture,
-        lm=_plain(lm),
+        lm=to_plain(lm),
         texts=len(sample),
         quantization=str(lm.quantization),
-        linear4bit_layers=_four_bit_layers(protocol.training_model),
+        linear4bit_layers=sum(type(m).__name__ == "Linear4bit" for m in protocol.training_model.modules()),
         optimizer=stats.optimizer,
         peak_gpu_memory_mib=timer.peak_gpu_memory_mib,
     )
@@ -328,28 +291,22 @@ def few_shot_step(ctx, settings: Settings, kind: str, stage: str) -> dict[str, A
         kind=TRAINING,
         parameters=parameters,
         architecture=getattr(settings.pretrain_on_test.few_shot, kind),
-        stage=_plain(hp),
+        stage=to_plain(hp),
         texts=count,
         optimizer=stats.optimizer,
         peak_gpu_memory_mib=timer.peak_gpu_memory_mib,
     )
 
 
-# --- training-on-the-test-task ---------------------------------------------------------------------------------
-
-
 def recipe(settings: Settings) -> Any:
     """The B.2 recipe (conf/training_on_the_test_task/finetune/recipe.yaml) for warm-up + measured optimizer
     steps, with the bench's precision and recipe changes, typed by the recipe's schema."""
-    from omegaconf import OmegaConf
-
     from testtask.lm.settings import Recipe
-    from testtask.paths import conf_dir
+    from testtask.preflight.checks.training_on_the_test_task import conf_values
     from testtask.schema import load
 
     bench = settings.training_on_the_test_task.finetune
-    path = conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml"
-    values = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    values = conf_values("training_on_the_test_task", "finetune", "recipe.yaml")
     values.update(
         epochs=1,
         max_steps=settings.steps.warmup + settings.steps.measured,
@@ -412,7 +369,7 @@ def finetune_step(ctx, settings: Settings) -> dict[str, Any]:
         batch=result.batch,
         attn_implementation=ft.attention(typed, ctx.device, result.precision or "fp32") or "default",
         gradient_checkpointing=ft.gradient_checkpointing(typed, parameters),
-        recipe=_plain(typed),
+        recipe=to_plain(typed),
         peak_gpu_memory_mib=timer.peak_gpu_memory_mib,
     )
 
@@ -420,28 +377,20 @@ def finetune_step(ctx, settings: Settings) -> dict[str, Any]:
 def lm_eval_step(ctx, settings: Settings) -> dict[str, Any]:
     import json
 
-    from lm_eval.api.registry import get_model
-
     from testtask.lm import evaluation
+    from testtask.preflight.checks.training_on_the_test_task import EVAL_MODEL_ARGS, hf_lm
 
     free_zero_shot(ctx, settings)
     bench = settings.training_on_the_test_task.lm_eval
     model, parameters = build_model(ctx, settings, bench.architecture, layers=bench.layers, bf16=ctx.cuda)
-    data = ctx.folder("tott-eval-data")
+    shots = max(bench.num_fewshot, 1) + 4
     splits = {
-        "train": arc_rows(max(bench.num_fewshot, 1) + 4, bench.question_words, settings.seed, 10_000),
-        "validation": arc_rows(max(bench.num_fewshot, 1) + 4, bench.question_words, settings.seed, 20_000),
+        "train": arc_rows(shots, bench.question_words, settings.seed, 10_000),
+        "validation": arc_rows(shots, bench.question_words, settings.seed, 20_000),
         "test": arc_rows(bench.documents, bench.question_words, settings.seed),
     }
-    for split, rows in splits.items():
-        path = data / "ARC-Challenge" / f"{split}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    # the runner's model arguments for a non-Gemma model (runner.eval_model_args), batch size 1 (its default)
-    model_args = {"trust_remote_code": False, "add_bos_token": False}
-    lm = get_model("hf").create_from_arg_obj(
-        {"pretrained": str(model), **model_args}, {"batch_size": 1, "device": ctx.device}
-    )
+    data = fixtures.write_arc(ctx.folder("tott-eval-data"), splits)
+    lm = hf_lm(model, ctx.device)
     cache = ctx.folder("tott-eval-cache")
 
     def run() -> None:
@@ -453,7 +402,7 @@ def lm_eval_step(ctx, settings: Settings) -> dict[str, Any]:
             device=ctx.device,
             local_data={bench.benchmark: data},
             dataset_cache_dir=cache,
-            model_args=model_args,
+            model_args=EVAL_MODEL_ARGS,
             bootstrap_iters=0,
             lm=lm,
         )

@@ -1,14 +1,9 @@
 """Per-step timing of the runners' own Trainer runs and of forward passes, and the FLOP arithmetic.
 
-`StepTimer` is a Trainer callback: a forward pre-hook on the trained model counts the positions (padding
-included) and the attended tokens of every micro-batch, and the time between consecutive optimizer-step ends is
-one step (so a step's data loading, clipping and optimizer update are in it; the first `warmup` steps are not
-counted). On CUDA every boundary synchronises, so a step's kernels are charged to it.
-
-Model FLOPs follow the usual convention: 6·N·positions for a training step, 2·N·positions for a forward pass
-(N: every parameter of the model as built, embeddings included); attention's own FLOPs, recomputation under
-gradient checkpointing and, for LoRA, the weight gradients the frozen weights do not get are not counted.
-"""
+A step is the time between consecutive optimizer-step ends (data loading and the update included),
+synchronised on CUDA so its kernels are charged to it. Model FLOPs: 6·N·positions for a training step,
+2·N·positions for a forward pass (N: every parameter as built); attention's own FLOPs and recomputation are
+not counted."""
 
 from __future__ import annotations
 
@@ -84,16 +79,11 @@ class Timed:
         (self.warmup if len(self.warmup) < warmup else self.measured).append(step)
 
 
-def _trainer_callback_base() -> type:
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
 def step_timer(warmup: int, cuda: bool) -> Any:
     """A Trainer callback timing every optimizer step; `.timed` holds them once training ends."""
+    from transformers import TrainerCallback
 
-    class StepTimer(_trainer_callback_base()):
+    class StepTimer(TrainerCallback):
         def __init__(self) -> None:
             self.timed = Timed()
             self.counter = Counter()
@@ -151,8 +141,7 @@ def timed_passes(run: Any, module: Any, *, warmup: int, measured: int, cuda: boo
 def summary(
     timed: Timed, *, kind: str, parameters: int, peak_tflops: float | None, expected: int
 ) -> dict[str, Any]:
-    """Tokens and positions per second over the measured steps, achieved TFLOP/s and MFU (model FLOPs per
-    position: FLOPS_PER_POSITION[kind] x N)."""
+    """Tokens and positions per second over the measured steps, achieved TFLOP/s and MFU."""
     if len(timed.measured) < expected:
         raise AssertionError(
             f"{len(timed.warmup)} warm-up and {len(timed.measured)} measured steps ran; expected "

@@ -1,9 +1,5 @@
-"""The lm-eval metric each benchmark is run with, read from a folder of benchmark presets.
-
-A preset is a YAML file mapping a benchmark name to its settings, among them `metric` (an lm-eval metric key such as
-`acc` or `bits_per_byte`): train-before-test's conf/train_before_test/benchmarks/*.yaml. Readers of that paper's
-scores check each score against its metric's range (`testtask.metric_ranges`).
-"""
+"""The lm-eval metric each benchmark is run with, read from a folder of benchmark presets (YAML files mapping
+a benchmark to its settings, `metric` among them: conf/train_before_test/benchmarks/*.yaml)."""
 
 from __future__ import annotations
 
@@ -11,9 +7,8 @@ from pathlib import Path
 
 
 def preset_metrics(folder: Path) -> dict[str, str]:
-    """Benchmark -> the lm-eval metric it is run with, over every `*.yaml` preset in `folder`.
-
-    A benchmark the presets give different metrics is left out (its scores are only checked to be finite)."""
+    """Benchmark -> its lm-eval metric over every preset in `folder`; one given different metrics is left
+    out."""
     from omegaconf import OmegaConf
 
     found: dict[str, set[str]] = {}

@@ -1,38 +1,15 @@
-"""Evaluate a model with LM Evaluation Harness as training-on-the-test-task does, writing results in the published
-layout (`results_layout.py`).
+"""Evaluate a model with LM Evaluation Harness as training-on-the-test-task does, one benchmark at a time.
 
-Our task YAMLs (`arc_challenge_mc`, `hellaswag_mc`, `mmlu_cloze`, `mmlu_mc`, `leaderboard_mmlu_pro_four`) live in
-`lm_eval_tasks/` next to this module and are registered with `TaskManager(include_path=include_path())`; any
-task lm-eval ships (mmlu, gsm8k, arc_challenge, hellaswag, ...) runs alongside them. Few-shot counts are those
-of the Open LLM Leaderboard v1 in the YAMLs (override with `num_fewshot`).
+Our task YAMLs live in `lm_eval_tasks/` (`include_path()`), next to every task lm-eval ships; few-shot counts
+are the Open LLM Leaderboard v1's. Below `results_dir`, `evaluate` writes
+`evaluations/<stage>/<model>-<benchmark>.json` (lm-eval's output as its CLI writes it, the layout of
+`results_layout.py`), atomically and last, so its presence means the benchmark is done; it records under
+`testtask_provenance` how it was made, and a file made otherwise is refused (StaleResultError), never reused.
+With `log_samples`, `samples/<stage>/<model>-<benchmark>/<task>.jsonl` holds one line per document.
 
-`evaluate` runs one benchmark (a task or a group) at a time and writes, below `results_dir`:
-
-- `evaluations/<stage>/<model>-<benchmark>.json`: lm-eval's output as its CLI writes it (`results`, `groups`,
-  `group_subtasks`, `configs`, `versions`, `n-shot`, `higher_is_better`, `n-samples`, `config`, ...), the file
-  `testtask.lm.results` reads. Written atomically, last, so its presence means the
-  benchmark is done: an existing file is skipped (the run resumes) if it was made the same way. The file records
-  how under `testtask_provenance` (model, its weights' fingerprint, model arguments, few-shot count, limit, task);
-  a file made otherwise (another protocol, a retrained model, no record) is refused with StaleResultError,
-  never silently reused: delete it or pass `overwrite`.
-- `samples/<stage>/<model>-<benchmark>/<task>.jsonl`: one line per document of each task (prompt arguments,
-  loglikelihoods, per-document metrics), when `log_samples`.
-
-`stage` is the folder below `evaluations/`: `base`, `e3/mmluaux`, `new_evals/base`, ... (see results_layout.py).
-
-Offline data. Every task keeps its Hugging Face `dataset_path`. To run without the Hub, give `local_data`:
-benchmark name -> a local folder. For each leaf task of that benchmark the folder `<folder>/<dataset_name>`
-(when the task has a dataset name and that folder exists, e.g. `ARC-Challenge/`, `anatomy/` for MMLU
-subjects) or else `<folder>` itself holds either a `datasets` `save_to_disk` copy (a `dataset_dict.json` and
-one sub-folder per split) or one `<split>.jsonl` / `<split>.json` file per split, with the Hub dataset's
-columns. The task's config then reads it with lm-eval's `dataset_path: arrow|json` and
-`dataset_kwargs: {data_files: ...}`; nothing else of the task changes. `task_config(name, folder)` returns
-such a config for one task (a dict `lm_eval.simple_evaluate(tasks=[...])` accepts), `task_manager(...)` a
-TaskManager with the overrides for whole groups. A copy for later offline use can be made online with
-`datasets.load_dataset(path, name).save_to_disk(folder / name)`.
-
-`testtask action=lm-tasks` prints our task names as lm-eval sees them (`our_task_names`); the runners call
-`evaluate`.
+Offline data (`local_data`: benchmark -> folder): for each leaf task, `<folder>/<dataset_name>` (when it
+exists) or `<folder>` holds a `save_to_disk` copy (`dataset_dict.json`, a folder per split) or
+`<split>.jsonl|json` files with the Hub dataset's columns, read through lm-eval's `dataset_path: arrow|json`.
 """
 
 from __future__ import annotations
@@ -64,9 +41,6 @@ _SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_spli
 def include_path() -> Path:
     """The folder of our lm-eval task YAMLs, for `TaskManager(include_path=...)` or `lm_eval --include_path`."""
     return TASKS_DIR
-
-
-# --------------------------------------------------------------------------- task registry
 
 
 def _is_ours(path: Path | None) -> bool:
@@ -126,9 +100,6 @@ def resolved_config(manager: TaskManager, task: str) -> dict[str, Any]:
     return dict(entry.cfg or {})
 
 
-# --------------------------------------------------------------------------- local data
-
-
 def _required_splits(config: Mapping[str, Any]) -> tuple[str, list[str]]:
     """(evaluation split, other splits the config names) of a task config."""
     evaluation = config.get("test_split") or config.get("validation_split")
@@ -141,12 +112,8 @@ def _required_splits(config: Mapping[str, Any]) -> tuple[str, list[str]]:
 def local_dataset_overrides(
     config: Mapping[str, Any], data: Path, cache_dir: Path | None = None
 ) -> dict[str, Any]:
-    """`dataset_path`, `dataset_name`, `dataset_kwargs` that make a task config read a local copy of its data.
-
-    `data` is resolved as described in the module docstring. The evaluation split must be there; the other
-    splits the config names are used when present (the few-shot split is required when the task is few-shot).
-    `cache_dir` is where `datasets` keeps its Arrow cache of the files (default: its usual cache).
-    """
+    """`dataset_path`, `dataset_name`, `dataset_kwargs` that make a task config read a local copy of its data
+    (module docstring); the evaluation split, and the few-shot one when few-shot, must be there."""
     data = Path(data)
     name = config.get("dataset_name")
     folder = data / name if name and (data / str(name)).is_dir() else data
@@ -174,18 +141,22 @@ def local_dataset_overrides(
     return {"dataset_path": "arrow" if saved else "json", "dataset_name": None, "dataset_kwargs": kwargs}
 
 
+def _register(manager: TaskManager, name: str, config: dict[str, Any], like: str) -> None:
+    """Put `config` in the index under `name`, as a task of the kind and tags of `like`."""
+    from lm_eval.tasks._index import Entry
+
+    entry = manager.task_index[like]
+    manager.task_index[name] = Entry(name=name, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags)
+
+
 def register_variant(manager: TaskManager, name: str, variant: str) -> None:
     """Register task `variant`'s config under the task name `name` (e.g. our seeded MMLU-Pro-4 evaluated as
     `leaderboard_mmlu_pro_four`), so result files keep the benchmark's name."""
-    from lm_eval.tasks._index import Entry
-
     if variant == name:
         return
     if variant not in manager.task_index or leaf_tasks(manager, variant) != [variant]:
         raise KeyError(f"task variant {variant!r} for {name!r} is not a single task lm-eval knows")
-    config = {**resolved_config(manager, variant), "task": name}
-    entry = manager.task_index[variant]
-    manager.task_index[name] = Entry(name=name, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags)
+    _register(manager, name, {**resolved_config(manager, variant), "task": name}, variant)
 
 
 def task_manager(
@@ -194,16 +165,10 @@ def task_manager(
     include_defaults: bool = True,
     variants: Mapping[str, str] | None = None,
 ) -> TaskManager:
-    """A TaskManager over lm-eval's tasks (unless `include_defaults` is False) and ours.
-
-    `variants` (task -> another task) first registers the other task's config under the task's name
-    (`register_variant`). For each `benchmark -> folder` of `local_data`, every leaf task of the benchmark is
-    re-registered with its resolved config pointing at the local copy (`local_dataset_overrides`), so groups
-    keep their structure and task names. This edits the manager's index (`TaskManager.task_index`, lm-eval
-    0.4.13).
-    """
+    """A TaskManager over lm-eval's tasks (unless `include_defaults` is False) and ours, with `variants`
+    registered and every leaf task of a `local_data` benchmark reading its local copy (groups keep their
+    structure). This edits `TaskManager.task_index` (lm-eval 0.4.13)."""
     from lm_eval.tasks import TaskManager
-    from lm_eval.tasks._index import Entry
 
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=include_defaults)
     for name, variant in (variants or {}).items():
@@ -211,20 +176,14 @@ def task_manager(
             register_variant(manager, str(name), str(variant))
     for benchmark, data in (local_data or {}).items():
         for task in leaf_tasks(manager, benchmark):
-            entry = manager.task_index[task]
             config = resolved_config(manager, task)
             config.update(local_dataset_overrides(config, Path(data), cache_dir))
-            manager.task_index[task] = Entry(
-                name=task, kind=entry.kind, yaml_path=None, cfg=config, tags=entry.tags
-            )
+            _register(manager, task, config, task)
     return manager
 
 
 def task_config(task: str, data: Path | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
-    """The resolved config of one of our tasks (functions imported), reading `data` when given.
-
-    The dict can go to `lm_eval.simple_evaluate(tasks=[config])` as is.
-    """
+    """The resolved config of one of our tasks, reading `data` when given (for `simple_evaluate`)."""
     manager = task_manager(include_defaults=False)
     if task not in manager.task_index or leaf_tasks(manager, task) != [task]:
         raise KeyError(f"{task!r} is not one of our tasks (groups: use task_manager(local_data=...))")
@@ -232,9 +191,6 @@ def task_config(task: str, data: Path | None = None, cache_dir: Path | None = No
     if data is not None:
         config.update(local_dataset_overrides(config, Path(data), cache_dir))
     return config
-
-
-# --------------------------------------------------------------------------- evaluation
 
 
 def model_type(model: str, *, trust_remote_code: bool = False) -> str | None:
@@ -384,17 +340,9 @@ def evaluate(
 ) -> dict[str, Path]:
     """Evaluate `model` (a local folder or a Hub id) on each benchmark of `tasks`; returns benchmark -> file.
 
-    Each benchmark (a task or group name, ours or lm-eval's) becomes one result file (module docstring);
-    one that exists is skipped unless `overwrite`. `num_fewshot` overrides the YAMLs' counts: one number for
-    every benchmark, or benchmark -> number. `limit` caps the documents per task (for tests; the file records
-    it). `local_data` maps benchmarks to local data folders, `dataset_cache_dir` is where `datasets` caches
-    them. `model_args` go to lm-eval's `hf` model next to `pretrained` (e.g. `dtype`, `trust_remote_code`,
-    `add_bos_token`: the runner passes False except for Gemma, as the authors' lm-eval fork did; left out,
-    lm-eval 0.4.13 lets the tokenizer add its BOS); `device` defaults to CUDA when available, else the CPU.
-    `task_variants` (benchmark -> task) evaluates another task's config under the benchmark's name.
-    `model_fingerprint` identifies weights a path alone does not (a fine-tuned folder that may be retrained:
-    the run's fingerprint and checkpoint); it is part of the provenance an existing file must match.
-    The model is loaded once, when the first benchmark needs it; an already loaded `lm` can be passed.
+    A result file that exists is skipped (its provenance checked) unless `overwrite`. `num_fewshot`: one
+    count, or benchmark -> count. `model_args` go to lm-eval's `hf` model. `model_fingerprint` identifies
+    weights a path alone does not (a retrained folder). The model is loaded once, unless `lm` is given.
     """
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
@@ -404,11 +352,12 @@ def evaluate(
     paths = {benchmark: result_path(results_dir, stage, name, benchmark) for benchmark in tasks}
     args = {"pretrained": str(model), **dict(model_args or {})}
 
+    def shots(benchmark: str) -> int | None:
+        return num_fewshot.get(benchmark) if isinstance(num_fewshot, Mapping) else num_fewshot
+
     def made(benchmark: str) -> dict[str, Any]:
-        shots = num_fewshot.get(benchmark) if isinstance(num_fewshot, Mapping) else num_fewshot
-        return provenance(
-            args, model_fingerprint, shots, limit, (task_variants or {}).get(benchmark) or benchmark
-        )
+        task = (task_variants or {}).get(benchmark) or benchmark
+        return provenance(args, model_fingerprint, shots(benchmark), limit, task)
 
     todo = [b for b in tasks if overwrite or not paths[b].exists()]
     for benchmark in tasks:
@@ -431,14 +380,13 @@ def evaluate(
 
         lm = get_model("hf").create_from_arg_obj(args, {"batch_size": batch_size, "device": device})
     for benchmark in todo:
-        shots = num_fewshot.get(benchmark) if isinstance(num_fewshot, Mapping) else num_fewshot
         tracker = EvaluationTracker()
         started = time.time()
         out = simple_evaluate(
             model=lm,
             model_args=_args_string(args),
             tasks=[benchmark],
-            num_fewshot=shots,
+            num_fewshot=shots(benchmark),
             batch_size=batch_size,
             device=device,
             limit=limit,

@@ -1,20 +1,10 @@
-"""Fine-tuning on the test task through the transformers Trainer, with every protocol element a recipe value.
+"""Fine-tuning through the transformers Trainer, every protocol element a recipe value (`settings.Recipe`).
 
-The recipe is typed (`testtask.lm.settings.Recipe`, the LoRA settings `Lora`); its values are in YAML:
 conf/training_on_the_test_task/finetune/recipe.yaml is what the authors' code ran
-(socialfoundations/training-on-the-test-task @ c357810, `experiments/train.py`, `data_utils.py`, `jobs_train.py`);
-`protocol=paper_text` gives the values of the paper's App. B.2 text instead. The table in
-docs/protocols/training-on-the-test-task.md lists each element, its source and its key.
-
-Training examples are `(prompt, completion)` pairs or plain strings. With `loss_on: completion` the labels are
--100 on the prompt tokens (data_utils.py:26), so the loss is on the answer only; a plain string is a whole
-document (its prompt is empty) and `loss_on: all` trains on every token. EOS is appended and trained
-(`train_eos`), whatever the pad id: padding is masked by position, never by token id. Sequences longer than
-`max_length` lose their start (`truncation_side: left`, data_utils.py:29-30) or their end (`right`).
-
-Above 10B parameters the same code runs under DeepSpeed ZeRO-3 via `accelerate launch` (configs in
-`conf/accelerate/`, `conf/deepspeed/`). Full-parameter by default; `lora.enabled` trains LoRA adapters instead
-(the CPU mini-replication).
+(socialfoundations/training-on-the-test-task @ c357810, `experiments/train.py`, `data_utils.py`,
+`jobs_train.py`); `protocol=paper_text` gives App. B.2's text instead; the table in
+docs/protocols/training-on-the-test-task.md lists each element and its source. Above 10B parameters the
+same code runs under DeepSpeed ZeRO-3 (`accelerate launch`).
 """
 
 from __future__ import annotations
@@ -55,8 +45,7 @@ def peak_learning_rate(recipe: Recipe, parameters: float, override: float | None
 
 
 def world_size() -> int:
-    """Processes training together. `accelerate launch`/torchrun set WORLD_SIZE before torch.distributed is up,
-    so this is right before TrainingArguments exist (the process group is not yet initialised then)."""
+    """Processes training together; WORLD_SIZE (set by the launcher) before the process group is up."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_world_size()
     return int(os.environ.get("WORLD_SIZE", "1"))
@@ -82,8 +71,7 @@ def emergence_schedule(steps: Sequence[int], every: int | None, total: int) -> l
 
 
 class SaveAtSteps(TrainerCallback):
-    """Asks for a checkpoint at each listed optimizer step and, with `every`, at each multiple of it
-    (the emergence checkpoints of Figures 8/19)."""
+    """Checkpoints at the listed optimizer steps and every `every` steps (emergence, Figures 8/19)."""
 
     def __init__(self, steps: Sequence[int], every: int | None = None):
         self.steps = {int(s) for s in steps}
@@ -135,29 +123,23 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
 
 
 def encode(tokenizer: Any, example: Example, recipe: Recipe) -> dict[str, list[int]]:
-    """input_ids and labels of one example, unpadded.
-
-    Prompt + completion are tokenised together; the prompt's length comes from tokenising it alone
-    (data_utils.py:46-48). Labels are -100 on the prompt (`loss_on: completion`) or nowhere (`all`); EOS is
-    appended (`add_eos`) and trained unless `train_eos` is false; then the sequence is cut to `max_length`
-    from the `truncation_side` (left: the last tokens, so the answer and EOS survive)."""
+    """input_ids and labels of one example, unpadded: the prompt's length from tokenising it alone
+    (data_utils.py:46-48), its labels -100 with `loss_on: completion` (data_utils.py:26), EOS appended,
+    then cut from `truncation_side` (data_utils.py:29-30)."""
     prompt, completion = as_pair(example)
     ids = _ids(tokenizer, prompt + completion)
     masked = len(_ids(tokenizer, prompt)) if recipe.loss_on == LossOn.completion and prompt else 0
     masked = min(masked, len(ids))
     labels = [IGNORE] * masked + ids[masked:]
     eos = tokenizer.eos_token_id
-    add_eos = recipe.add_eos and eos is not None
+    end_ids = [eos] if recipe.add_eos and eos is not None else []
+    end_labels = [eos if recipe.train_eos else IGNORE] * len(end_ids)
     max_length = recipe.max_length
     if recipe.truncation_side == Side.left:
-        if add_eos:
-            ids, labels = ids + [eos], labels + [eos if recipe.train_eos else IGNORE]
-        ids, labels = ids[-max_length:], labels[-max_length:]
+        ids, labels = (ids + end_ids)[-max_length:], (labels + end_labels)[-max_length:]
     else:
-        keep = max_length - int(add_eos)  # the end of the text is cut, EOS still closes the sequence
-        ids, labels = ids[:keep], labels[:keep]
-        if add_eos:
-            ids, labels = ids + [eos], labels + [eos if recipe.train_eos else IGNORE]
+        keep = max_length - len(end_ids)  # the end of the text is cut, EOS still closes the sequence
+        ids, labels = ids[:keep] + end_ids, labels[:keep] + end_labels
     return {"input_ids": ids, "labels": labels}
 
 
@@ -167,10 +149,8 @@ def tokenize(tokenizer: Any, examples: Sequence[Example], recipe: Recipe) -> lis
 
 
 class PadCollator:
-    """Pads a batch to its longest sequence (or to `max_length` with `pad_to_max_length`), on `padding_side`.
-
-    Padding is masked in the labels by position (so EOS stays trained when pad == EOS); `attend_padding` gives
-    the pads attention mask 1, as the authors' collator did (no attention_mask column, so all ones)."""
+    """Pads a batch to its longest sequence (or `max_length`), masking labels by position (EOS stays trained
+    when pad == EOS); `attend_padding`: pads get attention 1, as the authors' collator (no attention_mask)."""
 
     def __init__(self, pad_id: int, recipe: Recipe, padding_side: str):
         self.pad_id = int(pad_id)
@@ -207,14 +187,9 @@ PRECISION_MEANING = {
 def resolve_precision(
     recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None
 ) -> str:
-    """The run's precision, one of PRECISIONS.
-
-    `explicit` (finetune's `precision=` argument) wins on any device, CPU included. Otherwise on a GPU:
-    `precision_large` at or above `large_model_threshold` parameters when set, else `precision`; on the CPU
-    fp32. The authors' code (App. B.2 by size): `bf16` below 10B, as the
-    authors trained (bf16-loaded weights, AdamW on them, train.py:35, jobs_train.py:99); `bf16-mixed` at or above,
-    which is what their `--bf16` under ZeRO-3 ran (DeepSpeed's bf16 mode keeps fp32 master weights);
-    `protocol=paper_text` trains those fp32 ("full precision")."""
+    """The run's precision: `explicit` on any device; else on a GPU `precision_large` at or above the
+    threshold, else `precision`; fp32 on the CPU. The authors: `bf16` below 10B (bf16-loaded weights,
+    train.py:35, jobs_train.py:99), `bf16-mixed` above (their `--bf16` under ZeRO-3: fp32 master weights)."""
     if explicit is not None:
         choice = explicit
     elif not device.startswith("cuda"):
@@ -230,7 +205,7 @@ def resolve_precision(
 
 
 def uses_bf16(recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None) -> bool:
-    """Whether the Trainer runs bf16 autocast (`--bf16`): for `bf16` and `bf16-mixed`, see `resolve_precision`."""
+    """Whether the Trainer runs bf16 autocast (`--bf16`): for `bf16` and `bf16-mixed`."""
     return resolve_precision(recipe, device, parameters, explicit) != "fp32"
 
 
@@ -240,9 +215,7 @@ def weights_dtype(choice: str) -> torch.dtype:
 
 
 def deepspeed_config(recipe: Recipe) -> str | None:
-    """`deepspeed` when set; else, under `accelerate launch` with DeepSpeed, `zero3_config` (the authors'
-    zero3.json semantics by default) instead of the file the accelerate config names. Relative paths are
-    taken from the repository root."""
+    """`deepspeed`, else under `accelerate launch` with DeepSpeed `zero3_config` (from the repo root)."""
     from testtask.paths import resolve
 
     path = recipe.deepspeed
@@ -252,10 +225,8 @@ def deepspeed_config(recipe: Recipe) -> str | None:
 
 
 def deepspeed_arch_list(value: str) -> str:
-    """`TORCH_CUDA_ARCH_LIST` as DeepSpeed's JIT op builder can read it: architecture-specific entries lose their
-    letter suffix (`9.0a` -> `9.0`; `+PTX` kept), duplicates dropped. deepspeed 0.19.8 sorts the entries by
-    `int()` of each part, so `9.0a` (set on some CUDA images, an H100 one here) fails its fused-Adam build with
-    "invalid literal for int()"; the plain target compiles the same kernels."""
+    """`TORCH_CUDA_ARCH_LIST` without letter suffixes (`9.0a` -> `9.0`, `+PTX` kept), duplicates dropped:
+    deepspeed 0.19.8's op builder takes `int()` of each part, so `9.0a` (some CUDA images) fails its build."""
     entries: list[str] = []
     for entry in value.replace(" ", ";").split(";"):
         cc, plus, ptx = entry.strip().partition("+")
@@ -266,10 +237,8 @@ def deepspeed_arch_list(value: str) -> str:
 
 
 def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
-    """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments (NCCL on
-    GPUs, gloo on the CPU), with `TORCH_CUDA_ARCH_LIST` as its op builds read it (`deepspeed_arch_list`). On the
-    CPU the Trainer would otherwise leave DeepSpeed a world size of 1, and its batch check fails
-    ("train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size")."""
+    """Under a launcher with a DeepSpeed config, start DeepSpeed's process group before TrainingArguments:
+    on the CPU the Trainer would leave DeepSpeed a world size of 1, failing its batch check."""
     if not deepspeed_config(recipe) or "WORLD_SIZE" not in os.environ:
         return
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
@@ -285,8 +254,7 @@ def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
 
 
 def zero3_partition(model: Any) -> dict[str, int] | None:
-    """This rank's share of a ZeRO-3 partitioned model (DeepSpeed's `ds_tensor` shard of every parameter against
-    its full `ds_numel`), or None for a model that is not partitioned."""
+    """This rank's ZeRO-3 shard (`ds_tensor` against `ds_numel`), or None for a model not partitioned."""
     params = list(model.parameters())
     if not params or not all(hasattr(p, "ds_tensor") for p in params):
         return None
@@ -299,9 +267,7 @@ def zero3_partition(model: Any) -> dict[str, int] | None:
 
 
 def trained_with(trainer: Any) -> dict[str, Any]:
-    """What the Trainer ran, read from its live objects rather than the recipe: `autocast` (the accelerator's mixed
-    precision: bf16, fp16 or fp32 for none), `zero_stage` (the DeepSpeed engine's ZeRO stage, null without
-    DeepSpeed) and `optimizer` (the class that stepped)."""
+    """What the live Trainer ran (not the recipe): autocast, DeepSpeed ZeRO stage, optimizer class."""
     mixed = str(getattr(trainer.accelerator, "mixed_precision", "no") or "no")
     engine = getattr(trainer, "deepspeed", None)
     optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)  # accelerate's wrapper, unwrapped
@@ -313,8 +279,7 @@ def trained_with(trainer: Any) -> dict[str, Any]:
 
 
 def warmup(recipe: Recipe) -> float:
-    """Warm-up for TrainingArguments: `warmup_steps` when set above 0, else `warmup_ratio` of the total steps
-    (the Trainer rounds the ratio up: ceil(total × ratio))."""
+    """`warmup_steps` when above 0, else `warmup_ratio` (the Trainer takes ceil(total × ratio))."""
     if recipe.warmup_steps:
         return recipe.warmup_steps
     return float(recipe.warmup_ratio)
@@ -347,9 +312,7 @@ def training_arguments(
     parameters: float = 0.0,
     precision: str | None = None,
 ) -> Any:
-    """The Trainer's arguments. Under torchrun/accelerate the accumulation divides the batch by WORLD_SIZE, so
-    per-device × accumulation × processes is the recipe's `batch_size`. `precision`: an explicit precision
-    (see `resolve_precision`)."""
+    """The Trainer's arguments; per-device × accumulation × processes is the recipe's `batch_size`."""
     from transformers import TrainingArguments
 
     cuda = device.startswith("cuda")
@@ -394,9 +357,7 @@ def _checkpoints(output_dir: Path) -> list[Path]:
 
 
 def _resumable(output_dir: Path) -> Path | None:
-    """The newest complete checkpoint, or None. The Trainer writes trainer_state.json last (under ZeRO-3 after
-    DeepSpeed's closing barrier, so every rank's shards are on disk): a checkpoint without it was cut short by a kill
-    while saving, and resuming from it fails reading that file on every rerun, so the one before is used."""
+    """The newest checkpoint with trainer_state.json (written last: one without it was cut short)."""
     for checkpoint in reversed(_checkpoints(output_dir)):
         if (checkpoint / "trainer_state.json").is_file():
             return checkpoint
@@ -410,10 +371,8 @@ def padding_side(recipe: Recipe, tokenizer: Any) -> str:
 
 
 def attention(recipe: Recipe, device: str, precision: str = "bf16") -> str | None:
-    """`attn_implementation`: a transformers name, null (its default), or `auto`: FlashAttention-2 on a GPU of
-    compute capability >= 8 when flash-attn is installed, else the default (the authors' try/except, train.py:48-63).
-    `auto` never picks FlashAttention-2 for fp32 runs: its kernels take only fp16/bf16 inputs, and fp32 weights
-    without autocast would hand it fp32 queries (bf16-mixed runs under autocast, so it gets bf16)."""
+    """`attn_implementation`; `auto`: FlashAttention-2 on sm >= 80 when installed (train.py:48-63), never
+    for fp32 (its kernels take only fp16/bf16 inputs)."""
     choice = recipe.attn_implementation
     if choice != "auto":
         return choice or None
@@ -482,13 +441,8 @@ def finetune(
     model_kwargs: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
 ) -> FinetuneResult:
-    """Fine-tune `model_name` on `texts` ((prompt, completion) pairs or whole documents); the final model (or
-    adapter) lands in `output_dir/final`. `adapter`: a LoRA adapter folder to continue training. `precision`:
-    one of PRECISIONS, over the recipe's rule and on any device (CPU bf16 included); see `resolve_precision`.
-
-    Under torchrun/accelerate every process calls this with the same arguments; the main process writes the
-    final model and finished.json, which records the precision and the batch arithmetic of the run. `callbacks`:
-    more Trainer callbacks (the GPU bench's step timer); they change nothing the run computes."""
+    """Fine-tune `model_name` on `texts` into `output_dir/final`, the run's record in finished.json.
+    Every process of a launcher calls this with the same arguments."""
     from transformers import Trainer, set_seed
 
     output_dir = Path(output_dir)
@@ -500,17 +454,7 @@ def finetune(
         record = json.loads(done.read_text())
         if record.get("fingerprint") == fingerprint:
             log.info("%s is finished (%d steps); not retraining", output_dir, record["steps"])
-            return FinetuneResult(
-                output_dir,
-                record["steps"],
-                [tuple(x) for x in record["losses"]],
-                record["checkpoints"],
-                record.get("precision"),
-                record.get("batch"),
-                fingerprint,
-                record.get("zero3_partition"),
-                record.get("trained"),
-            )
+            return _result(output_dir, record)
     set_seed(seed)
     chosen = resolve_precision(recipe, device, parameters, precision)
     # TrainingArguments before the model: under ZeRO-3 the model is then loaded sharded (zero.Init), train.py:257,267.
@@ -593,22 +537,11 @@ def finetune(
         batch["world_size"],
         *(losses[0][1], losses[-1][1]) if losses else (math.nan, math.nan),
     )
-    result = FinetuneResult(
-        output_dir,
-        steps,
-        losses,
-        [int(p.name.split("-")[-1]) for p in _checkpoints(output_dir)],
-        chosen,
-        batch,
-        fingerprint,
-        partition,
-        trained,
-    )
     record = {
         "fingerprint": fingerprint,
         "steps": steps,
         "losses": losses,
-        "checkpoints": result.checkpoints,
+        "checkpoints": [int(p.name.split("-")[-1]) for p in _checkpoints(output_dir)],
         "learning_rate": lr,
         "model": str(model_name),
         "adapter": str(adapter) if adapter else None,
@@ -625,7 +558,22 @@ def finetune(
     if main:
         atomic_write_text(done, json.dumps(record) + "\n")
     trainer.accelerator.wait_for_everyone()
-    return result
+    return _result(output_dir, record)
+
+
+def _result(output_dir: Path, record: Mapping[str, Any]) -> FinetuneResult:
+    """The result a finished.json record describes."""
+    return FinetuneResult(
+        output_dir,
+        record["steps"],
+        [tuple(x) for x in record["losses"]],
+        record["checkpoints"],
+        record.get("precision"),
+        record.get("batch"),
+        record["fingerprint"],
+        record.get("zero3_partition"),
+        record.get("trained"),
+    )
 
 
 def _fingerprint(

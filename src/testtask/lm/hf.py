@@ -25,9 +25,8 @@ def pick_device(requested: str = "auto") -> str:
 
 
 def load_tokenizer(name: str, *, trust_remote_code: bool = False, revision: str | None = None) -> Any:
-    """The model's tokenizer, with EOS as the pad token where it has none (GPT-2, Llama): batches need padding
-    (as the authors' training-on-the-test-task train.py:71-73 does). `trust_remote_code` for models whose
-    tokenizer is code on the Hub (Baichuan, InternLM, Skywork); `revision` pins the Hub commit (None: the default branch)."""
+    """The model's tokenizer, EOS as the pad token where it has none (GPT-2, Llama; as the authors'
+    train.py:71-73)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, revision=revision)

@@ -1,11 +1,6 @@
-"""The registry of language models: load and validate a registry YAML (the shipped one, default_path(), lists the
-models of *Training on the test task*: conf/training_on_the_test_task/models/paper.yaml).
-
-The YAML (Appendix B.1 and B.1.1 of that paper, plus `extra` models that have published result files) is the only
-place model facts live; this module turns it into `ModelInfo` records and checks it, so a typo in the config fails
-loudly at load time rather than silently shifting a model on the compute axis or into the wrong cohort. The
-training-on-the-test-task runner loads models with it; analyses of that paper's results (its own, proxy-tasks')
-read the facts.
+"""The registry of language models, checked at load time: conf/training_on_the_test_task/models/paper.yaml
+(Appendix B.1 and B.1.1 of *Training on the test task*, plus `extra` models with published results) is the
+only place model facts live, so a typo fails loudly rather than shifting a model on the compute axis.
 """
 
 from __future__ import annotations
@@ -74,16 +69,14 @@ NOTES = ("paper_name", "paper_hf_repo", "source", "authors_tokens_t", "authors_t
 
 
 def _required() -> Any:
-    """An optional field of ModelEntry that a section's entries must state (a redefined field would otherwise keep
-    the default of ModelEntry's class attribute)."""
+    """A ModelEntry field that a section's entries must state (else ModelEntry's default stays)."""
     return field(kw_only=False)
 
 
 @section
 class ModelEntry:
-    """The fields of every registry entry (conf/training_on_the_test_task/models/paper.yaml and the user's own
-    conf/user/models.yaml). An entry is a record, not a setting: its optional fields below are absent from most
-    entries, and absence means what their default says."""
+    """The fields of every registry entry (paper.yaml, conf/user/models.yaml); an absent one means its
+    default."""
 
     train_date: Month
     hf_repo: HfRepo  # the repository the evaluated weights came from
@@ -96,7 +89,7 @@ class ModelEntry:
     authors_tokens_t: PositiveNumber | None = record_field()  # D of the authors' analysis code, if it differs
     authors_train_date: Month | None = record_field()  # the train date of the authors' analysis code
     revision_note: AnyText | None = record_field()  # why `revision` is null
-    # Loading (the runner): off unless the entry says so (the authors loaded every model but falcon with it on)
+    # Loading (the runner): off unless the entry says so (the authors: on but for falcon, jobs_eval.py:29-31)
     trust_remote_code: Flag = record_field(False)
     revision: Annotated[str, Strict(), at.MinLen(1)] | None = record_field()  # a Hub commit; null: not pinned
     model_args: Kwargs = record_field({})  # from_pretrained keyword arguments (training and lm-eval's `hf`)
@@ -156,22 +149,20 @@ ENTRIES: dict[Kind, type[ModelEntry]] = {
 
 @section
 class Models:
-    """The model registry (`models` of training-on-the-test-task's analysis section and of its runner's config):
-    model name (as in the result files) -> entry, per section."""
+    """The model registry (`models` of the analysis section and the runner's config): name -> entry, per
+    section."""
 
     base: dict[str, BaseModelEntry]
     instruct: dict[str, InstructModelEntry]
     extra: dict[str, ExtraModelEntry]
-    # The models only a user file added (model -> that file, as messages show it; `merge_user_models` fills it):
-    # the user's, not the paper's, so a source without their results simply lacks them (lm.release).
+    # The models only a user file added (model -> that file): a source without their results lacks them.
     own: dict[str, Name] = record_field({})
 
     def __post_init__(self) -> None:
         require(self.relations())
 
     def relations(self) -> list[Problem]:
-        """A name in two sections; an instruct model whose base model is not in `base`; an own model in no
-        section."""
+        """A name in two sections; an instruct model's base not in `base`; an own model in no section."""
         problems: list[Problem] = []
         seen: dict[str, Kind] = {}
         for kind in Kind:
@@ -214,8 +205,7 @@ class ModelInfo:
     language: str  # "EN" | "EN+CN"
     hf_repo: str | None
     base_model: str | None = None
-    # Loading (the runner; analyses never read these). Off unless the entry says so; the authors loaded every
-    # model with trust_remote_code=True except falcon (jobs_eval.py:29-31).
+    # Loading (the runner; analyses never read these), as the entry's fields
     trust_remote_code: bool = False
     # a Hub commit (or tag); None: not pinned (the entry's revision_note says why)
     revision: str | None = None
@@ -300,11 +290,9 @@ class ModelRegistry:
             self._models[info.name] = info
         self._notes = {name: dict(values) for name, values in (notes or {}).items()}
 
-    # --- construction -------------------------------------------------------------------------------------------
     @classmethod
     def from_config(cls, cfg: Any, prefix: str = "models") -> ModelRegistry:
-        """Build from a registry config (a DictConfig or mapping with sections base / instruct / extra), checked
-        against the `Models` schema; ConfigError naming every bad key below `prefix` otherwise."""
+        """Build from a registry config, checked against `Models` (ConfigError naming every bad key)."""
         return cls.from_models(load(Models, cfg, prefix))
 
     @classmethod
@@ -337,11 +325,9 @@ class ModelRegistry:
         return cls.from_config(OmegaConf.load(file))
 
     def with_authors_values(self) -> ModelRegistry:
-        """A copy using the D and dates of the authors' analysis code where they differ from the paper.
-
-        The published figures were computed from notebooks/utils.py (model2compute, model2date), whose D differs
-        from Appendix B.1 for gemma-2b, olmo-7b, olmo-1.7-7b and yi-6b, and whose pythia dates are 2023-02.
-        """
+        """A copy with the D and dates of the authors' analysis code, notebooks/utils.py (model2compute,
+        model2date), which made the published figures: D differs from Appendix B.1 for gemma-2b, olmo-7b,
+        olmo-1.7-7b and yi-6b, and its pythia dates are 2023-02."""
         infos = []
         for info in self._models.values():
             note = self._notes.get(info.name, {})
@@ -362,7 +348,6 @@ class ModelRegistry:
         kept = [info for name, info in self._models.items() if name not in drop]
         return ModelRegistry(kept, {name: notes for name, notes in self._notes.items() if name not in drop})
 
-    # --- queries ------------------------------------------------------------------------------------------------
     def get(self, name: str, source: str | Path | None = None) -> ModelInfo:
         """The model called `name`; UnknownModel (naming `source`, e.g. the result file) when there is none."""
         try:
@@ -409,9 +394,6 @@ class ModelRegistry:
         return f"ModelRegistry({counts})"
 
 
-# --- own models (conf/user/models.yaml, see testtask.user_files) -----------------------------------------------
-
-
 def _user_error(file: Any, lines: Iterable[str]) -> Exception:
     from testtask.user_files import UserFileError
 
@@ -419,9 +401,7 @@ def _user_error(file: Any, lines: Iterable[str]) -> Exception:
 
 
 def user_entries(file: Any) -> dict[str, dict[str, Any]]:
-    """The sections of an own models file (a `testtask.user_files.UserFile`; each section optional), every entry
-    checked against its section's entry schema; an error names the file and `<section>.<model>.<field>`, one line
-    per problem."""
+    """The sections of an own models file (a `UserFile`), every entry checked against its section's schema."""
     lines = [
         f"{key}: unknown section; the sections are {', '.join(KINDS)}"
         for key in file.data
@@ -442,11 +422,9 @@ def user_entries(file: Any) -> dict[str, dict[str, Any]]:
 
 
 def merge_user_models(models: Any, file: Any) -> None:
-    """Merge an own models file over the registry config `models` (base / instruct / extra), in place: an own
-    entry adds a model, or replaces the paper's entry of the same name and section whole (never field by
-    field, so an own entry always states every required field). The merged registry is checked here, so an
-    instruct model whose base_model is unknown fails naming the file. A model the registry did not have is
-    recorded in `own` with the file (an entry replacing the paper's stays the paper's model)."""
+    """Merge an own models file over the registry config `models`, in place, and check the result: an own
+    entry adds a model (recorded in `own`) or replaces the paper's entry of that name whole, never field by
+    field."""
     sections = user_entries(file)
     own = dict(models.get("own") or {})
     for kind, entries in sections.items():

@@ -1,11 +1,5 @@
-"""A release of lm-eval results, read through an analysis config: the model registry, the results the source
-lacks, and the tidy table of results (read once per process).
-
-`ReleaseSettings` is the schema of the keys of training-on-the-test-task's analysis section that say how its release
-is read (`evaluations_dir`, `model_values`, `models`, `absent_results`; that paper's `Settings` extends it), and
-`ReleaseSettings.release` the `Release` they give, built once (that paper's `Settings.release`); `results` reads
-the tables of a source of that paper (its data root): its analyses read their inputs here, and proxy-tasks reads
-that paper's release the same way (with that paper's context, from the pipeline).
+"""A release of lm-eval results, read through an analysis config (`ReleaseSettings`): the model registry, the
+results the source lacks, and the tidy table of results, read once per process (`results`).
 """
 
 from __future__ import annotations
@@ -54,8 +48,7 @@ def _registry(models: Models, models_json: str, values: ModelValues) -> ModelReg
 
 @section
 class ReleaseSettings:
-    """The keys of an analysis section that say how a release of lm-eval results is read (training-on-the-test-task's
-    Settings extends this): where the results are, the model registry and the results the release lacks."""
+    """The keys of an analysis section that say how a release of lm-eval results is read."""
 
     evaluations_dir: Name  # below the source's data root
     model_values: ModelValues
@@ -100,9 +93,8 @@ class Release:
     own: dict[str, str]  # the models only a user file added -> that file (`Models.own`)
 
     def registry_for(self, table: pd.DataFrame, where: str) -> ModelRegistry:
-        """The registry as a source (its results `table`, read from `where`) sees it: an own model without a
-        single result there is left out, said once per source. It is the user's model, not the paper's, so its
-        absence from e.g. the authors' release is no missing result (a paper model's still is, `lm.scores`)."""
+        """The registry as a source (its results `table`, from `where`) sees it: an own model without a result
+        there is left out, said once per source (the user's model: its absence is no missing result)."""
         present = set(table["model"])
         lacking = sorted(name for name in self.own if name not in present)
         if not lacking:
@@ -142,12 +134,8 @@ _CACHED_ROOTS = 2  # a release and the run laid over it (source=published+result
 
 
 def results(data_root: Path, release: Release, source: str, overlay: Path | None = None) -> pd.DataFrame:
-    """The tidy results table of a source (`data_root`, named `source` in messages); InputsUnavailable when the
-    evaluations folder is absent.
-
-    Every value is checked (results.load_results); a value missing or NaN is an error unless `absent_results`
-    lists that result. `overlay` (source=published+results): a run's root whose results are added to those of
-    `data_root`; a result in both is an OverlayConflict naming both files."""
+    """The tidy results table of a source (`data_root`; InputsUnavailable without its evaluations folder).
+    `overlay`: a run's root whose results are added (source=published+results); a result in both conflicts."""
     import pandas as pd  # here, not at the top: checking a config must not load pandas
 
     published = data_root / release.evaluations_dir
@@ -168,9 +156,8 @@ _NO_CONFLICTS: set[tuple[str, float, str, float]] = set()
 
 
 def conflicts(published: Path, run: Path, stamps: Mapping[Path, float] | None = None) -> None:
-    """OverlayConflict for the first result (model, benchmark, stage, fine-tune, suite, step, learning rate) that
-    both evaluations folders hold: the layout places each result at one relative path, so classify both trees,
-    again only when either has changed since (`stamps`: the trees' `_stamp`s, when the caller has them)."""
+    """OverlayConflict for the first result both evaluations folders hold; checked again only when either tree
+    changed (`stamps`: the trees' `_stamp`s, when the caller has them)."""
     if not (published.is_dir() and run.is_dir()):
         return
     stamps = stamps or {root: _stamp(root) for root in (published, run)}
@@ -211,9 +198,7 @@ def _one_root(
     stamps: Mapping[Path, float] | None = None,
     laid_over: bool = False,
 ) -> pd.DataFrame:
-    """One evaluations folder's table (`stamps`: its `_stamp`, when the caller has it). A run `laid_over` a
-    release must name registry models only: its model unknown is a ResultsError naming the file, not a quiet
-    skip."""
+    """One evaluations folder's table; a run `laid_over` a release must name registry models only."""
     if not root.is_dir():
         raise InputsUnavailable(
             f"{root} does not exist (source={source}; the folder is evaluations_dir = {release.evaluations_dir!r})"

@@ -1,13 +1,8 @@
-"""Read LM Evaluation Harness output JSONs in the published layout (`testtask.lm.results_layout`) into one tidy
-table.
+"""Read LM Evaluation Harness output JSONs in the published layout (`results_layout`) into one tidy table.
 
-Every value of every entry is checked: a metric must be a finite number within its range
-(`testtask.metric_ranges`), a standard error a finite number >= 0 or lm-eval's "N/A" (no bootstrap); a key is a
-metric, its standard error, or lm-eval bookkeeping; no key twice; every task `group_subtasks` lists has its entry.
-The only exception is a result listed in config `absent_results` (model, benchmark, stage, reason): the authors'
-release holds a few files whose values are NaN, and those are read as NaN. Anything else is a ResultsError naming
-the file and the field. Whether a file holds the metric an analysis reads is checked where it is read
-(`scores.lookup`), since which stages need which metric depends on the figure.
+Every value of every entry is checked (ResultsError naming the file and field); only a result config lists in
+`absent_results` may hold NaN (the authors' release has a few such files). Whether a file holds the metric an
+analysis reads is checked where it is read (`scores.lookup`).
 """
 
 from __future__ import annotations
@@ -58,8 +53,7 @@ Finetune = Choice("Finetune", {**{f: f for f in FINETUNES}, "any": ANY})
 
 @section
 class Absence:
-    """Results the source genuinely lacks (or holds as NaN), and why (an entry of `absent_results`). `*` matches
-    anything."""
+    """Results the source genuinely lacks (or holds as NaN), and why; `*` matches anything."""
 
     model: Annotated[
         Name | non_empty(Name), Text("a model name or a non-empty list of them")
@@ -95,8 +89,7 @@ class AbsentResults:
 
     @classmethod
     def from_config(cls, entries: Any, where: str = "absent_results") -> AbsentResults:
-        """The entries of an `absent_results` list (a config node or plain list), checked against `Absence`;
-        ConfigError naming every bad key below `where` otherwise."""
+        """An `absent_results` list checked against `Absence` (ConfigError naming every bad key)."""
         return cls(load(list[Absence], entries, where))
 
     @classmethod
@@ -205,8 +198,7 @@ def _parse(path: Path) -> dict:
 
 
 def _check_listed_entries(data: dict, path: Path) -> None:
-    """Every task `group_subtasks` names (groups and members) has its `results` entry: a dropped subject would
-    change the mean over entries silently. Files without `group_subtasks` are not checked."""
+    """Every task `group_subtasks` names has its `results` entry (a dropped subject would change the mean)."""
     groups = data.get("group_subtasks")
     if groups is None:
         return
@@ -226,8 +218,7 @@ def entries_lacking(path: Path, metric: str) -> list[str]:
 
 
 def _entries_means(per_entry: dict[str, dict[str, float]]) -> dict[str, float]:
-    """metric -> its mean over every `results` entry (`per_entry`: entry -> metric -> value), for the metrics
-    every entry reports, when there are several entries."""
+    """metric -> its mean over several `results` entries (entry -> metric -> value), if all report it."""
     if len(per_entry) < 2:
         return {}
     common = set.intersection(*(set(values) for values in per_entry.values()))
@@ -236,9 +227,7 @@ def _entries_means(per_entry: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def read_file(rf: ResultFile, absent: AbsentResults | None = None) -> list[dict]:
-    """Rows of the tidy table for one file: the benchmark's own entry, plus entry means for groups.
-
-    A result `absent` lists may hold NaN (or null) where a number should be."""
+    """Rows of the tidy table for one file: the benchmark's own entry, plus entry means for groups."""
     absent_ok = absent is not None and (
         absent.reason(rf.model, rf.benchmark, rf.adjustment, rf.finetune, rf.step) is not None
     )
@@ -277,14 +266,9 @@ def load_results(
     progress: bool = False,
     absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
-    """The tidy table of every result below `root` (an `evaluations/` folder).
-
-    `known_model(name)` returning False for a file's model is an error naming the file: a result whose
-    model the registry does not know cannot be placed on the compute axis, and dropping it silently
-    would change the analysis.
-    `absent`: results config lists as genuinely absent (read as NaN where the file holds no number); None reads
-    the list of the repository's config (`absent_results` in conf/training_on_the_test_task/analysis.yaml).
-    """
+    """The tidy table of every result below `root` (an `evaluations/` folder). A model `known_model` refuses
+    is an error (it cannot be placed on the compute axis); `absent` None reads the repository's
+    `absent_results`."""
     import pandas as pd  # here, not at the top: checking a config must not load pandas
 
     files = discover(root)

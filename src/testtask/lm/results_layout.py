@@ -9,8 +9,7 @@ Below the `evaluations/` root (training-on-the-test-task's release, and what `te
 - `lr_sweep/<learning rate>/<finetune>/<model>-<benchmark>.json`   fine-tuned (e3) at another peak learning
   rate (Appendix B.3; not in the authors' release, written by our runners)
 
-Benchmark names never contain '-', so a flat file name splits at its last '-'. `testtask.lm.results` reads the
-files; `testtask.lm.evaluation.result_path` checks a place with `classify` before writing there.
+Benchmark names never contain '-', so a flat file name splits at its last '-'.
 """
 
 from __future__ import annotations

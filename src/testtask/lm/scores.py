@@ -1,10 +1,6 @@
-"""One benchmark's scores from the tidy results table (`testtask.lm.results`), and the results missing and why.
-
-A model whose result is missing keeps its place, with NaN for the score and a `Gap` saying which result is missing
-and why (config `absent_results`). `usable` is the one place rows are left out before a fit: it names every model
-it leaves out (log and JSON) and refuses a gap config does not list. `before_after` gives each model's score before
-and after fine-tuning and the adjusted score (training-on-the-test-task's adjustment).
-"""
+"""One benchmark's scores from the tidy results table (`testtask.lm.results`), and the results missing and why
+(a `Gap`; `usable` is the one place rows are left out before a fit, and it refuses a gap config does not
+list)."""
 
 from __future__ import annotations
 
@@ -34,9 +30,8 @@ log = logging.getLogger(__name__)
 
 
 class Aggregate(Choice):
-    """Which value of a result file a benchmark's score is: the entry named like the benchmark (`own`, lm-eval's
-    standard group aggregate) or the mean over every `results` entry (`entries_mean`, as the authors averaged
-    MMLU)."""
+    """A benchmark's score: the entry named like it (`own`, lm-eval's group aggregate) or the mean over every
+    `results` entry (`entries_mean`, as the authors averaged MMLU)."""
 
     own = "own"
     entries_mean = ENTRIES_MEAN
@@ -80,24 +75,12 @@ def select(
     step: int | None = None,
 ) -> pd.Series:
     """Scores of one benchmark at one adjustment (and checkpoint), indexed by model."""
-    rows = results[
-        (results["benchmark"] == spec.file)
-        & (results["metric"] == spec.metric_key)
-        & (results["adjustment"] == adjustment)
-        & (results["suite"] == spec.suite)
-    ]
-    if adjustment != "base":
-        rows = rows[rows["finetune"] == (finetune or spec.finetune)]
-    if step is not None:
-        rows = rows[rows["step"] == step]
+    rows = _rows(results, spec, adjustment, finetune or spec.finetune, step)
+    rows = rows[rows["metric"] == spec.metric_key]
     if adjustment == "lr_sweep":
         # one score per model: the best over the swept learning rates
-        best = (
-            rows.groupby("model")["value"].max()
-            if spec.higher_is_better
-            else rows.groupby("model")["value"].min()
-        )
-        return best.rename(spec.key)
+        values = rows.groupby("model")["value"]
+        return (values.max() if spec.higher_is_better else values.min()).rename(spec.key)
     if rows["model"].duplicated().any():
         dup = rows[rows["model"].duplicated(keep=False)]
         raise ValueError(f"{spec.key}: several results for one model: {sorted(set(dup['file']))[:4]}")
@@ -135,10 +118,10 @@ class Gap:
         return record
 
 
-def _files(
+def _rows(
     results: pd.DataFrame, spec: BenchmarkSpec, stage: str, finetune: str | None, step: int | None
-) -> dict[str, str]:
-    """model -> the result file of this benchmark and stage that is there (whatever metrics it holds)."""
+) -> pd.DataFrame:
+    """The rows of this benchmark and stage (whatever their metric)."""
     rows = results[
         (results["benchmark"] == spec.file)
         & (results["adjustment"] == stage)
@@ -148,7 +131,7 @@ def _files(
         rows = rows[rows["finetune"] == finetune]
     if step is not None:
         rows = rows[rows["step"] == step]
-    return dict(zip(rows["model"], rows["file"], strict=True))
+    return rows
 
 
 def _missing_field(spec: BenchmarkSpec, path: str) -> str:
@@ -174,7 +157,8 @@ def lookup(
     series = select(results, spec, stage, finetune, step)
     values = series.reindex(list(models))
     tuned = None if stage == "base" else (finetune or spec.finetune)
-    files = _files(results, spec, stage, tuned, step)
+    rows = _rows(results, spec, stage, tuned, step)
+    files = dict(zip(rows["model"], rows["file"], strict=True))  # the files there, whatever their metrics
     gaps = {}
     for name, value in values.items():
         if np.isfinite(value):
@@ -197,8 +181,7 @@ def _unlisted_message(what: str, gaps: Sequence[Gap]) -> str:
 
 
 def check_gaps(gaps: Iterable[Gap], what: str) -> list[Gap]:
-    """The gaps of one fit, each logged; ResultsError naming a file that lacks the field read, or the results
-    config does not list."""
+    """The gaps of one fit, each logged; ResultsError for a file lacking the field read or an unlisted gap."""
     gaps = list(gaps)
     broken = [g for g in gaps if g.present_file is not None]
     if broken:
@@ -216,9 +199,7 @@ def check_gaps(gaps: Iterable[Gap], what: str) -> list[Gap]:
 
 
 def usable(table: pd.DataFrame, column: str, what: str) -> tuple[pd.DataFrame, list[Gap]]:
-    """Rows of `table` with a score in `column`, and the Gap (column `gap_<column>`) of each row without one.
-
-    Every row left out is logged; a row without a score and without a listed reason is a ResultsError."""
+    """Rows of `table` with a score in `column`, and the Gap (`gap_<column>`) of each row without one."""
     import pandas as pd  # here, not at the top: checking a config must not load pandas
 
     lacking = table[column].isna().to_numpy()
@@ -249,15 +230,9 @@ def before_after(
     use_max: bool,
     absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
-    """One row per model of `models`, in that order: `before` (no fine-tuning), `after` (fine-tuning `stage`),
-    `adjusted`, and the Gap of each missing score in `gap_before`, `gap_after`, `gap_adjusted` (None where the
-    score is there).
-
-    `adjusted` is max(before, after) with `use_max` (the authors' choice: fine-tuning that hurts a model
-    is not held against it), else `after`; NaN where the model was not fine-tuned. An empty `stage` means no
-    fine-tuning stage is configured: every `after` is missing, for that reason.
-    `absent`: the results config lists as missing from the source (their Gaps carry its reason).
-    """
+    """One row per model: `before` (no fine-tuning), `after` (fine-tuning `stage`; empty: none configured),
+    `adjusted` and the Gap of each missing score. `adjusted` is max(before, after) with `use_max` (the
+    authors' choice: fine-tuning that hurts a model is not held against it), else `after`."""
     import pandas as pd  # here, not at the top: checking a config must not load pandas
 
     absent = absent if absent is not None else AbsentResults()

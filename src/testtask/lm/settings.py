@@ -1,11 +1,6 @@
-"""The settings of the shared fine-tuning (testtask.lm.finetune) and of lm-eval scoring: one schema for every
-runner that uses them (training-on-the-test-task's and train-before-test's `recipe`, `lora` and `batch_size`).
-
-Each key is declared here once, with its type and allowed values; the values are in YAML
-(conf/training_on_the_test_task/finetune/recipe.yaml, conf/train_before_test/recipe/paper.yaml and the runners'
-entry configs). transformers' optimizer and scheduler names are checked against transformers itself, imported
-only when a value is checked, so this module stays light (the runners check their config before loading models).
-"""
+"""The schema of the shared fine-tuning (`testtask.lm.finetune`) and lm-eval scoring settings, for every
+runner that uses them; the values are in YAML. transformers' optimizer and scheduler names are checked against
+the installed transformers, read only when a value is checked, so this module stays light."""
 
 from __future__ import annotations
 
@@ -68,9 +63,6 @@ class Side(Choice):
     right = "right"
 
 
-# --- transformers' names (checked on use, against the installed transformers) -----------------------------------
-
-
 # Where transformers declares each set of names: (module, enum class).
 _NAMES = {
     "optim": ("transformers.training_args", "OptimizerNames"),
@@ -80,11 +72,8 @@ _NAMES = {
 
 @functools.cache
 def transformers_names(kind: str) -> tuple[str, ...]:
-    """Optimizer (`optim`) or scheduler (`scheduler`) names the installed transformers' TrainingArguments accept.
-
-    Read from the enum's source, not by importing it: importing transformers' trainer modules loads torch, and a
-    config is checked before any heavy library loads. Should the source ever not declare the enum as plain string
-    members, the enum is imported instead."""
+    """Optimizer (`optim`) or scheduler (`scheduler`) names the installed transformers accepts, read from the
+    enum's source (importing it loads torch), else from the imported enum."""
     module, enum = _NAMES[kind]
     # A top-level package's spec is found without importing the package.
     package = importlib.util.find_spec("transformers")
@@ -138,7 +127,6 @@ Limit = Annotated[PositiveInt | number(0, 1), Text("a positive integer (document
 TargetModules = Annotated[
     Name | non_empty(Name), Text("a module name or pattern (all-linear) or a list of them")
 ]
-# Keyword arguments of a loader (`from_pretrained`, lm-eval's `hf` model): any values, by name
 # keyword arguments passed on to a library (from_pretrained, lm-eval's `hf` model): scalar values
 Kwargs = Annotated[
     dict[str, bool | int | float | str | None], Text("a mapping of keyword arguments (scalar values)")
@@ -239,9 +227,6 @@ class Recipe:
                 "a number > 0 while {gradient_checkpointing} is null (checkpointing from this size)",
             ),
         )
-
-
-# --- the model registry (conf/training_on_the_test_task/models/*.yaml, read by testtask.lm.models) ---------------
 
 
 # Keys the recipe declared for training-on-the-test-task alone before train-before-test's recipe stated every key:

@@ -1,8 +1,5 @@
-"""A tiny random Llama with a word-level tokenizer: offline stand-in for a Hub model in smoke runs and tests.
-
-Used by `make tiny-train-before-test` and by the runner tests; lm-eval and the Trainer load it like any local
-checkpoint, so every code path a real model takes (tokenisation, loglikelihoods, LoRA, saving) runs in seconds.
-"""
+"""A tiny random Llama with a word-level tokenizer: an offline stand-in for a Hub model in smoke runs and
+tests."""
 
 from __future__ import annotations
 
@@ -15,9 +12,9 @@ SPECIAL = {"unk": "<unk>", "bos": "<s>", "eos": "</s>", "pad": "<pad>"}
 WORD = re.compile(r"\w+|[^\w\s]+")
 
 
-def vocabulary(texts: Iterable[str]) -> dict[str, int]:
-    """Special tokens first, then every word of `texts` in order of appearance."""
-    vocab = {tok: i for i, tok in enumerate(SPECIAL.values())}
+def vocabulary(texts: Iterable[str], special: Iterable[str] | None = None) -> dict[str, int]:
+    """Special tokens (default: SPECIAL's) first, then every word of `texts` in order of appearance."""
+    vocab = {tok: i for i, tok in enumerate(SPECIAL.values() if special is None else special)}
     for text in texts:
         for word in WORD.findall(text):
             vocab.setdefault(word, len(vocab))

@@ -1,9 +1,5 @@
-"""Synthetic data for the preflight, written in the layouts the runners read (no downloads).
-
-- a 3-class text classification set for pretrain-on-test (a CSV and its `source: file` dataset spec);
-- ARC-style multiple-choice questions: (prompt, completion) training pairs for training-on-the-test-task's
-  fine-tuning, and JSON Lines splits of `ARC-Challenge` that lm-eval reads for our `arc_challenge_mc` task.
-"""
+"""Synthetic data for the preflight, in the layouts the runners read: a 3-class text classification set and
+ARC-style multiple-choice questions."""
 
 from __future__ import annotations
 
@@ -88,9 +84,10 @@ def arc_pairs(count: int, offset: int = 0) -> list[tuple[str, str]]:
     return [task_data.arc(row) for row in arc_rows(count, offset)]
 
 
-def write_arc(folder: Path) -> Path:
-    """`<folder>/ARC-Challenge/{train,validation,test}.jsonl`, the local copy `evaluation.task_manager` reads."""
-    splits = {"train": arc_rows(8, 40), "validation": arc_rows(8, 60), "test": arc_rows(12)}
+def write_arc(folder: Path, splits: dict[str, list[dict]] | None = None) -> Path:
+    """`<folder>/ARC-Challenge/<split>.jsonl` (default: the preflight's train, validation and test rows), the
+    local copy `evaluation.task_manager` reads."""
+    splits = splits or {"train": arc_rows(8, 40), "validation": arc_rows(8, 60), "test": arc_rows(12)}
     for split, rows in splits.items():
         path = folder / "ARC-Challenge" / f"{split}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,11 @@
 """Tiny random models with word-level tokenizers, saved with `save_pretrained` (no Hub access).
 
-The few-shot checks use tiny BERT and GPT-2 (hidden size 32); the zero-shot QLoRA and fine-tuning checks use a
-small Llama (hidden size 256, two layers, grouped-query attention as Mistral's) so that bitsandbytes' NF4 blocks,
-its 8-bit optimizer states (tensors of at least 4096 elements) and the bf16 kernels see realistic shapes, while a
-whole check still takes seconds.
-"""
+The QLoRA and fine-tuning checks use a small Llama (`SMALL`, grouped-query attention as Mistral's) so that
+bitsandbytes' NF4 blocks and 8-bit optimizer states (tensors of >= 4096 elements) see realistic shapes."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +19,6 @@ SPECIAL = {
     "bos": "<s>",
     "eos": "</s>",
 }
-WORD = re.compile(r"\w+|[^\w\s]+")  # the tokenizers library's Whitespace pre-tokenizer
 
 
 @dataclass(frozen=True)
@@ -45,10 +40,9 @@ def word_tokenizer(texts: Iterable[str], *, bert: bool = False, bos: bool = Fals
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(SPECIAL.values())}
-    for text in texts:
-        for word in WORD.findall(text):
-            vocab.setdefault(word, len(vocab))
+    from testtask.lm.tiny_llama import vocabulary
+
+    vocab = vocabulary(texts, SPECIAL.values())
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIAL["unk"]))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
     kwargs = {

@@ -1,13 +1,7 @@
-"""The preflight's checks: a name, what it needs (a CUDA GPU; two GPUs when on CUDA), which of its parts only CUDA
-can show, and the function that runs it.
+"""The preflight's checks: a function of the run's `Context` returning its key numbers (raising to fail,
+`Skip` to be skipped), registered in running order with `@check(...)`.
 
-A check is a function of the run's `Context` that returns its key numbers (a flat dict: tokens/s, losses,
-accuracies, ...) and raises to fail or `Skip` to be skipped. Checks register themselves with `@check(...)` in the
-modules of `testtask.preflight.checks`, in the order they run; `checks()` imports those modules and returns the
-registry, which tests may extend (`REGISTRY[name] = Check(...)`).
-
-`cuda_only` says what a `--cpu` run cannot show, each with its reason: the whole check (`WHOLE`, for a check that
-needs CUDA) or named parts of a check that otherwise runs on the CPU (paged optimizer memory, NCCL, CUDA kernels).
+`cuda_only` says what a `--cpu` run cannot show, with the reason: the whole check (`WHOLE`) or named parts.
 """
 
 from __future__ import annotations
@@ -66,15 +60,7 @@ def check(
     """Decorator: register the function as the check `name`."""
 
     def wrap(fn: Callable[[Any], dict[str, Any] | None]) -> Callable[[Any], dict[str, Any] | None]:
-        register(
-            Check(
-                name=name,
-                run=fn,
-                description=description,
-                needs=frozenset(needs),
-                cuda_only=dict(cuda_only or {}),
-            )
-        )
+        register(Check(name, fn, description, frozenset(needs), dict(cuda_only or {})))
         return fn
 
     return wrap

@@ -1,9 +1,5 @@
-"""The preflight's record: versions, the GPU, the git commit, every check's outcome; written atomically.
-
-`results/gpu-preflight/<gpu-name-slug>.json` (`cpu.json` for the CPU subset). The file is rewritten after every
-check with `complete: false`, so a run that dies (a segfault in a CUDA extension, a killed job) still leaves what
-it found; the last write has `complete: true`.
-"""
+"""The preflight's record: versions, the GPU, the git commit, every check's outcome; rewritten after every
+check (`complete: false` until the last), so a run that dies still leaves what it found."""
 
 from __future__ import annotations
 
@@ -159,8 +155,6 @@ def record(
         "total_seconds": round(total_seconds, 2),
         "summary": counts(outcomes),
         "checks": [{**o.as_dict(), "runs_on": where(o.name)} for o in outcomes],
-        # what the CPU subset cannot show: the checks, or parts of checks, that need CUDA itself (paged memory,
-        # NCCL, CUDA kernels), each with its reason
         "cuda_only": cuda_only(registry, all_names),
     }
 

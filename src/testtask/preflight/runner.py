@@ -1,9 +1,6 @@
-"""Run the selected checks one after the other: time each, catch what it raises, report progress.
-
-One failing check never stops the others: its exception becomes the check's `error` (the traceback's tail) and
-the next check runs. On CUDA each check starts with an empty cache and fresh peak-memory counters, and ends with a
-synchronisation, so an asynchronous CUDA error is charged to the check that caused it.
-"""
+"""Run the selected checks one after the other: time each, catch what it raises (one failing check never stops
+the others), report progress. On CUDA each check ends with a synchronisation, so an asynchronous CUDA error is
+charged to the check that caused it."""
 
 from __future__ import annotations
 
@@ -65,12 +62,9 @@ class Outcome:
     output: str | None = None  # the tail of what a failed check printed
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "status": self.status, "seconds": round(self.seconds, 3)}
-        out["numbers"] = self.numbers
-        for key in ("error", "reason", "output"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        return out
+        out = {"name": self.name, "status": self.status, "seconds": round(self.seconds, 3)}
+        optional = {"error": self.error, "reason": self.reason, "output": self.output}
+        return out | {"numbers": self.numbers} | {k: v for k, v in optional.items() if v is not None}
 
 
 def unmet_need(item: Check, ctx: Context) -> str | None:
@@ -166,12 +160,8 @@ def run_one(item: Check, ctx: Context, log: Path | None = None) -> Outcome:
 
 
 def _short(numbers: dict[str, Any], limit: int = 6) -> str:
-    parts = []
-    for key, value in list(numbers.items())[:limit]:
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        parts.append(f"{key}={value}")
-    return ", ".join(parts)
+    shown = list(numbers.items())[:limit]
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown)
 
 
 def run_checks(
@@ -182,8 +172,8 @@ def run_checks(
     after_each: Callable[[list[Outcome]], None] | None = None,
     capture: bool = True,
 ) -> list[Outcome]:
-    """Run `items` in order; one progress line as each starts and one as it ends. With `capture`, what a check
-    prints goes to `<work>/logs/<name>.log` instead of the terminal."""
+    """Run `items` in order with a progress line as each starts and ends; `capture`: their output to
+    `<work>/logs/`."""
     outcomes: list[Outcome] = []
     width = len(str(len(items)))
     for k, item in enumerate(items, 1):
@@ -220,8 +210,8 @@ def run_and_save(
     started: float,
     out: Path,
 ) -> int:
-    """`run_checks` with progress on the current stdout, `save(outcomes)` after each check and
-    `save(outcomes, complete=True)` at the end, then the totals; the exit status (1 when a check failed)."""
+    """`run_checks` saving after each check and at the end (`complete=True`); the exit status (1: a check
+    failed)."""
     stdout = sys.stdout  # progress lines go here while a check's own output is captured
     outcomes = run_checks(
         items, ctx, echo=lambda line: print(line, file=stdout, flush=True), after_each=save, capture=capture

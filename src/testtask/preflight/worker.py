@@ -1,11 +1,6 @@
-"""One rank of the preflight's 2-rank checks: `torchrun --standalone --nproc_per_node=2 -m
-testtask.preflight.worker SPEC.json`.
-
-SPEC names the mode (`tott`: `finetune` for a few steps; `tbt`: train-before-test's `train_epochs`, a checkpoint
-per epoch), the model, the training pairs, the recipe and the output folder. Each rank records which sequences
-its collator batched (hashes of their token ids), the optimizer steps, losses and checkpoints in
-`<out>/rank<k>.json`, or the traceback when it fails; the launching check compares the ranks.
-"""
+"""One rank of the preflight's 2-rank checks (`torchrun ... -m testtask.preflight.worker SPEC.json`): it
+trains as SPEC says (mode `tott`: `finetune`; `tbt`: `train_epochs`) and records the sequences its collator
+batched, steps, losses and checkpoints, or the traceback, in `<out>/rank<k>.json`."""
 
 from __future__ import annotations
 
@@ -62,11 +57,10 @@ def train(spec: dict[str, Any]) -> dict[str, Any]:
             "steps": result.steps,
             "losses": result.losses,
             "checkpoints": result.checkpoints,
-            "batch": getattr(result, "batch", None),  # finetune's own batch arithmetic, where it records it
-            # this rank's ZeRO-3 shard, under DeepSpeed
-            "partition": getattr(result, "zero3_partition", None),
+            "batch": result.batch,
+            "partition": result.zero3_partition,  # this rank's ZeRO-3 shard, under DeepSpeed
             "precision": result.precision,
-            "trained": getattr(result, "trained", None),  # the live Trainer's autocast, ZeRO stage, optimizer
+            "trained": result.trained,  # the live Trainer's autocast, ZeRO stage, optimizer
         }
     if spec["mode"] == "tbt":
         from testtask.train_before_test.runner.training import train_epochs

@@ -1,17 +1,8 @@
 """Discover, validate and load per-subsample accuracy files.
 
-Layout (the authors' release and our runners alike):
-`<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/accuracies.csv`, one row per subsample, columns
-`base,extra,test,majority,num_classes,majority_all`. Row k is subsample k for every LM type.
-
-`load` reads one root or several laid over each other (source=published+results: the release's collection folder
-and the run's): a run may only add files, so one (collection, m, n, lm_type, dataset) in two roots is an
-`OverlayConflict` naming both files.
-
-A file must be UTF-8 text ending in a newline (a cut-off last row is refused, not read short), with a header of
-distinct column names without surrounding spaces, every row as long as the header, and every cell of the columns
-above a plain decimal number (no spaces, no NaN) in its range. Anything else is an AccuracyDataError naming the
-file and the field.
+Layout (the authors' release and our runners alike): `<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/
+accuracies.csv`, one row per subsample (row k is subsample k for every LM type), columns `COLUMNS`. A malformed
+file is an AccuracyDataError naming the file and the field.
 """
 
 from __future__ import annotations
@@ -48,9 +39,8 @@ class AccuracyDataError(InputError, ValueError):
 
 
 def discover(root: Path, strict: bool = False) -> pd.DataFrame:
-    """Every accuracies.csv under `root`, one row per file: collection, m, n, lm_type, dataset, path. A file
-    outside the layout is passed over, or with `strict` (a run laid over a release, whose files only add) an
-    AccuracyDataError naming it."""
+    """Every accuracies.csv under `root`, one row per file; a file outside the layout is passed over, or with
+    `strict` (a run laid over a release) an AccuracyDataError."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"no accuracies folder at {root}")
@@ -75,8 +65,7 @@ IDENTITY = ["collection", "m", "n", "lm_type", "dataset"]  # what one accuracies
 
 
 def discover_roots(roots: Sequence[Path]) -> pd.DataFrame:
-    """`discover` over each of `roots`, the release first and the run laid over it after: a file of one
-    (collection, m, n, lm_type, dataset) in two roots is an OverlayConflict naming both files."""
+    """`discover` over each of `roots`, the release first; one file's identity in two roots is an OverlayConflict."""
     found = [discover(root, strict=i > 0) for i, root in enumerate(roots)]
     files = pd.concat(found, ignore_index=True) if len(found) > 1 else found[0]
     twice = files[files.duplicated(IDENTITY, keep=False)]
@@ -161,12 +150,9 @@ def _first(bad: np.ndarray) -> int:
 
 
 def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
-    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n), which the
-    descriptive outputs read (the authors' take the accuracies themselves), and `<col>_model_correct`, the counts
-    the §6.1 model is fitted to: the same, or with `counts="truncate"` accuracy × n cast to an integer as the
-    authors' analysis does (`utils.accuracies_to_num_correct`: 0.57 × 100 = 56.999… gives 56).
-
-    Columns beyond COLUMNS are kept as text."""
+    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n) and
+    `<col>_model_correct`, the counts the §6.1 model is fitted to: with `counts="truncate"` cast to an integer as
+    the authors' `utils.accuracies_to_num_correct` does (0.57 × 100 = 56.999… gives 56)."""
     path = Path(path)
     header, body = _rows(_text(path), path)
     frame = pd.DataFrame(body, columns=header)
@@ -212,21 +198,13 @@ def load(
     lm_types: list[str] | None = None,
     counts: str = "round",
 ) -> pd.DataFrame:
-    """Load every matching file under `root` (or under each of several roots laid over each other, the release
-    first: `discover_roots`) into one frame with columns collection, m, n, lm_type, dataset, subsample, ...
-    (`counts`: how accuracy × n becomes a count, see `read_accuracies`).
-
-    Files of one (collection, m, n, dataset) must have equal row counts across LM types, because row k is the
-    same subsample k for each of them.
-    """
+    """Load every matching file under `root` (or several roots laid over each other: `discover_roots`) into one
+    frame; files of one (collection, m, n, dataset) must have equal row counts across LM types."""
     roots = [Path(root)] if isinstance(root, str | Path) else [Path(r) for r in root]
     files = discover_roots(roots)
-    if collection is not None:
-        files = files[files.collection == collection]
-    if m is not None:
-        files = files[files.m == m]
-    if n is not None:
-        files = files[files.n == n]
+    for column, value in (("collection", collection), ("m", m), ("n", n)):
+        if value is not None:
+            files = files[files[column] == value]
     if lm_types is not None:
         files = files[files.lm_type.isin(lm_types)]
     if files.empty:
@@ -265,11 +243,8 @@ def configurations(data: pd.DataFrame) -> list[tuple[str, int, int]]:
 
 
 def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
-    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1 (the
-    frame's `<col>_model_correct` counts where it has them, else `<col>_correct`).
-
-    `treatment` is 0 for the control arm and 1 for the treatment arm of `effect` ("boost" or "bias").
-    """
+    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1;
+    `treatment` is 0 for the control arm and 1 for the treatment arm of `effect`."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {sorted(EFFECTS)}, got {effect!r}")
     control, treatment = EFFECTS[effect]

@@ -1,11 +1,9 @@
 """`make bench`: time Figure 3 (16 fits and the eq. 11 posterior predictive) and Figure 7 (2 × 500 slice fits),
 and print per-fit seconds and diagnostics.
 
-Fits come from the posterior cache when they are there, and the table says so (their seconds are the original
-fit's, not this run's); `bench.cold=true` times everything from scratch in a throw-away cache. The paper's Figure 3
-has m = 50 and 100; where only one m is present (the offline mirror holds m = 50 alone),
-`bench.proxy_missing_m=true` times the missing m on a relabelled copy of the present one: same shapes, same
-geometry, so the same work. Those rows are marked `proxy` and are timings only.
+Cached fits say so (their seconds are the original fit's); `bench.cold=true` times everything from scratch.
+`bench.proxy_missing_m=true` times a missing m of the paper's (the offline mirror holds m = 50 alone) on a
+relabelled copy of the present one: the same work; those rows are marked `proxy` and are timings only.
 """
 
 from __future__ import annotations

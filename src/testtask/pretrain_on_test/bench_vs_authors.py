@@ -1,10 +1,8 @@
 """`make bench-vs-authors`: one configuration of Figure 3 fitted the authors' way and ours, side by side.
 
-The authors' way, as the paper's analysis ran it: the §6.1 formula in bambi, PyMC's default NUTS (4 chains ×
-1,000 draws after 500 tuning steps, one core, chains one after another), then bambi's posterior predictive
-(`Model.predict(kind="response")`), reduced to eq. 11's average difference. Ours: the marginal model on the
-compiled kernel (nutpie, chains in threads) and our streaming posterior predictive. Same data, same priors, same
-draws; the printed table gives seconds, β's posterior mean, r̂ and bulk ESS of each, and the ratio.
+The authors' way: the §6.1 formula in bambi, PyMC's default NUTS on one core, then bambi's posterior predictive
+(`Model.predict(kind="response")`) reduced to eq. 11. Ours: the marginal model on the compiled kernel (nutpie) and
+our streaming posterior predictive. Same data, priors and draws.
 """
 
 from __future__ import annotations

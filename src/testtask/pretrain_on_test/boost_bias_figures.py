@@ -39,9 +39,6 @@ UNITS = {  # of the panels' numbers (Figures 3, 5, 6)
 }
 
 
-# --- drawing -------------------------------------------------------------------------------------------------
-
-
 def lm_types_read(results: list[dict]) -> list[str]:
     """The LM types the fits of `results` read, sorted (what titles and legends name)."""
     return sorted({str(lm) for r in results for lm in r["panel"]["lm_types"]})
@@ -55,8 +52,7 @@ def fitted_how(results: list[dict], fit: str) -> str:
 
 
 def how_read(results: list[dict], fit: str) -> str:
-    """The LM types read and how they were fitted, as a title says it: "BERT and GPT-2 pooled", "BERT, GPT-2 and
-    student-lm side by side", or one LM type's name alone."""
+    """The LM types read and how they were fitted, as a title says it: "BERT and GPT-2 pooled"."""
     return " ".join(part for part in (lm_names(lm_types_read(results)), fitted_how(results, fit)) if part)
 
 
@@ -66,6 +62,15 @@ def lm_colors(lm_types: list[str]) -> dict[str, str]:
     return {lm: palette[i % len(palette)] for i, lm in enumerate(lm_types)}
 
 
+def _violins(ax: plt.Axes, draws: list, positions: Any, width: float, color: str, alpha: float) -> None:
+    parts = ax.violinplot(
+        draws, positions=positions, orientation="horizontal", showextrema=False, widths=width
+    )
+    for body in parts["bodies"]:
+        body.set_facecolor(color)
+        body.set_alpha(alpha)
+
+
 def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str, every: list[str]) -> None:
     """One violin per fit of `effect` (one per n: the LM types pooled); a fit that read fewer LM types than the
     figure (`every`) names its own under its n."""
@@ -73,31 +78,26 @@ def _violin_panel(ax: plt.Axes, results: list[dict], effect: str, title: str, ev
     positions = np.arange(len(chosen))
     draws = [100 * r["predictive"].average for r in chosen]
     if draws:
-        parts = ax.violinplot(
-            draws, positions=positions, orientation="horizontal", showextrema=False, widths=0.8
-        )
-        for body in parts["bodies"]:
-            body.set_facecolor(COLORS[effect])
-            body.set_alpha(0.45)
-    _intervals(ax, positions, chosen)
-    ax.axvline(0, color="grey", lw=1, ls="--")
+        _violins(ax, draws, positions, 0.8, COLORS[effect], 0.45)
+    _intervals(ax, positions, chosen, effect, title)
     labels = [
         f"n = {r['panel']['n']}"
         + (f"\n({lm_names(r['panel']['lm_types'])})" if sorted(r["panel"]["lm_types"]) != every else "")
         for r in chosen
     ]
     ax.set_yticks(positions, labels)
-    ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
-    ax.set_title(title)
 
 
-def _intervals(ax: plt.Axes, positions: np.ndarray, chosen: list[dict]) -> None:
-    """Each fit's 89% HDI (bar), posterior mean (dot) and observed mean (x) at its position."""
+def _intervals(ax: plt.Axes, positions: np.ndarray, chosen: list[dict], effect: str, title: str) -> None:
+    """Each fit's 89% HDI (bar), posterior mean (dot) and observed mean (x) at its position; the axes' labels."""
     for pos, r in zip(positions, chosen, strict=True):
         lo, hi = r["panel"]["average_difference"]["hdi_89"]
         ax.hlines(pos, 100 * lo, 100 * hi, color="k", lw=2)
         ax.plot(100 * r["panel"]["average_difference"]["mean"], pos, "ko", ms=4)
         ax.plot(100 * r["panel"]["raw_mean_difference"], pos, "x", color="tab:red", ms=6)
+    ax.axvline(0, color="grey", lw=1, ls="--")
+    ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
+    ax.set_title(title)
 
 
 def _side_by_side_panel(
@@ -112,21 +112,9 @@ def _side_by_side_panel(
         [ns.index(r["panel"]["n"]) + offset[r["panel"]["lm_types"][0]] for r in chosen], dtype=float
     )
     for pos, r in zip(positions, chosen, strict=True):
-        parts = ax.violinplot(
-            [100 * r["predictive"].average],
-            positions=[pos],
-            orientation="horizontal",
-            showextrema=False,
-            widths=width,
-        )
-        for body in parts["bodies"]:
-            body.set_facecolor(colors[r["panel"]["lm_types"][0]])
-            body.set_alpha(0.55)
-    _intervals(ax, positions, chosen)
-    ax.axvline(0, color="grey", lw=1, ls="--")
+        _violins(ax, [100 * r["predictive"].average], [pos], width, colors[r["panel"]["lm_types"][0]], 0.55)
+    _intervals(ax, positions, chosen, effect, title)
     ax.set_yticks(np.arange(len(ns)), [f"n = {n}" for n in ns])
-    ax.set_xlabel(f"{EFFECT_LABEL[effect]}, accuracy points")
-    ax.set_title(title)
 
 
 def average_difference_figure(
@@ -202,10 +190,9 @@ def figure_3(ctx: Context) -> dict:
 
 
 def reached_threshold(data: pd.DataFrame, threshold: float, strict: bool) -> pd.DataFrame:
-    """The (m, n, LM type, task) cells whose observed average bias (mean over subsamples of acc_test − acc_extra)
-    exceeds `threshold` (`strict`, the authors' `>`) or reaches it (≥, the text's "at least"), as the authors pick
-    Figure 4's tasks (analysis/dataset_level.ipynb: `accuracies_grouped.filter(evaluation_bias_mean > big_bias)`).
-    A mean within the zero rule's tolerance of the threshold counts as equal to it."""
+    """The (m, n, LM type, task) cells whose observed average bias exceeds `threshold` (`strict`, the authors' `>`)
+    or reaches it (≥, the text's "at least"), as the authors pick Figure 4's tasks (analysis/dataset_level.ipynb:
+    `accuracies_grouped.filter(evaluation_bias_mean > big_bias)`); within the zero rule's tolerance counts as equal."""
     frame = data[["m", "n", "lm_type", "dataset"]].copy()
     frame["bias"] = paired_differences(data, "bias").to_numpy()
     means = frame.groupby(["m", "n", "lm_type", "dataset"], as_index=False)["bias"].mean()

@@ -1,9 +1,5 @@
-"""What a cached posterior must carry to be trusted: the key it was fitted under and the model code's version.
-
-A cache file's name is its key, but a name proves nothing (a file copied over another, a cache kept across a change
-of the likelihood). So every entry stores its key and `model_code_version()` inside itself, and a reader compares
-both with what it expects before using the entry (`mismatch`).
-"""
+"""What a cached posterior must carry to be trusted: the key it was fitted under and the model code's version
+(a file's name proves nothing: a file copied over another, a cache kept across a change of the likelihood)."""
 
 from __future__ import annotations
 
@@ -18,9 +14,7 @@ VERSION = "model_code_version"
 
 
 def _model_code() -> list[Any]:
-    """The code that decides what a posterior is: the likelihood and priors (both backends and the compiled
-    kernel), the parameterisation choices (the refit of a fit failing its diagnostics among them), and the binding
-    to the samplers. Summaries and figures are left out: changing them does not change a posterior."""
+    """The code that decides what a posterior is (summaries and figures left out)."""
     from testtask.pretrain_on_test import hierarchical, kernel, kernel_sampler, refit, sampling, settings
 
     return [
@@ -40,8 +34,7 @@ def _model_code() -> list[Any]:
 
 @functools.cache
 def model_code_version() -> str:
-    """A hash of the source of the model code (`_model_code`), computed from the code itself: an edit to any of
-    it gives a new version, so no hand-kept constant can be forgotten."""
+    """A hash of the source of the model code (`_model_code`): no hand-kept constant can be forgotten."""
     h = hashlib.sha256()
     for part in _model_code():
         h.update(inspect.getsource(part).encode())

@@ -1,22 +1,14 @@
 """The sharded likelihood comparison test of Oren et al. (2024), *Proving test set contamination in black-box
 language models* (ICLR 2024), which §9.2 of the paper runs on the `test` text-label pairs.
 
-Under the null hypothesis (the model never saw the data set in its canonical order) the examples are
-exchangeable: every order of them is as likely to the model as the canonical one. The test splits the examples,
-in their canonical order, into contiguous shards; for shard i it compares the log-likelihood of the canonical order,
-ℓ_i, with the mean log-likelihood over P random permutations of the shard, and sums up the shards in a one-sided
-t-test of the differences d_i = ℓ_i − mean_j ℓ_ij (H1: the canonical order is more likely). As in the authors'
-code (tatsu-lab/test_set_contamination@56e2257, compute_sharded_comparison_test.py; our code is our own):
+Under the null (the model never saw the data set in its canonical order) every order of the examples is as likely
+as the canonical one. Per contiguous shard i the canonical order's log-likelihood ℓ_i is compared with the mean over
+P random permutations, and the differences d_i = ℓ_i − mean_j ℓ_ij go into a one-sided t-test. As in the authors'
+code (tatsu-lab/test_set_contamination@56e2257, compute_sharded_comparison_test.py; our code is our own): the first
+(N mod k) shards hold ⌈N/k⌉ examples, the rest ⌊N/k⌋; a shard's sequence is its examples' token ids concatenated;
+permutations are uniform; t = mean(d) / std(d) · √k with ddof = 0 and p = 1 − F_{t, k−1}(t).
 
-- shard sizes: the first (N mod k) shards hold ⌈N/k⌉ examples, the rest ⌊N/k⌋ (a shard of one example has d = 0);
-- a shard's sequence is its examples' token ids concatenated, each example tokenized on its own;
-- permutations are uniform (the canonical order itself may be drawn);
-- t = mean(d) / std(d) · √k with the population std (`numpy.std`, ddof = 0; `ddof` is configurable) and
-  p = 1 − F_{t, k−1}(t).
-
-The model enters only through `score`: a function from token sequences to their log-likelihoods. Identical
-sequences are scored once (a shard of s examples has at most s! distinct orders; with the §9.2 shards of two
-examples, 50 permutations need two forward passes, not 51); the statistic is the same as scoring every draw.
+Identical sequences are scored once (with the §9.2 shards of two examples, 50 permutations need two forward passes).
 """
 
 from __future__ import annotations

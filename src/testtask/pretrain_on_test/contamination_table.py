@@ -1,8 +1,5 @@
 """§9.2 table (`make table-contamination`): the contamination test's p-value per pretraining arm and the cell's
-evaluation bias, from our runs of the runner's `task=contamination`, with the paper's numbers beside them.
-
-Input: every `<root>/<collection>/m{m}/n{n}/<lm_type>/<dataset>/contamination.json` (`settings.contamination`);
-a file that is not a finished run, or lacks a value, stops the build with an error naming the file and the field.
+evaluation bias, from our `task=contamination` runs' contamination.json files, with the paper's numbers beside them.
 """
 
 from __future__ import annotations
@@ -90,8 +87,7 @@ def load_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def runs_of(folders: list[Path]) -> list[dict[str, Any]]:
-    """`load_runs` of each folder (source=published+results: the release's, then the run's laid over it); one
-    cell's file in two folders is an OverlayConflict naming both."""
+    """`load_runs` of each folder; one cell's file in two folders is an OverlayConflict naming both."""
     rows, seen = [], {}
     for folder in folders:
         mine = load_runs(folder)

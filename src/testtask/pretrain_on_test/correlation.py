@@ -1,8 +1,5 @@
 """Appendix F: does the subsample cause a consistent effect? Spearman correlation of BERT's and GPT-2's
-subsample-level differences, row k of one paired with row k of the other (the same subsample k).
-
-The null comparison permutes GPT-2's values within each (collection, m, n, dataset), which breaks the pairing
-and so has a true correlation of 0 (Figure 8 b, c).
+subsample-level differences, row k of one paired with row k of the other; the nulls permute GPT-2's rows.
 """
 
 from __future__ import annotations
@@ -20,22 +17,17 @@ LM_TYPES = ("bert", "gpt2")
 CORRELATION_COLUMNS = [*GROUP, "effect", "n_subsamples", "spearman"]
 
 
-def paired_by_subsample(
-    data: pd.DataFrame, effect: str, lm_types: tuple[str, str] = LM_TYPES
-) -> pd.DataFrame:
-    """One row per (collection, m, n, dataset, subsample), one column per LM type, of `effect`'s difference.
-
-    Groups that lack either LM type are dropped.
-    """
+def paired_by_subsample(data: pd.DataFrame, effect: str) -> pd.DataFrame:
+    """One row per (collection, m, n, dataset, subsample), one column per LM type (both present), of `effect`."""
     frame = data[[*GROUP, "subsample", "lm_type"]].copy()
     frame["difference"] = paired_differences(data, effect).to_numpy()
-    frame = frame[frame["lm_type"].isin(lm_types)]
+    frame = frame[frame["lm_type"].isin(LM_TYPES)]
     wide = frame.pivot_table(
         index=[*GROUP, "subsample"], columns="lm_type", values="difference", aggfunc="first"
     )
-    if any(lm not in wide.columns for lm in lm_types):
-        return pd.DataFrame(columns=[*GROUP, "subsample", *lm_types])
-    return wide[list(lm_types)].dropna().reset_index()
+    if any(lm not in wide.columns for lm in LM_TYPES):
+        return pd.DataFrame(columns=[*GROUP, "subsample", *LM_TYPES])
+    return wide[list(LM_TYPES)].dropna().reset_index()
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -47,12 +39,11 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
         return float(stats.spearmanr(x, y).statistic)
 
 
-def _correlate(wide: pd.DataFrame, effect: str, lm_types: tuple[str, str], shuffle=None) -> pd.DataFrame:
+def _correlate(wide: pd.DataFrame, effect: str, shuffle=None) -> pd.DataFrame:
     """Spearman per group of `wide`; `shuffle(values)` permutes the second LM type's values first."""
     rows = []
     for key, group in wide.groupby(GROUP, sort=True):
-        first = group[lm_types[0]].to_numpy()
-        second = group[lm_types[1]].to_numpy()
+        first, second = (group[lm].to_numpy() for lm in LM_TYPES)
         if shuffle is not None:
             second = shuffle(second)
         rows.append(
@@ -66,37 +57,22 @@ def _correlate(wide: pd.DataFrame, effect: str, lm_types: tuple[str, str], shuff
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
 
 
-def bert_gpt2_correlations(
-    data: pd.DataFrame, effect: str = "bias", lm_types: tuple[str, str] = LM_TYPES
-) -> pd.DataFrame:
-    """Observed Spearman correlation between the two LM types' subsample-level `effect` per group.
-
-    Columns: collection, m, n, dataset, effect, n_subsamples, spearman.
-    """
-    return _correlate(paired_by_subsample(data, effect, lm_types), effect, lm_types)
+def bert_gpt2_correlations(data: pd.DataFrame, effect: str = "bias") -> pd.DataFrame:
+    """Observed Spearman correlation between the two LM types' subsample-level `effect` per group."""
+    return _correlate(paired_by_subsample(data, effect), effect)
 
 
 def permuted_correlations(
-    data: pd.DataFrame,
-    effect: str = "bias",
-    n_permutations: int = 10,
-    seed: int = 0,
-    lm_types: tuple[str, str] = LM_TYPES,
+    data: pd.DataFrame, effect: str = "bias", n_permutations: int = 10, seed: int = 0
 ) -> pd.DataFrame:
-    """`n_permutations` null distributions: GPT-2's values randomly permuted within each group.
-
-    Same columns as `bert_gpt2_correlations` plus `permutation` (0, 1, ...).
-    """
-    wide = paired_by_subsample(data, effect, lm_types)
+    """`n_permutations` null distributions: GPT-2's values randomly permuted within each group."""
+    wide = paired_by_subsample(data, effect)
     rng = np.random.default_rng(seed)
     frames = []
     for permutation in range(n_permutations):
-        frame = _correlate(wide, effect, lm_types, shuffle=rng.permutation)
+        frame = _correlate(wide, effect, shuffle=rng.permutation)
         frame.insert(0, "permutation", permutation)
         frames.append(frame)
     if not frames:
         return pd.DataFrame(columns=["permutation", *CORRELATION_COLUMNS])
     return pd.concat(frames, ignore_index=True)
-
-
-# The brief's name for the null distributions.

@@ -1,8 +1,5 @@
 """Figures 13–20 (Appendix D.2): per task, the distributions of the boost and the bias for each LM type at one
-(m, n); Figures 13–16 are m = 50, Figures 17–20 m = 100, each for n = 50, 100, 200, 500.
-
-Differences are in accuracy units (fractions) in the JSON; only axis labels show percent.
-"""
+(m, n); Figures 13–16 are m = 50, Figures 17–20 m = 100, each for n = 50, 100, 200, 500."""
 
 from __future__ import annotations
 

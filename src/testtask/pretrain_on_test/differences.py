@@ -1,8 +1,4 @@
-"""Per-subsample accuracy differences (boost, bias) and their summaries, for the descriptive tables and figures.
-
-Every difference is computed from integer counts, (treatment_correct − control_correct) / n, and reported in
-accuracy units (fractions); only Markdown and axis labels show percent.
-"""
+"""Per-subsample accuracy differences (boost, bias) from integer counts, in accuracy units, and their summaries."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Fit the §6.1 model to one configuration of raw results, with an on-disk cache of posteriors.
 
-A fit is keyed by the data it saw, the model spec, the sampler settings and the seed, so a rerun (or another
-figure needing the same fit) reads the posterior instead of sampling again, and a crash loses one fit at most.
-Each file stores its key and the model code's version (`cache_entry`); one that does not match is refitted.
+A fit is keyed by its data, model spec, sampler settings and seed; each file stores its key and the model code's
+version (`cache_entry`), and one that does not match is refitted.
 """
 
 from __future__ import annotations
@@ -56,10 +55,8 @@ def fit_key(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> str:
 
 
 def _read_cache(path: Path, key: str) -> az.InferenceData | None:
-    """The cached posterior at `path`, or None when there is none, it cannot be read (a truncated or corrupt
-    file, e.g. from a full disk or a copy cut short) or it does not prove it holds the fit `key` of today's model
-    code (another fit's file under this name, or a file from older code): that entry is reported by name and what
-    is wrong with it, removed, and the fit runs again."""
+    """The cached posterior at `path`, or None when there is none, it cannot be read or it does not prove it holds
+    the fit `key` of today's model code (such an entry is reported, removed and fitted again)."""
     if not path.is_file():
         return None
     try:
@@ -85,8 +82,7 @@ def _read_cache(path: Path, key: str) -> az.InferenceData | None:
 
 
 def fit_cached(data: ModelData, spec: ModelSpec, sampler: Any, seed: int, cache_dir: Path | None) -> Fit:
-    """The fit of `data` under `spec`, `sampler` and `seed`: read from `cache_dir` when an entry there proves it
-    holds it, sampled (and cached) otherwise."""
+    """The fit of `data` under `spec`, `sampler` and `seed`: read from `cache_dir`, else sampled and cached."""
     sampler = dict(plain(sampler))
     key = fit_key(data, spec, sampler, seed)
     path = Path(cache_dir) / f"{key}.nc" if cache_dir else None
@@ -117,10 +113,8 @@ def fit_checked(
     limits: diagnostics.Thresholds,
     policy: Refit,
 ) -> refit.Outcome[Fit]:
-    """The fit of `data` under `spec` and `sampler`, refitted as `policy` says while it fails its diagnostics
-    (β and the σ's against `limits`), the healthiest attempt kept (`refit.py`). Every attempt is a cached fit
-    under its own settings (its parameterisation named, its target_accept in the sampler), so a cache key holds
-    exactly the fit it names."""
+    """The fit of `data`, refitted as `policy` says while it fails its diagnostics (`refit.py`); each attempt is a
+    cached fit under its own settings, so a cache key holds exactly the fit it names."""
     sampler = dict(plain(sampler))
     attempts = refit.ladder(data, spec, sampler, policy)
     first = attempts[0]

@@ -1,7 +1,5 @@
 """The hierarchical binomial model of §6.1: its data, its two parameterisations, and what a fit returns.
 
-Sampling it is `testtask.pretrain_on_test.sampling.fit` (which dispatches to the compiled kernel, `kernel.py`).
-
     Y_ijkl ~ Binomial(n, λ_ijkl)
     logit λ = μ + α z_i + U_j + V_jk + W_jl + β x_l
     μ ~ N(0, 1), α ~ N(0, 5), β ~ N(0, 1), U_j ~ N(0, σ_U), V_jk ~ N(0, σ_V), W_jl ~ N(0, σ_W)
@@ -9,24 +7,15 @@ Sampling it is `testtask.pretrain_on_test.sampling.fit` (which dispatches to the
 
 Two backends build it:
 
-- ``bambi``: the formula as written (``ModelSpec.formula``), bambi's default non-centred parameterisation.
-  On this data its chains mix slowly: μ trades off against all U_j, and β against all W_j1 − W_j0, directions a
-  diagonal mass matrix cannot follow (r̂ of μ ≈ 1.3–1.6 at the paper's 1,000 draws).
-- ``marginal`` (default): the same posterior, sampled in coordinates the data identify. Only the sums
-  s_j = μ + β/2 + U_j + (W_j0 + W_j1)/2 and t_j = β + W_j1 − W_j0 enter the likelihood, so
-  logit λ = c_jk + α z_i + (x_l − ½) t_j with c_jk = s_j + V_jk, and the split of s_j and t_j into U and W (not
-  identified by the data) is integrated out in closed form:
+- ``bambi``: the formula as written, non-centred. Its chains mix slowly: μ trades off against all U_j, and β
+  against all W_j1 − W_j0 (r̂ of μ ≈ 1.3–1.6 at the paper's 1,000 draws).
+- ``marginal`` (default): the same posterior in coordinates the data identify. Only s_j = μ + β/2 + U_j +
+  (W_j0 + W_j1)/2 and t_j = β + W_j1 − W_j0 enter the likelihood, so logit λ = c_jk + α z_i + (x_l − ½) t_j with
+  c_jk = s_j + V_jk, and the split into U and W is integrated out in closed form:
   s_j ~ N(μ + β/2, sqrt(σ_U² + σ_W²/2)), t_j ~ N(β, sqrt(2)·σ_W), independent; c_jk ~ N(s_j, σ_V).
-  Every parameter of interest (μ, α, β, σ_U, σ_V, σ_W) keeps exactly its posterior under the original model;
-  `tests/pretrain_on_test/test_hierarchical.py` checks the two backends agree.
 
-σ_U and σ_V are sampled as log σ's, or, where the data cannot tell them apart or do not see σ_V at all (Figure 7's
-one-subsample slices), in the coordinates of `Scales`: the same priors and posterior, without the ridge that made
-most slice fits diverge.
-
-Data enter as a dense (dataset, subsample, lm_type, arm) array. Cells without data (datasets with fewer
-subsamples, a single LM type) carry zero trials, and their latent c_jk then only sees its prior, which
-integrates to one: padding leaves the posterior unchanged and lets one compiled model serve every fit of a shape.
+Data enter as a dense (dataset, subsample, lm_type, arm) array; padded cells carry zero trials, so their c_jk
+sees only its prior (which integrates to one) and one compiled model serves every fit of a shape.
 """
 
 from __future__ import annotations
@@ -55,19 +44,13 @@ SCALE_RADIUS, SCALE_ANGLE, SIGMA_V_RAW = "scale_radius", "scale_angle", "1|datas
 
 
 class Scales(IntEnum):
-    """The coordinates σ_U and σ_V are sampled in; each is the same prior and posterior, only the geometry the
-    sampler sees differs.
+    """The coordinates σ_U and σ_V are sampled in: the same prior and posterior, another geometry.
 
-    - LOG: log σ_U, log σ_V (both identified: tasks with several subsamples).
-    - POLAR: one subsample per task with the V term (Figure 7's slices under protocol=paper_text). The data see
-      σ_U and σ_V only through σ_U² + σ_V², so in log coordinates the posterior is an L-shaped ridge whose corner
-      and arms a diagonal mass matrix cannot follow (divergences in most slice fits). With a = σ_U/h_U and
-      b = σ_V/h_V (iid HalfNormal(1) a priori) in polar form, a = r·cos φ, b = r·sin φ, the radius r is
-      Rayleigh(1) and the angle φ Uniform(0, π/2), independent: the data see r (log r sampled) and φ keeps its
-      prior (logit(2φ/π) sampled, a logistic coordinate).
-    - PRIOR_ONLY_V: no V term (the authors' slice model): σ_V enters nothing but its HalfNormal prior, and its log
-      has a doubly exponential upper tail whose curvature breaks leapfrog steps tuned to the rest. σ_V = h_V·|B|
-      with B ~ N(0, 1) sampled is the same HalfNormal.
+    - LOG: log σ_U, log σ_V (tasks with several subsamples).
+    - POLAR: one subsample per task with the V term. The data see only σ_U² + σ_V², an L-shaped ridge in log
+      coordinates (divergences in most slice fits). a = σ_U/h_U = r·cos φ, b = σ_V/h_V = r·sin φ: r is Rayleigh(1)
+      and φ Uniform(0, π/2), independent; log r and logit(2φ/π) are sampled.
+    - PRIOR_ONLY_V: no V term: σ_V = h_V·|B|, B ~ N(0, 1), as log σ_V's doubly exponential tail breaks leapfrog.
     """
 
     LOG = 0
@@ -76,7 +59,7 @@ class Scales(IntEnum):
 
 
 def scale_coordinates(shape: tuple[int, ...], subsample_effect: bool, collapsed: bool) -> Scales:
-    """The `Scales` of a fit of data of `shape` (dataset, subsample, lm_type, arm), s_j `collapsed` or not."""
+    """The `Scales` of a fit of data of `shape`, s_j `collapsed` or not."""
     if not subsample_effect:
         return Scales.PRIOR_ONLY_V
     if collapsed and shape[1] == 1:
@@ -265,10 +248,8 @@ class Fit:
 
 
 def identified_draws(fit: Fit, max_draws: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Posterior draws of (c_jk, t_j, α_i) with logit λ_ijkl = c_jk + α_i + (x_l − ½)·t_j, for either backend.
-
-    For a bambi fit these are c = μ + U_j + V_jk + (W_j0 + W_j1)/2 + β/2 and t = β + W_j1 − W_j0.
-    """
+    """Posterior draws of (c_jk, t_j, α_i) with logit λ_ijkl = c_jk + α_i + (x_l − ½)·t_j, for either backend
+    (bambi: c = μ + U_j + V_jk + (W_j0 + W_j1)/2 + β/2 and t = β + W_j1 − W_j0)."""
     post = fit.idata.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
     n_draws = post.sizes["sample"] if not max_draws else min(int(max_draws), post.sizes["sample"])
     n_j, n_k, n_i, _ = fit.data.shape
@@ -306,13 +287,8 @@ def identified_draws(fit: Fit, max_draws: int | None = None) -> tuple[np.ndarray
 
 
 def choose_noncentered(data: ModelData) -> bool:
-    """Non-centre t_j when the spread of task contrasts is within their sampling noise.
-
-    A moment estimate: per-task log odds ratios of the pooled counts, their binomial variances, and the
-    between-task variance left after removing that noise. Centred coordinates suit contrasts the data pin down
-    (the boost); non-centred ones suit a σ_W near zero next to the noise (the bias), where the centred funnel
-    between t_j and σ_W stalls the sampler.
-    """
+    """Non-centre t_j when the between-task variance of the log odds ratios (a moment estimate, their binomial
+    noise removed) is below that noise: the centred funnel between t_j and σ_W then stalls the sampler."""
     y = data.correct.sum(axis=(1, 2)).astype(float)  # (dataset, arm)
     n = data.trials.sum(axis=(1, 2)).astype(float)
     keep = (n > 0).all(axis=1)

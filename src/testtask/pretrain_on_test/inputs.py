@@ -1,9 +1,7 @@
 """The raw results of pretrain-on-test: a collection's accuracies, loaded and validated (`accuracies.load`).
 
-Collections are the folders of the authors' release (`settings.collections`: few_shot, overtrained, zero_shot,
-zero_shot_packing); a collection that is not there is InputsUnavailable, so the pipeline skips what needs it.
-With source=published+results a collection is read from the release and from the run laid over it (`ctx.roots()`):
-the run may only add accuracies files (`accuracies.discover_roots`), e.g. a third LM type beside BERT and GPT-2.
+A collection that is not there is InputsUnavailable, so the pipeline skips what needs it. With
+source=published+results it is read from the release and the run laid over it, which may only add files.
 """
 
 from __future__ import annotations

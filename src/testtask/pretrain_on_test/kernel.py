@@ -1,11 +1,8 @@
-"""A compiled log density and gradient of the marginal §6.1 model, for nutpie.
+"""A compiled log density and gradient of the marginal §6.1 model, for nutpie (`kernel_sampler.py`).
 
-PyTensor's numba backend spends about 1 ms per gradient on a (25, 100, 2, 2) data array on two cores; this
-module's likelihood is one `exp` and one `log` per pair of arms, in loops LLVM vectorises (see
-`_likelihood`). The rest is the priors of `hierarchical.build_marginal`, in the same unconstrained coordinates
-(log σ's). It is compiled once and cached on disk by numba, so no fit pays a per-shape compile. `kernel_sampler.py`
-hands it to nutpie as C callbacks. `tests/pretrain_on_test/test_kernel.py` checks log density differences and
-gradients against the PyMC model at random points, and the likelihood against the binomial's.
+PyTensor's numba backend spends about 1 ms per gradient on a (25, 100, 2, 2) data array on two cores; here the
+likelihood is one `exp` and one `log` per pair of arms, in loops LLVM vectorises, and the priors are those of
+`hierarchical.build_marginal` in the same unconstrained coordinates. Compiled once and cached on disk by numba.
 """
 
 from __future__ import annotations
@@ -115,14 +112,7 @@ def vlog(x, out):
 @numba.njit(inline="always", fastmath=False, error_model="numpy")
 def _likelihood_cells(c, t, alpha, y, n, g_c, g_t, g_alpha):
     """`_likelihood` cell by cell: for tasks with few subsamples (Figure 7's slices have one), where rows are too
-    short to vectorise.
-
-    The two arms of a cell share exp(c_jk + α_i) and differ by the factor exp(±t_j/2), so one `exp` per cell
-    serves both. When the arms have the same n (the design: both are scored on the same test set), their two
-    softplus terms are one log, n·log((1 + u₀)(1 + u₁)), and their sigmoids share one division; together about a
-    third of the gradient's time. Far from 0, where the products could overflow, each arm takes the stable form
-    softplus(η) = max(η, 0) + log1p(exp(−|η|)).
-    """
+    short to vectorise."""
     n_j, n_k, n_i, _ = y.shape
     total = 0.0
     for i in range(n_i):
@@ -218,9 +208,8 @@ def _lane_sum(x, lanes):
 def _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha):
     """`_likelihood` row by row (a task and an LM type, all its subsamples), in loops LLVM vectorises.
 
-    A row's y and n are first copied into contiguous buffers. A row with arms of unequal n, or where
-    max |c_j·| + |α_i| + |t_j/2| reaches `_FAST_RANGE`, is computed again by `_stable_row`. (That bound is taken
-    over c_j· beforehand: a running max inside the vectorised loop stops LLVM vectorising it.)
+    A row with arms of unequal n, or where max |c_j·| + |α_i| + |t_j/2| reaches `_FAST_RANGE`, is computed again
+    by `_stable_row` (the bound is taken beforehand: a running max inside the loop stops LLVM vectorising it).
     """
     n_j, n_k, n_i, _ = y.shape
     total = 0.0
@@ -287,9 +276,8 @@ def _likelihood(c, t, alpha, y, n, g_c, g_t, g_alpha):
     design: both arms are scored on the same test set) their softplus terms are one log, n·log((1 + u₀)(1 + u₁)),
     and their sigmoids share one division. Far from 0, where the products could overflow, or with arms of unequal
     n, a cell takes the stable form softplus(η) = max(η, 0) + log1p(exp(−|η|)). Tasks with at least 8 subsamples
-    (Figures 3–6) go row by row through vectorised loops, several times faster than cell by cell (compare the fit seconds of `make bench`);
-    Figure 7's one-subsample slices go cell by cell. No fast-math: sums run in a fixed order (`_lane_sum`), so a
-    seed gives the same chains bit for bit, whatever the buffers' alignment or the number of threads.
+    go row by row through vectorised loops, several times faster. No fast-math: sums run in a fixed order
+    (`_lane_sum`), so a seed gives the same chains bit for bit, whatever the alignment or the number of threads.
     """
     if y.shape[1] >= 8:
         return _likelihood_rows(c, t, alpha, y, n, g_c, g_t, g_alpha)
@@ -358,26 +346,13 @@ def log_density(
 ):
     """Log density (up to a constant) and gradient at unconstrained `x`; layout in `Layout`.
 
-    `scales` (`hierarchical.Scales`) is how x[2], x[3] hold σ_U and σ_V. The density is computed in log σ
-    coordinates and then carried to the POLAR ones by the chain rule and the log Jacobian; PRIOR_ONLY_V (no V
-    term, σ_V in its prior alone) samples B ~ N(0, 1) with σ_V = h_V·|B|.
-
-    `collapsed`: s_j is integrated out (it has no coordinates in `x`) and the c_j· are jointly normal
-    around μ + β/2. The posterior of every other parameter is unchanged; with one subsample per task
-    (Figure 7's slices) it removes the funnel between s_j, c_j and σ_V that slows the centred sampler.
-    Without `subsample_effect` (no V term; collapsed, one subsample per task) each c_j ~ N(μ + β/2, τ_s) on its
-    own, and σ_V keeps only its prior: the authors' slice model, `(1|pair)` with one scale.
+    `scales` (`hierarchical.Scales`): the density is computed in log σ coordinates, then carried to POLAR ones by
+    the chain rule and the log Jacobian. `collapsed`: s_j integrated out, the c_j· jointly normal around μ + β/2.
+    Without `subsample_effect` each c_j ~ N(μ + β/2, τ_s) on its own: the authors' slice model, `(1|pair)`.
     """
     n_j, n_k = y.shape[0], y.shape[1]
-    a_sd, b_mu, b_sd, lm_sd, h_u, h_v, h_w = (
-        priors[0],
-        priors[1],
-        priors[2],
-        priors[3],
-        priors[4],
-        priors[5],
-        priors[6],
-    )
+    a_sd, b_mu, b_sd, lm_sd = priors[0], priors[1], priors[2], priors[3]
+    h_u, h_v, h_w = priors[4], priors[5], priors[6]
     grad = np.zeros_like(x)
     mu, beta = x[0], x[1]
     sig_u, sig_v = scale_values(x[2], x[3], h_u, h_v, scales)
@@ -629,36 +604,31 @@ def expand_into(
     out[0] = x[0]
     out[1] = x[1]
     out[2], out[3] = scale_values(x[2], x[3], h_u, h_v, scales)
-    pos = 4
-    src = 4
+    a_src = 5 if interaction else 4  # where α starts in x, and where the scalars end in `out`
+    pos = a_src
     if interaction:
         sig_w = math.exp(x[4])
         out[4] = sig_w
-        pos, src = 5, 5
     if hyper_only:
         return pos
-    src += n_i - 1  # α block (copied below, after t)
-    t_src = src + (0 if collapsed else n_j)
+    s_src = a_src + n_i - 1
+    t_src = s_src + (0 if collapsed else n_j)
+    if interaction:
+        for j in range(n_j):
+            out[pos + j] = x[t_src + j]
+        pos += n_j
     if interaction and noncentered:
         tau = math.sqrt(2.0) * sig_w
         for j in range(n_j):
-            out[pos + j] = x[t_src + j]
-        pos += n_j
-        for j in range(n_j):
             out[pos + j] = x[1] + tau * x[t_src + j]
         pos += n_j
-    elif interaction:
-        for j in range(n_j):
-            out[pos + j] = x[t_src + j]
-        pos += n_j
-    else:
+    elif not interaction:
         for j in range(n_j):
             out[pos + j] = x[1]
         pos += n_j
     for i in range(n_i - 1):
-        out[pos + i] = x[(5 if interaction else 4) + i]
+        out[pos + i] = x[a_src + i]
     pos += n_i - 1
-    s_src = (5 if interaction else 4) + n_i - 1
     if not collapsed:
         for j in range(n_j):
             out[pos + j] = x[s_src + j]

@@ -1,10 +1,8 @@
 """Sample the marginal §6.1 model with nutpie, the compiled kernel (`kernel.py`) passed to it as C callbacks.
 
-nutpie's Rust sampler calls the log density through a function pointer, so no draw or gradient goes through
-Python: chains run in threads without the GIL, and a small fit (Figure 7's 25-task slices, ~10 leapfrog steps
-per draw) costs its arithmetic, not ~15 µs of Python call overhead per gradient. The binding follows how nutpie
-binds its own numba-compiled PyMC models (`nutpie.compile_pymc`): `LogpFunc`/`ExpandFunc` over C function
-addresses and a pointer to the data; `tests/pretrain_on_test/test_kernel.py` checks it against the PyMC model.
+No draw or gradient goes through Python (chains run in threads without the GIL, and a small fit saves ~15 µs of
+call overhead per gradient). The binding follows `nutpie.compile_pymc`: `LogpFunc`/`ExpandFunc` over C function
+addresses and a pointer to the data.
 """
 
 from __future__ import annotations
@@ -92,9 +90,8 @@ def kernel_model(data: ModelData, spec: ModelSpec, hyper_only: bool = False) -> 
         names=list(template),
         shapes_=[tuple(np.shape(v)) for v in template.values()],
         coords_={"dataset": np.arange(n_j), "subsample": np.arange(n_k)},
-        # nutpie calls this from each chain's thread with that chain's own seed: a start drawn from that seed is
-        # the chain's whatever the threads' timing (a generator shared by the chains handed out starts in the order
-        # the threads asked, so a rerun with the same seed could swap two chains' starts and give other draws)
+        # called from each chain's thread with its own seed, so a chain's start does not depend on the threads'
+        # timing (a shared generator could swap two chains' starts between reruns)
         initial=lambda chain_seed: initial_point(data, layout, np.random.default_rng(chain_seed)),
     )
 
@@ -142,8 +139,8 @@ class Draws:
 
 
 def sample_hyper(data: ModelData, spec: ModelSpec, seed: int, settings: NutsSettings) -> Draws:
-    """μ, β and the σ's of one fit (`spec` resolved), for callers that need only those: Figure 7 fits 1,000
-    slices, where building an InferenceData of ~80 variables would cost as much as sampling them."""
+    """μ, β and the σ's of one fit (`spec` resolved): for Figure 7's 1,000 slices an InferenceData of ~80
+    variables would cost as much as sampling them."""
     model = kernel_model(data, spec, hyper_only=True)
     chain_draws, chain_stats = _run(model, seed, settings, raw=True).get_arrow_trace()
     kept = [~np.asarray(stats.column("tuning").to_numpy(), dtype=bool) for stats in chain_stats]

@@ -36,10 +36,9 @@ log = logging.getLogger(__name__)
 def slice_data(
     frame: pd.DataFrame, slices: int, rng: np.random.Generator, per_lm_type: bool = False
 ) -> list[ModelData]:
-    """`slices` de-replicated data sets: for each task, in task order, one subsample drawn uniformly from those it
-    has, the same k for every LM type; with `per_lm_type`, one drawn for each (task, LM type) in turn, as the
-    authors' `meta.py` `_down_sample` does (its picks then share the slice's one subsample slot). Taken from the
-    configuration's data array: a data frame per slice took longer to build than fitting the slice."""
+    """`slices` de-replicated data sets: per task, one subsample drawn uniformly, the same k for every LM type; with
+    `per_lm_type`, one per (task, LM type), as the authors' `meta.py` `_down_sample` does. Cut from the data array:
+    a data frame per slice took longer to build than fitting the slice."""
     full = configuration_data(frame, "bias")
     candidates = [part.subsample.unique() for _, part in frame.groupby("dataset")]
     assert [str(d) for d, _ in frame.groupby("dataset")] == full.datasets  # the same task order
@@ -77,9 +76,7 @@ def _observed(full: ModelData, task: int, lm: int, candidates: np.ndarray) -> np
 
 @dataclass(frozen=True)
 class SliceFit:
-    """What Figure 7 keeps of one slice fit: β's posterior mean and 89% HDI, its diagnostics, the t_j
-    parameterisation and target_accept it ran with, and, for a slice refitted after failing its diagnostics,
-    every attempt (`refit.Outcome.record`; None when the first attempt was kept without a refit)."""
+    """What Figure 7 keeps of one slice fit; `refit`: every attempt (`refit.Outcome.record`), None without a refit."""
 
     mean: float
     hdi_low: float
@@ -93,8 +90,8 @@ class SliceFit:
 
 
 def _summarise(beta: np.ndarray, divergences: int, attempt: refit.Attempt) -> SliceFit:
-    """`beta`: (chain, draw) draws of β, sampled as `attempt` says. One chain (the authors' slice fits) has no
-    between-chain r̂: its two halves stand in as chains (split r̂)."""
+    """`beta`: (chain, draw) draws of β. One chain (the authors' slice fits) has no between-chain r̂: its two halves
+    stand in as chains (split r̂)."""
     lo, hi = az.hdi(beta.ravel(), hdi_prob=0.89)
     halves = beta.shape[1] // 2
     chains = beta[:, : 2 * halves].reshape(2, halves) if beta.shape[0] == 1 else beta
@@ -112,9 +109,7 @@ def _summarise(beta: np.ndarray, divergences: int, attempt: refit.Attempt) -> Sl
 
 
 def _sample_slice(data: ModelData, spec: ModelSpec, sampler: dict, seed: int) -> SliceFit:
-    """One slice fit under `spec` and `sampler` as they are. The compiled kernel returns β's draws straight from
-    nutpie's trace (one thread per fit, slices side by side); other samplers and the bambi backend go through
-    the general `fit`."""
+    """One slice fit: β's draws straight from nutpie's trace (one thread per fit), else through the general `fit`."""
     resolved = resolve_spec(data, spec) if spec.backend == "marginal" else spec
     attempt = refit.first_attempt(resolved, sampler)
     if sampler["name"] == "nutpie" and spec.backend == "marginal":
@@ -146,8 +141,7 @@ def _fit_slice(
     limits: diagnostics.Thresholds,
     policy: Refit,
 ) -> SliceFit:
-    """One slice fit, refitted as `policy` says while it fails its diagnostics; the healthiest attempt is kept
-    and, when there were several, recorded with them all (`refit.py`)."""
+    """One slice fit, refitted as `policy` says while it fails its diagnostics (`refit.py`)."""
     attempts = refit.ladder(data, spec, sampler, policy)
 
     def run(attempt: refit.Attempt) -> SliceFit:
@@ -165,8 +159,8 @@ def _fit_slice(
 def _cache_entry(
     ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict
 ) -> tuple[Path, str] | None:
-    """Where a panel's slice fits are cached, and the panel's key: the posterior cache keys of its slice fits,
-    the diagnostics limits and the refit policy (which decide which attempt each slice keeps)."""
+    """Where a panel's slice fits are cached, and its key: its fits' cache keys, the diagnostics limits and the
+    refit policy."""
     if ctx.cache_dir is None:
         return None
     h = hashlib.sha256()
@@ -179,8 +173,8 @@ def _cache_entry(
 
 
 def _read_panel(path: Path, key: str) -> dict | None:
-    """The cached panel at `path` when it is readable and proves it holds `key` under today's model code; else
-    None, with a warning naming the file and what is wrong, and the file removed (the panel is fitted again)."""
+    """The cached panel at `path` if it proves it holds `key` under today's model code; else None, the file removed
+    with a warning."""
     if not path.is_file():
         return None
     try:
@@ -196,8 +190,7 @@ def _read_panel(path: Path, key: str) -> dict | None:
 
 
 def _run_slices(ctx: Context, jobs: list[tuple[ModelData, int]], spec: ModelSpec, sampler: dict, label: str):
-    """Fit every slice, `sampler.cores` at a time (the kernel holds no GIL, so threads overlap); a finished
-    panel is cached, so a rerun reads it instead of fitting 500 slices again."""
+    """Fit every slice, `sampler.cores` at a time in threads (the kernel holds no GIL); a finished panel is cached."""
     entry = _cache_entry(ctx, jobs, spec, sampler)
     cached = _read_panel(*entry) if entry is not None else None
     if cached is not None:
@@ -223,8 +216,7 @@ SHOWN_SLICES = 5  # failing slices a warning lists by number; the sidecar has th
 def _check_slices(
     cell: str, fits: list[SliceFit], limits: diagnostics.Thresholds
 ) -> list[list[diagnostics.Failure]]:
-    """Each slice fit's failed diagnostics (of β, the only parameter a slice keeps); one warning per panel
-    names the failing slices, as one per slice would bury the console under hundreds of lines."""
+    """Each slice fit's failed diagnostics; one warning per panel names the failing slices (not one per slice)."""
     checked = [_slice_failures(f, limits) for f in fits]
     failing = [(i, found) for i, found in enumerate(checked) if found]
     if failing:
@@ -339,24 +331,16 @@ def figure_7(ctx: Context) -> dict:
         if chosen != want:
             notes.append(f"few-shot m={want[0]}, n={want[1]} not present; used m={chosen[0]}, n={chosen[1]}")
         part = few[(few.m == chosen[0]) & (few.n == chosen[1])]
-        panels.append(
-            {
-                "label": "few-shot (BERT, GPT-2)",
-                **meta_analysis(ctx, part, settings.slices, settings.band, ctx.seed),
-            }
-        )
+        result = meta_analysis(ctx, part, settings.slices, settings.band, ctx.seed)
+        panels.append({"label": "few-shot (BERT, GPT-2)", **result})
     except InputsUnavailable as err:
         notes.append(str(err))
     try:
         zero = load_collection(ctx, "zero_shot")
         m, n = configurations(zero)[-1]
         part = zero[(zero.m == m) & (zero.n == n)]
-        panels.append(
-            {
-                "label": "zero-shot (Mistral-7B)",
-                **meta_analysis(ctx, part, settings.slices, settings.band_zero_shot, ctx.seed + 7),
-            }
-        )
+        result = meta_analysis(ctx, part, settings.slices, settings.band_zero_shot, ctx.seed + 7)
+        panels.append({"label": "zero-shot (Mistral-7B)", **result})
     except InputsUnavailable as err:
         notes.append(str(err))
     if not panels:

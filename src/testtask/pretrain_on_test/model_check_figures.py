@@ -34,8 +34,7 @@ def reference_configuration(ctx: Context, reference: Reference) -> pd.DataFrame:
 
 
 def substitution_notes(reference: Reference, frame: pd.DataFrame) -> list[str]:
-    """What the figure says on itself (and in its JSON's `notes`) when it is drawn at another (m, n) than the
-    paper's: none when the reference configuration is in the data."""
+    """What the figure says on itself (and in its JSON's `notes`) when drawn at another (m, n) than the paper's."""
     m, n = int(frame.m.iloc[0]), int(frame.n.iloc[0])
     if (m, n) == (reference.m, reference.n):
         return []
@@ -84,6 +83,13 @@ def _configuration(ctx: Context, frame: Any) -> dict[str, Any]:
     return {"paper": ctx.paper, "source": ctx.source, "m": int(frame.m.iloc[0]), "n": int(frame.n.iloc[0])}
 
 
+def _save(ctx: Context, fig: plt.Figure, name: str, numbers: dict, notes: list[str]) -> dict:
+    if notes:
+        numbers["notes"] = notes
+    save_figure(fig, ctx.out_dir, name, numbers, notes=notes)
+    return numbers
+
+
 def figure_9(ctx: Context) -> dict:
     """Calibration of posterior-predicted task accuracies (one point per task and LM type)."""
     frame = reference_configuration(ctx, ctx.settings.figure_9)
@@ -102,10 +108,7 @@ def figure_9(ctx: Context) -> dict:
     fig.suptitle(f"Figure 9: calibration of predicted task accuracies (m={numbers['m']}, n={numbers['n']})")
     fig.tight_layout()
     numbers["units"] = _calibration_units("accuracy")
-    if notes:
-        numbers["notes"] = notes
-    save_figure(fig, ctx.out_dir, "figure-9", numbers, notes=notes)
-    return numbers
+    return _save(ctx, fig, "figure-9", numbers, notes)
 
 
 def figure_10(ctx: Context) -> dict:
@@ -135,10 +138,7 @@ def figure_10(ctx: Context) -> dict:
     fig.suptitle("Figure 10: per-task differences (eq. 12) with and without the task × treatment term")
     fig.tight_layout()
     numbers["units"] = _calibration_units("accuracy difference")
-    if notes:
-        numbers["notes"] = notes
-    save_figure(fig, ctx.out_dir, "figure-10", numbers, notes=notes)
-    return numbers
+    return _save(ctx, fig, "figure-10", numbers, notes)
 
 
 def _bambi_default_treatment_prior(frame: pd.DataFrame) -> dict:
@@ -160,19 +160,12 @@ def figure_11(ctx: Context) -> dict:
     default = _bambi_default_treatment_prior(frame)
     draws = ctx.settings.figure_11.draws
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    numbers: dict[str, Any] = {
-        **_configuration(ctx, frame),
-        "bambi_default_prior": default,
-        "panels": [],
-    }
-    for ax, (label, sigma) in zip(
-        axes,
-        (
-            ("β ~ N(0, 1)", 1.0),
-            (f"bambi default: N(0, {default.get('sigma', float('nan')):.2f})", default.get("sigma", 1.0)),
-        ),
-        strict=True,
-    ):
+    numbers: dict[str, Any] = {**_configuration(ctx, frame), "bambi_default_prior": default, "panels": []}
+    priors = (
+        ("β ~ N(0, 1)", 1.0),
+        (f"bambi default: N(0, {default.get('sigma', float('nan')):.2f})", default.get("sigma", 1.0)),
+    )
+    for ax, (label, sigma) in zip(axes, priors, strict=True):
         base = resolve_spec(data, spec_from(ctx.settings, backend="marginal"))
         spec = replace(base, priors=replace(base.priors, treatment_sigma=float(sigma)))
         with build_marginal(data.shape, spec):
@@ -202,7 +195,4 @@ def figure_11(ctx: Context) -> dict:
         "task_accuracy_quantiles": "fraction (0.01 = 1 percentage point)",
         "share_abs_average_difference_above_10pts": f"{SHARE} of prior draws with |average difference| > 0.10",
     }
-    if notes:
-        numbers["notes"] = notes
-    save_figure(fig, ctx.out_dir, "figure-11", numbers, notes=notes)
-    return numbers
+    return _save(ctx, fig, "figure-11", numbers, notes)

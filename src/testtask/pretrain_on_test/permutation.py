@@ -1,10 +1,8 @@
 """Task-level hypothesis tests of §6.3 (eqs. 13–14) and the task counts quoted in §7–§9.
 
-For each (collection, m, n, lm_type, dataset), the paired differences d_k = acc_treatment − acc_control of
-the subsamples k are tested with a one-sided sign-flip permutation test of H0: E[d] = 0 against H1: E[d] > 0.
-Under H0 (with d symmetric about 0) every sign pattern is equally likely, so the null distribution of the mean
-comes from flipping signs. p-values are then adjusted with Benjamini–Hochberg within each family of 25 tasks,
-one family per (collection, m, n, lm_type), as the paper tests "for each setting of m, n, and the LM type".
+Per (collection, m, n, lm_type, dataset), the paired differences d_k of the subsamples get a one-sided sign-flip
+permutation test of H0: E[d] = 0 against H1: E[d] > 0; p-values are adjusted with Benjamini–Hochberg per
+(collection, m, n, lm_type), as the paper tests "for each setting of m, n, and the LM type".
 """
 
 from __future__ import annotations
@@ -54,10 +52,8 @@ def sign_flip_pvalue(
 ) -> float:
     """One-sided p-value of H1: E[d] > 0 from flipping the signs of the paired differences `d`.
 
-    With 2^K ≤ `permutations` all 2^K sign patterns are enumerated and p = #{stat ≥ observed} / 2^K (the
-    identity pattern is among them). Otherwise p = (1 + #{stat ≥ observed}) / (1 + P) over P random patterns,
-    which is never 0 and keeps the test valid (Phipson & Smyth, 2010). The statistic is the mean; the sum is
-    used internally because it orders sign patterns identically.
+    With 2^K ≤ `permutations` all patterns are enumerated; otherwise p = (1 + #{stat ≥ observed}) / (1 + P) over P
+    random patterns, never 0 (Phipson & Smyth, 2010). The sum orders sign patterns as the mean does.
     """
     d = np.asarray(d, dtype=float)
     if d.ndim != 1 or d.size == 0:
@@ -101,11 +97,7 @@ def task_tests(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> pd.DataFrame:
-    """The test of eqs. 13–14 for every task, BH-adjusted within each (collection, m, n, lm_type).
-
-    Columns: collection, m, n, lm_type, dataset, n_subsamples, mean_difference (accuracy units), p_value,
-    p_adjusted, significant (p_adjusted < alpha).
-    """
+    """The test of eqs. 13–14 for every task, BH-adjusted within each (collection, m, n, lm_type)."""
     frame = data[TASK].copy()
     frame["counts"] = count_differences(data, effect).to_numpy()
     rows = []
@@ -132,11 +124,8 @@ def task_tests(
 
 
 def task_averages(data: pd.DataFrame) -> pd.DataFrame:
-    """Per (collection, dataset): boost and bias averaged over every (m, n, lm_type) present.
-
-    Subsamples are averaged within each configuration first, then configurations with equal weight (as the
-    authors' `analysis/dataset_level.ipynb` does), so n = 50's 100 subsamples do not outweigh n = 500's 20.
-    """
+    """Per (collection, dataset): boost and bias averaged over every (m, n, lm_type) present, configurations with
+    equal weight (as the authors' `analysis/dataset_level.ipynb`)."""
     frame = data[TASK].copy()
     for effect in EFFECTS:
         frame[effect] = paired_differences(data, effect).to_numpy()
@@ -184,18 +173,11 @@ def _test_counts(tests: pd.DataFrame) -> dict:
 
 
 def section7_counts(
-    data: pd.DataFrame,
-    tests: pd.DataFrame | None = None,
-    permutations: int = 10_000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    data: pd.DataFrame, tests: pd.DataFrame | None = None, permutations: int = 10_000, seed: int = 0
 ) -> dict:
-    """Per collection: the task counts of §7 (boost < 0, bias > 0 / < 0, max |bias|) and p-value counts.
-
-    `tests` are bias tests from `task_tests`; computed here with `permutations` and `seed` when not given.
-    """
+    """Per collection: the task counts of §7 and p-value counts of the bias `tests` (computed when not given)."""
     if tests is None:
-        tests = task_tests(data, "bias", permutations=permutations, seed=seed, alpha=alpha)
+        tests = task_tests(data, "bias", permutations=permutations, seed=seed)
     averages = task_averages(data)
     counts = {}
     for collection, per_collection in averages.groupby("collection", sort=True):

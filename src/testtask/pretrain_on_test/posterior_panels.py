@@ -1,9 +1,5 @@
 """Fit the §6.1 model to one (m, n, effect) configuration, or to every configuration of a collection, and
-summarise each fit as a panel: the numbers the posterior figures (3–6, 9, 10) put in their JSON sidecars.
-
-Figures 3–6 read a collection through `posterior_collection`, which keeps the LM types of
-`settings.lm_types.read`, and fit it with `fit_collection`: one fit per (m, n, effect) pooling the LM types, or,
-with `settings.lm_types.fit = side_by_side`, one per LM type too."""
+summarise each fit as a panel: the numbers the posterior figures (3–6, 9, 10) put in their JSON sidecars."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def fit_panel(
     where: str = "",
     **spec_overrides: Any,
 ) -> dict:
-    """Fit one (m, n, effect), draw the posterior predictive, and collect the numbers for the JSON sidecar.
-    `where` (e.g. the collection's role) goes into the cell a failed diagnostics warning names."""
+    """Fit one (m, n, effect), draw the posterior predictive, and collect the numbers for the JSON sidecar."""
     data = configuration_data(frame, effect)
     spec = spec_from(ctx.settings, **spec_overrides)
     outcome = fit_checked(
@@ -90,8 +85,7 @@ def fit_panel(
 
 
 def fit_record(panel: dict) -> dict:
-    """What a figure that draws on a fit records of its health (the panel's cell, divergences, verdict and
-    failures), so that the report marks the claims it feeds and `analysis/fit_diagnostics.py` counts it."""
+    """What a figure that draws on a fit records of its health, for the report and `analysis/fit_diagnostics.py`."""
     keys = ("m", "n", "effect", "lm_types", "divergences", "noncentered_t", "target_accept", "refit")
     keys += (diagnostics.OK, diagnostics.FAILURES)
     return {k: panel[k] for k in keys}
@@ -103,8 +97,7 @@ def configurations(frame: pd.DataFrame) -> list[tuple[int, int]]:
 
 
 def posterior_collection(ctx: Context, role: str) -> pd.DataFrame:
-    """Collection `role`'s accuracies with the LM types of `settings.lm_types.read` (None: all); an LM type asked
-    for that the collection lacks is InputsUnavailable naming the setting and the LM types present."""
+    """Collection `role`'s accuracies with the LM types of `settings.lm_types.read` (None: all)."""
     frame = load_collection(ctx, role)
     wanted = ctx.settings.lm_types.read
     if wanted is None:
@@ -129,8 +122,7 @@ def fit_groups(ctx: Context, part: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def fit_collection(ctx: Context, role: str, effects: list[str] | None = None) -> list[dict]:
-    """Every (m, n, effect) of collection `role` fitted, with the LM types of `settings.lm_types` pooled or side
-    by side; one result (`fit_panel`) per fit, in (m, n, effect, LM type) order."""
+    """Every (m, n, effect) of collection `role` fitted (`fit_panel`), in (m, n, effect, LM type) order."""
     frame = posterior_collection(ctx, role)
     effects = effects or list(ctx.settings.effects)
     jobs = [

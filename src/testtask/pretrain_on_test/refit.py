@@ -1,14 +1,9 @@
 """A fit that fails its diagnostics is refitted, and the healthiest of its attempts is kept.
 
-Both t_j parameterisations of the marginal model sample the same posterior (`hierarchical.py`); which one the
-sampler handles depends on the data: centred where the data pin every t_j down (the boost, n = 500), non-centred
-where σ_W sits near zero beside the data's noise (the funnel between t_j and σ_W). `model.noncentered_t: auto`
-picks one with a moment rule (`hierarchical.choose_noncentered`), which a few fits prove wrong by failing their
-diagnostics. Such a fit is refitted as `pretrain_on_test.refit` says: first in the other parameterisation (only where
-the rule chose it: an explicit `noncentered_t` is the user's and is kept), then, if every attempt so far failed,
-with a higher target_accept (smaller leapfrog steps, the same posterior) in each parameterisation tried. The first
-attempt that passes ends the ladder; when none does, the one with the fewest and mildest failures is kept. A fit
-that passes at once costs nothing more. What ran is recorded: every attempt's settings and verdict (`record`).
+Both t_j parameterisations sample the same posterior, and `model.noncentered_t: auto` picks one with a moment rule
+(`hierarchical.choose_noncentered`) that a few fits prove wrong. Such a fit is refitted first in the other
+parameterisation (only where the rule chose it), then with a higher target_accept in each one tried. The first
+attempt that passes ends the ladder; else the one with the fewest and mildest failures is kept.
 """
 
 from __future__ import annotations

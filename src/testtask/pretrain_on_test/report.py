@@ -1,10 +1,6 @@
 """The named functions of pretrain-on-test's claims ledger (conf/claims/pretrain-on-test.yaml): values a path into
-one sidecar cannot give. Each gets the paper's sidecars (file name -> JSON, or CSV rows) and applies the report's
-one rule for zero (`testtask.report.rules.sign`): a task average with |x| < 1e-12 is exactly 0.
-
-§7 and §9 count tasks by the sign of their average bias: per (collection, m, n, LM type, task) the mean over
-subsamples (table-2.csv's `mean_difference`), then the configurations averaged with equal weight, as
-`permutation.task_averages` and the authors' `analysis/dataset_level.ipynb` do.
+one sidecar cannot give. Each gets the paper's sidecars and applies the report's one rule for zero
+(`testtask.report.rules.sign`). Task averages weight the configurations equally, as `permutation.task_averages`.
 """
 
 from __future__ import annotations

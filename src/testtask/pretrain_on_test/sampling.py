@@ -1,8 +1,5 @@
-"""Sample the §6.1 model: one entry, `fit`, over the two backends and three samplers.
-
-It lives apart from the model definitions (`hierarchical.py`) because the fast path, the compiled kernel
-(`kernel.py`), is built on those definitions: keeping the dispatch here leaves no import cycle between them.
-"""
+"""Sample the §6.1 model: one entry, `fit`, over the two backends and three samplers (apart from
+`hierarchical.py`, which the compiled kernel imports, to avoid an import cycle)."""
 
 from __future__ import annotations
 
@@ -31,12 +28,11 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
     cores = int(sampler.get("cores", 1))
     target_accept = float(sampler.get("target_accept", 0.8))
     progress = bool(sampler.get("progressbar", False))
+    chain_method = {"chain_method": sampler.get("chain_method", "parallel")}
+    kwargs: dict[str, Any] = {"nuts_sampler_kwargs": chain_method} if name == "numpyro" else {}
     start = time.perf_counter()
     if spec.backend == "bambi":
         model = build_bambi(data.to_long(), spec)
-        kwargs = {"target_accept": target_accept}
-        if name == "numpyro":
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
         idata = model.fit(
             draws=draws,
             tune=tune,
@@ -45,22 +41,18 @@ def fit(data: ModelData, spec: ModelSpec, sampler: Any, seed: int) -> Fit:
             inference_method=name,
             random_seed=seed,
             progressbar=progress,
+            target_accept=target_accept,
             **kwargs,
         )
     elif spec.backend == "marginal":
         spec = resolve_spec(data, spec)
-        values = {"correct": data.correct.astype(float), "trials": data.trials.astype(float)}
         if name == "nutpie":
             idata = kernel_sampler.sample(
                 data, spec, seed, kernel_sampler.NutsSettings(draws, tune, chains, cores, target_accept)
             )
         elif name in {"pymc", "numpyro"}:
-            model = build_marginal(data.shape, spec)
-            kwargs: dict[str, Any] = {}
-            if name == "numpyro":
-                kwargs["nuts_sampler_kwargs"] = {"chain_method": sampler.get("chain_method", "parallel")}
-            with model:
-                pm.set_data(values)
+            with build_marginal(data.shape, spec):
+                pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
                 idata = pm.sample(
                     draws=draws,
                     tune=tune,

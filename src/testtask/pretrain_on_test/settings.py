@@ -1,12 +1,9 @@
-"""The analysis settings of pretrain-on-test: the schema of the `pretrain_on_test` config section.
-
-Each key is declared here once, with its type and allowed values; its value is in conf/pretrain_on_test/analysis.yaml
-(the paper's text, where it differs from the authors' code, in conf/pretrain_on_test/protocol/paper_text.yaml).
-The pipeline reads the section once (`testtask.schema.load`) and builders read `ctx.settings.<field>`.
-"""
+"""The schema of the `pretrain_on_test` config section; values in conf/pretrain_on_test/analysis.yaml (the paper's
+text, where it differs from the authors' code, in conf/pretrain_on_test/protocol/paper_text.yaml)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from testtask.schema import (
@@ -29,8 +26,7 @@ from testtask.schema import (
 
 
 class Backend(Choice):
-    """How the §6.1 model is built: `marginal` (same posterior, identified coordinates) or `bambi` (the
-    formula as written)."""
+    """How the §6.1 model is built: `marginal` (identified coordinates) or `bambi` (the formula as written)."""
 
     marginal = "marginal"
     bambi = "bambi"
@@ -58,8 +54,7 @@ class SliceDraw(Choice):
 
 
 class LmTypeFit(Choice):
-    """How a posterior figure fits the LM types it reads: one §6.1 fit per panel pooling them (`pooled`, the
-    paper's, with an LM-type term α) or one fit per LM type and panel, drawn side by side (`side_by_side`)."""
+    """A posterior figure's LM types: one fit per panel pooling them (the paper's) or one fit each, side by side."""
 
     pooled = "pooled"
     side_by_side = "side_by_side"
@@ -85,12 +80,7 @@ class Collections:
 
     def names(self) -> dict[str, str]:
         """Collection key (few_shot, ...) → folder name, in the paper's order."""
-        return {
-            "few_shot": self.few_shot,
-            "overtrained": self.overtrained,
-            "zero_shot": self.zero_shot,
-            "zero_shot_packing": self.zero_shot_packing,
-        }
+        return dataclasses.asdict(self)
 
 
 @section
@@ -114,12 +104,11 @@ class ModelSpec:
     interaction: Flag  # include W_jl (Figure 10 drops it)
     # t_j = β + sqrt(2)·σ_W·e_j (non-centred) mixes better when σ_W is small next to the data's noise (the bias)
     noncentered_t: TrueFalseAuto
-    # s_j integrated out of the c_jk prior (same posterior for everything else). It removes the s–c–σ_V funnel
-    # when each task has one subsample (Figure 7's slices); "auto" collapses exactly then.
+    # s_j integrated out of the c_jk prior (same posterior otherwise): no s–c–σ_V funnel with one subsample per
+    # task (Figure 7's slices); "auto" collapses exactly then.
     collapse_s: TrueFalseAuto
-    # V_jk, the (1|dataset:subsample) term. False: one random intercept per task and no σ_V in the likelihood, the
-    # authors' slice model for Figure 7 (meta.py's `(1|pair)`, pair = the task's one subsample); it needs one
-    # subsample per task. σ_V then keeps only its HalfNormal prior (a free coordinate the data never see).
+    # V_jk, the (1|dataset:subsample) term. False: the authors' Figure 7 slice model (meta.py's `(1|pair)`), one
+    # subsample per task; σ_V then keeps only its HalfNormal prior.
     subsample_effect: Flag
     priors: Priors
     formula: Name
@@ -127,8 +116,7 @@ class ModelSpec:
 
 @section
 class Refit:
-    """What a fit that fails its diagnostics (conf/config.yaml `diagnostics`) is refitted with, the healthiest
-    attempt kept (`refit.py`): each step samples the same posterior of the same model."""
+    """What a fit that fails its diagnostics is refitted with, the healthiest attempt kept (`refit.py`)."""
 
     other_t: Flag  # refit in the other t_j parameterisation, where `model.noncentered_t: auto` chose it
     target_accept: Probability | None  # then, if still failing, with this target_accept; None: no such step

@@ -1,7 +1,4 @@
-"""Table 1 (mean boost and bias per m, n and LM type) and Table 2 (the task-level tests of §7, eqs. 13–14).
-
-Differences are in accuracy units (fractions) in the CSV and JSON; only the Markdown shows percent.
-"""
+"""Table 1 (mean boost and bias per m, n and LM type) and Table 2 (the task-level tests of §7, eqs. 13–14)."""
 
 from __future__ import annotations
 
@@ -13,8 +10,6 @@ from testtask.outputs import save_numbers, save_table
 from testtask.pretrain_on_test.differences import with_differences
 from testtask.pretrain_on_test.inputs import collection_names, lm_label, load_collection, present_collections
 from testtask.pretrain_on_test.permutation import section7_counts, task_tests
-
-# ---------------------------------------------------------------- Table 1
 
 
 def table_1_frame(data: pd.DataFrame) -> pd.DataFrame:
@@ -35,13 +30,11 @@ def table_1_markdown(table: pd.DataFrame) -> str:
         wide = pd.DataFrame({"n": sorted(block["n"].unique())})
         for lm_type in sorted(block["lm_type"].unique()):
             rows = block[block["lm_type"] == lm_type].set_index("n")
-            label = lm_label(lm_type)
-            wide[f"{label} boost"] = [
-                f"{100 * rows.at[n, 'boost_mean']:.1f}%" if n in rows.index else "" for n in wide.n
-            ]
-            wide[f"{label} bias"] = [
-                f"{100 * rows.at[n, 'bias_mean']:.2f}%" if n in rows.index else "" for n in wide.n
-            ]
+            for effect, digits in (("boost", 1), ("bias", 2)):
+                wide[f"{lm_label(lm_type)} {effect}"] = [
+                    f"{100 * rows.at[n, f'{effect}_mean']:.{digits}f}%" if n in rows.index else ""
+                    for n in wide.n
+                ]
         wide["n"] = [f"n = {n}" for n in wide["n"]]
         lines += [
             f"### m = {m}",
@@ -66,9 +59,6 @@ def table_1(ctx: Context) -> dict:
     }
     save_numbers(out / "table-1.json", numbers)
     return numbers
-
-
-# ---------------------------------------------------------------- Table 2: task-level tests
 
 
 def table_2(ctx: Context) -> dict:

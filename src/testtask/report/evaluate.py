@@ -1,13 +1,11 @@
-"""Claims × the sidecars present in `<figures_dir>/<paper>/<source folder>/` → verdicts.
-
-A verdict is `matches`, `differs` (by how much, with the ledger's note when it has one) or `not computable` (the
-input or sidecar that is missing, and the command that would make it). A claim whose `needs` are absent from the
-paper's data root is not computable even when a sidecar holds a value computed on what is present: that value is
-shown as "on the data present", never judged.
+"""Claims × the sidecars present in `<figures_dir>/<paper>/<source folder>/` → verdicts: `matches`, `differs` or
+`not computable` (what is missing and the command that makes it). A claim whose `needs` are absent is not
+computable even when a sidecar holds a value computed on what is present: that value is shown, never judged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
@@ -20,7 +18,7 @@ from typing import Any
 from testtask import diagnostics
 from testtask.report import paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
-from testtask.sidecars import Expected, check
+from testtask.sidecars import Expected, read
 
 MATCHES, DIFFERS, NOT_COMPUTABLE = "matches", "differs", "not computable"
 STATUSES = (MATCHES, DIFFERS, NOT_COMPUTABLE)
@@ -35,9 +33,8 @@ class MissingOutput(LookupError):
 
 
 class NotComputable(LookupError):
-    """Raised by a report-hook function when the sidecars it read cannot give the value (the message says why).
-    `unbuilt`: the outputs it needs that are not built yet (with `command`, what builds them): such a verdict is
-    "not built", not a finding about the paper (report/findings.py)."""
+    """Raised by a report-hook function when the sidecars it read cannot give the value; `unbuilt`: the outputs
+    it needs that are not built yet (`command` builds them), which makes it no finding about the paper."""
 
     def __init__(self, message: str, unbuilt: tuple[str, ...] = (), command: str | None = None):
         super().__init__(message)
@@ -46,8 +43,7 @@ class NotComputable(LookupError):
 
 
 def build_command(file: str, paper: str, source: str = "published") -> str:
-    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`);
-    SOURCE is named unless it is the Makefile's default (published)."""
+    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`)."""
     stem = Path(file).stem
     match = re.fullmatch(r"(figure|table)-(.+)", stem)
     target = f"{match.group(1)}-{match.group(2)}" if match else "figures tables"
@@ -66,17 +62,14 @@ def _cell(text: str) -> Any:
 
 
 class Sidecars(Mapping[str, Any]):
-    """The outputs of one paper, loaded on first use by file name (`table-1.json`, `table-2.csv`; a bare name
-    means its JSON). A CSV is a list of row dicts with numbers parsed. An absent file raises MissingOutput.
-    Each JSON (and the JSON beside a CSV) is checked against `expected` (sidecars.check): a sidecar of another
-    source or run raises ProvenanceMismatch, which no claim turns into "not computable"."""
+    """The outputs of one paper by file name (a bare name means its JSON; a CSV is a list of row dicts), loaded on
+    first use and checked against `expected` (ProvenanceMismatch, never "not computable"); MissingOutput if absent."""
 
     def __init__(self, folder: Path, expected: Expected | None = None, pages: Path | None = None):
         self.folder = Path(folder)
         self.expected = expected
         self.pages = pages  # `make assess-model`'s pages of this source (<pages>/<model>/<model>.json)
         self._cache: dict[str, Any] = {}
-        self.read: set[str] = set()
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
 
     def page(self, model: str) -> Any:
@@ -86,7 +79,7 @@ class Sidecars(Mapping[str, Any]):
             path = (self.pages or self.folder) / model / f"{model}.json"
             if self.pages is None or not path.is_file():
                 raise MissingOutput(key)
-            self._cache[key] = check(path, json.loads(path.read_text(encoding="utf-8")), self.expected)
+            self._cache[key] = read(path, self.expected)
         self.touched.add(key)
         return self._cache[key]
 
@@ -113,14 +106,13 @@ class Sidecars(Mapping[str, Any]):
             if path.suffix == ".csv":
                 beside = path.with_suffix(".json")  # a table's CSV has no provenance; its JSON sidecar does
                 if beside.is_file():
-                    check(beside, json.loads(beside.read_text(encoding="utf-8")), self.expected)
+                    read(beside, self.expected)
                 with path.open(newline="", encoding="utf-8") as handle:
                     self._cache[file] = [
                         {k: _cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
                     ]
             else:
-                self._cache[file] = check(path, json.loads(path.read_text(encoding="utf-8")), self.expected)
-        self.read.add(file)
+                self._cache[file] = read(path, self.expected)
         self.touched.add(file)
         return self._cache[file]
 
@@ -151,9 +143,7 @@ class Verdict:
     missing: tuple[str, ...] = ()  # the inputs or sidecars that are absent
     command: str | None = None  # what makes the missing part
     reason: str | None = None  # why not computable, in words
-    unbuilt: tuple[
-        str, ...
-    ] = ()  # the sidecars it reads that are not built (the report names what builds them)
+    unbuilt: tuple[str, ...] = ()  # the sidecars it reads that are not built
     failed_fits: tuple[str, ...] = ()  # sidecars read that record a fit outside the diagnostics limits
     user_files: Mapping[str, str] = dataclasses.field(default_factory=dict)  # own files read: name -> SHA-256
 
@@ -162,6 +152,7 @@ class Verdict:
         return self.claim.note
 
     def as_dict(self) -> dict[str, Any]:
+        category = self.claim.category
         return {
             "id": self.claim.id,
             "where": self.claim.where,
@@ -176,20 +167,14 @@ class Verdict:
             "reason": self.reason,
             "not_built": list(self.unbuilt),
             "note": self.claim.note,
-            "category": (
-                {"kind": self.claim.category.kind, **thaw(self.claim.category.fields)}
-                if self.claim.category
-                else None
-            ),
+            "category": {"kind": category.kind, **thaw(category.fields)} if category else None,
             "failed_fits": list(self.failed_fits),
             "user_files": dict(self.user_files),
         }
 
 
 def _scaled(value: Any, scale: float) -> Any:
-    if scale == 1.0:
-        return value
-    if isinstance(value, bool) or value is None:
+    if scale == 1.0 or isinstance(value, bool) or value is None:
         return value
     if isinstance(value, (int, float)):
         return value * scale
@@ -249,25 +234,23 @@ def _judge(
     missing_needs = tuple(need for need in claim.needs if not (Path(data_root) / need).exists())
     value: Any = None
     shown: str | None = None
-    problem: tuple[tuple[str, ...], str | None, str] | None = None  # (missing, command, reason)
     unbuilt: tuple[str, ...] = ()
+    command: str | None = None  # what makes the sidecars `unbuilt`
+    reason: str | None = None  # why ours cannot be had
     try:
         value = compute(claim, sidecars, functions)
         shown = rules.fmt(value)
     except MissingOutput as err:
-        problem = ((err.file,), build_command(err.file, paper, source), f"{err.file} has not been built")
-        unbuilt = (err.file,)
+        unbuilt, reason = (err.file,), f"{err.file} has not been built"
+        command = build_command(err.file, paper, source)
     except NotComputable as err:
-        problem = (err.unbuilt, err.command, str(err))
-        unbuilt = err.unbuilt
+        unbuilt, command, reason = err.unbuilt, err.command, str(err)
     except LookupError as err:  # a path the sidecar does not hold, rows it lacks
-        problem = ((), None, str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}")
+        reason = str(err) if not isinstance(err, KeyError) else f"a sidecar lacks {err}"
     if missing_needs:
         if shown is not None:  # the rule's view of the part present, shown but not judged
-            try:
+            with contextlib.suppress(rules.RuleError):
                 shown = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params).ours
-            except rules.RuleError:
-                pass
             if value == [] or value == {}:
                 shown = None
         return Verdict(
@@ -280,10 +263,9 @@ def _judge(
             reason=f"missing input {', '.join(missing_needs)}",
             unbuilt=unbuilt,
         )
-    if problem is not None:
-        missing, command, reason = problem
+    if reason is not None:
         return Verdict(
-            claim, NOT_COMPUTABLE, missing=missing, command=command, reason=reason, unbuilt=unbuilt
+            claim, NOT_COMPUTABLE, missing=unbuilt, command=command, reason=reason, unbuilt=unbuilt
         )
     try:
         outcome = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params)
@@ -309,10 +291,8 @@ def evaluate(
     expected: Expected | None = None,
     pages: Path | None = None,
 ) -> list[Verdict]:
-    """Every claim of `ledger` on the sidecars in `out_dir` (paths.output_dir) and the inputs in `data_root`;
-    `source`: where the outputs are built from (named in the commands that build missing ones); `expected`: what
-    each sidecar's provenance must say (None: not checked); `pages`: `make assess-model`'s pages of that source,
-    which a claim's `ours.page` reads."""
+    """Every claim of `ledger` on the sidecars in `out_dir` and the inputs in `data_root`; `expected`: what each
+    sidecar's provenance must say (None: not checked); `pages`: `make assess-model`'s pages of that source."""
     sidecars = Sidecars(out_dir, expected, pages)
     return [
         evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims

@@ -1,12 +1,5 @@
-"""Whether a claim's category holds against the value the report computed (report/ledger.py, CATEGORIES).
-
-A category is a claim about the cause. The kinds whose evidence is arithmetic on our value are checked here, where
-the report has the verdict: `within-error` on rounding (ours within half a unit of the last digit the paper
-prints), `within-error` on Monte Carlo error (ours within two stated standard errors), and `misrounded` (the paper's
-value is ours rounded in the stated steps, and not within plain rounding of it). The other kinds cite places, lines
-and inputs, which the ledger's validation checks for form. `problem` returns why the evidence does not hold, or
-None.
-"""
+"""Whether a claim's category holds against the value the report computed: the kinds whose evidence is arithmetic
+on our value (`within-error`, `misrounded`); the ledger's validation checks the others for form."""
 
 from __future__ import annotations
 
@@ -74,10 +67,8 @@ def _monte_carlo(category: Category, value: Any, paper: Any) -> str | None:
     elif against is not None:
         target, named = float(against), str(against)
     else:
-        target, named = (
-            _number(thaw(paper), "the paper's value (name a number or path in `against`)"),
-            "the paper's",
-        )
+        target = _number(thaw(paper), "the paper's value (name a number or path in `against`)")
+        named = "the paper's"
     se = float(category.get("se"))
     if not _within(x, target, 2 * se):
         return (
@@ -108,8 +99,7 @@ def _misrounded(category: Category, value: Any) -> str | None:
 
 
 def problem(category: Category, value: Any, paper: Any) -> str | None:
-    """Why `category`'s evidence does not hold for our computed `value` (the claim's paper value `paper`), or
-    None when it holds or is not arithmetic on our value."""
+    """Why `category`'s evidence does not hold for our `value` (None: it holds, or is not arithmetic on it)."""
     try:
         if category.kind == MISROUNDED:
             return _misrounded(category, value)

@@ -1,22 +1,10 @@
-"""The report's first section: what a reviewer must know about each paper, before the claim tables.
+"""The report's first section, per paper: how many claims match under the authors' code and under the paper's
+text, then one line per claim that does not match, grouped by its ledger category (ledger.CATEGORIES order).
 
-Per paper: how many claims match under the authors' analysis code (the default preset) and under the paper's text
-(`protocol=paper_text`); then one line per claim that does not match, grouped by its ledger `category`
-(ledger.CATEGORIES, in that order: text-vs-code, inconsistent, release-gap, implementation, misrounded,
-within-error, unexplained). A claim
-whose verdict is not the same under the two presets is a text-vs-code finding even without a category (the
-preset's keys are the difference: docs/protocols/<paper>-analysis.md).
-
-A claim that does not match under the authors' code for a reason a category must explain — it differs, or it is
-not computable although every output it reads is built and every input it needs is present — and has no category
-is `uncategorized`: a ledger error (`needs_category`, `uncategorized`). Outputs not built and inputs absent from
-this copy of the release (the offline mirror) are not findings about the paper; the notice above the findings names
-what builds them. The user's own claims (conf/user/claims/) need no category.
-
-A category is a claim about the cause: one whose evidence does not hold against the value the report computed
-(report/evidence.py: ours outside half a unit of the printed digit for `within-error` on rounding, outside two
-standard errors on Monte Carlo error, a `misrounded` whose steps do not give the printed value) is `unsupported`,
-a ledger error like a missing category (`unsupported`).
+A claim whose verdict differs between the two presets is a text-vs-code finding even without a category. Ledger
+errors: a claim that does not match for a reason a category must explain (`needs_category`) and has none is
+`uncategorized` (the user's own claims need none); one whose category's evidence does not hold against our value
+(report/evidence.py) is `unsupported`. Outputs not built and inputs absent from this copy are no findings.
 """
 
 from __future__ import annotations
@@ -46,13 +34,8 @@ TITLES = {
 
 
 def needs_category(v: Verdict) -> bool:
-    """Whether `v` (a verdict under the authors' code) is a difference its claim's category must explain: it
-    differs, or it is not computable with every output built and every needed input present."""
-    if v.status == MATCHES:
-        return False
-    if v.status == NOT_COMPUTABLE and (v.unbuilt or v.missing):
-        return False
-    return True
+    """Whether `v` (under the authors' code) differs, or is not computable with every output and input present."""
+    return v.status != MATCHES and not (v.status == NOT_COMPUTABLE and (v.unbuilt or v.missing))
 
 
 @dataclass(frozen=True)
@@ -117,10 +100,9 @@ def collect(
     own: frozenset[str] = frozenset(),
     categorize: bool = True,
 ) -> PaperFindings:
-    """The findings of `paper` from its verdicts under the authors' code and (when evaluated) the paper's text,
-    aligned claim by claim; `own`: the ids of the user's own claims (never uncategorized); `categorize=False`
-    (our own runs, source=results: the categories are about the authors' release) lists no claim as
-    uncategorized."""
+    """The findings of `paper` from its verdicts under the authors' code and (when evaluated) the paper's text;
+    `own`: the user's own claims' ids; `categorize=False` (our own runs: categories are about the release) lists
+    no claim as uncategorized."""
     by_id = {v.claim.id: v for v in text} if text is not None else {}
     sections: dict[str, list[Line]] = {s: [] for s in SECTIONS}
     for v in verdicts:

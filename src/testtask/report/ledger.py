@@ -37,14 +37,8 @@ the command or computation that shows the cause):
 | `within-error` | `basis` | `printed`, `se`, `varies`, `of`, `against` | `basis: rounding`: ours lies within half a unit of the last digit of the paper's `printed` value (a string, or a list of them, null to skip one); `basis: monte-carlo`: ours lies within 2 `se` of the paper's value (or of `against`: a number or a path into ours), for a quantity that varies from run to run (`varies` says why). Never for a deterministic value read from identical data. `of`: a path into ours (report/paths.py) when the checked number is part of it |
 | `unexplained` | `tried` | | no explanation found: what was tried |
 
-The checks that need our value (`misrounded`, `within-error`) are made where the report has the verdict
-(report/evidence.py, report/findings.py): a category whose evidence does not hold is listed as such, a ledger error
-like a missing category.
-
-A claim whose verdict on the authors' release under the authors' analysis code is `differs` or `not computable`
-(for a reason other than an output not built or an input absent from this copy) must have a category: the report
-lists it as a ledger error otherwise (report/findings.py). A category on a claim that matches is kept and shown
-as such (the data moved, or the other preset differs).
+The evidence that needs our value (`misrounded`, `within-error`) is checked where the report has the verdict
+(report/evidence.py); which claims need a category, and the ledger errors, are report/findings.py's.
 
 Any error names the file, the claim id and the field.
 """
@@ -68,15 +62,13 @@ _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FIELDS = {"id", "where", "statement", "paper", "ours", "rule", "needs", "note", "figure", "category"}
 _OURS_FIELDS = {"output", "path", "function", "scale", "page"}
 
-TEXT_VS_CODE, RELEASE_GAP, INCONSISTENT, IMPLEMENTATION, MISROUNDED, WITHIN_ERROR, UNEXPLAINED = (
-    "text-vs-code",
-    "release-gap",
-    "inconsistent",
-    "implementation",
-    "misrounded",
-    "within-error",
-    "unexplained",
-)
+TEXT_VS_CODE = "text-vs-code"
+RELEASE_GAP = "release-gap"
+INCONSISTENT = "inconsistent"
+IMPLEMENTATION = "implementation"
+MISROUNDED = "misrounded"
+WITHIN_ERROR = "within-error"
+UNEXPLAINED = "unexplained"
 #: kind -> (required fields, optional fields); the order is the order of the report's findings
 CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     TEXT_VS_CODE: (("text", "code", "shown_by"), ("key",)),
@@ -140,18 +132,15 @@ class Category:
     def summary(self) -> str:
         """One line: the kind's fields in words."""
         f = self.fields
+        key = f" (our key {f['key']})" if f.get("key") else ""
         if self.kind == TEXT_VS_CODE:
-            return f"text: {f['text']}; authors' code: {f['code']}" + (
-                f" (our key {f['key']})" if f.get("key") else ""
-            )
+            return f"text: {f['text']}; authors' code: {f['code']}{key}"
         if self.kind == RELEASE_GAP:
             return "the release lacks " + ", ".join(f["missing"]) + f"; with it: {f['toward']}"
         if self.kind == INCONSISTENT:
             return "the paper disagrees with itself: " + " vs ".join(f["places"]) + f"; {f['arithmetic']}"
         if self.kind == IMPLEMENTATION:
-            return f"ours: {f['ours']}; the authors: {f['authors']}" + (
-                f" (our key {f['key']})" if f.get("key") else ""
-            )
+            return f"ours: {f['ours']}; the authors: {f['authors']}{key}"
         if self.kind == MISROUNDED:
             steps = " then ".join(f"{d} decimals" for d in f["steps"])
             return f"the paper's {f['printed']} is the authors' output ({f['output']}) rounded to {steps}"
@@ -344,8 +333,7 @@ def _category(raw: Any, fail: Any) -> Category:
     unknown = sorted(set(fields) - set(required) - set(optional))
     if unknown:
         raise fail(
-            f"category.{unknown[0]}",
-            f"{kind} takes {', '.join(required + optional)}, not {unknown[0]}",
+            f"category.{unknown[0]}", f"{kind} takes {', '.join(required + optional)}, not {unknown[0]}"
         )
     for name in required:
         if name not in fields or fields[name] in (None, "", []):

@@ -1,17 +1,10 @@
-"""`testtask action=report [paper=<key>|all]` (`make report`): evaluate every paper's claims ledger on the sidecars
-already built under `figures_dir/<paper>/<source folder>/` and render `<report.out_dir>/<source folder>/index.html`,
-`REPRODUCTION.md` and `report.json` (paths.output_dir). Each sidecar's provenance must name the source (and run,
-and for the release its data checksum) the report reads for that paper, the protocol preset, and the fingerprint
-of the settings of that preset (as the report was given them), or the report stops with ProvenanceMismatch naming
-what differs: a results build is never evaluated as the published one, nor a build with other settings (a
-variant) as its preset's.
+"""`testtask action=report` (`make report`): every paper's claims ledger evaluated, under each preset of
+`report.protocols`, on the sidecars already built, rendered as index.html, REPRODUCTION.md and report.json.
 
-Every claim is judged under each protocol preset of `report.protocols`; the paper_text configuration is composed
-with Hydra's compose API from the report's own command line (`Builds.preset`). By default nothing is built (fast:
-run `make figures tables` first for complete verdicts; what is missing is named first on the page and the console
-with the command that builds it, report/unbuilt.py); with `report.build_missing=true` the outputs the claims read
-that are absent are built first through the pipeline's `build`. The pipeline passes in what the report needs of it
-(`Builds`): this package never imports it.
+A sidecar whose provenance names another source, run, data, preset or settings stops the report
+(ProvenanceMismatch): a results build is never judged as the published one, nor a variant as its preset's.
+Nothing is built unless `report.build_missing=true` (report/unbuilt.py names what is missing). The pipeline
+passes in what the report needs of it (`Builds`): this package never imports it.
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ from testtask.io import atomic_write_json
 from testtask.paths import AUTHORS, PAPER_TEXT, conf_dir, output_dir, resolve
 from testtask.report import evaluate, findings, ledger, provenance, render, unbuilt
 from testtask.sidecars import Expected, release_checksum
-from testtask.sources import OVERLAY
+from testtask.sources import OVERLAY, run_root
 
 log = logging.getLogger("testtask.report")
 
@@ -64,10 +57,8 @@ def user_ledger_file(paper: str, directory: Path) -> Path:
 
 
 def own_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> ledger.Ledger | None:
-    """The user's own claims of `paper` (None when there is no such file): a ledger of its own (same fields,
-    validated the same way) that states the source its claims are about (`source`: published, results or
-    published+results) and is judged on that source only. An id the paper's ledger has already is an error naming
-    the file."""
+    """The user's own claims of `paper` (None: no such file): a ledger of its own, judged only on the source it
+    states; an id the paper's ledger has already is an error."""
     file = user_ledger_file(paper, directory)
     if not file.is_file():
         return None
@@ -87,11 +78,6 @@ def own_claims(paper: str, loaded: ledger.Ledger | None, directory: Path) -> led
             )
     log.info("report %s: %d own claims from %s (source %s)", paper, len(own.claims), file, own.source)
     return own
-
-
-def _outputs_read(loaded: ledger.Ledger) -> set[str]:
-    """The figure/table outputs whose sidecars the claims read by path (functions' reads show on evaluation)."""
-    return {c.ours.file for c in loaded.claims if c.ours.file}
 
 
 def _build_missing(
@@ -115,12 +101,10 @@ def _build_missing(
 
 
 def _data_root(config: Any, paper: str, source: str) -> Path:
-    """The inputs a claim's `needs` are checked under: the release (published, and the release of an overlay) or
-    our run (results/<paper>[/<results_run>], as the pipeline's make_context)."""
+    """Where a claim's `needs` are checked: the release (also for an overlay) or our run (as make_context)."""
     if source in ("published", OVERLAY):
         return resolve(config.data.dest) / paper
-    root = resolve(config.results_dir) / paper
-    return root / str(config.results_run) if config.results_run else root
+    return run_root(config, paper)
 
 
 def _elsewhere(own: ledger.Ledger, source: str, configs: dict[str, Any], plugin: Any) -> _Judged:
@@ -178,7 +162,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         plugin = papers.get(paper)
         data_root = _data_root(config, paper, source)
         checksum = release_checksum(data_root, "published" if source == OVERLAY else source)
-        needed = _outputs_read(loaded) | {
+        # the sidecars read by path and those of the outputs shown beside (functions' reads show on evaluation)
+        needed = {c.ours.file for c in loaded.claims if c.ours.file} | {
             f"{c.figure}.json"
             for c in loaded.claims
             if c.figure and c.figure.startswith(("figure-", "table-"))
@@ -209,11 +194,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         paper_ledger = load_ledger(paper)
         own = own_claims(paper, paper_ledger, user_files.folder(config))
         if paper_ledger is None and own is None:
-            reports.append(
-                render.PaperReport(
-                    paper, [], output_dir(figures_dir, str(config.source), run_name, paper), None
-                )
-            )
+            empty = output_dir(figures_dir, str(config.source), run_name, paper)
+            reports.append(render.PaperReport(paper, [], empty, None))
             continue
         # The paper's claims are about the authors' release (or, for a ledger that says so, our runs): under
         # SOURCE=published+results they are judged on the release alone, beside the own claims on the overlay.
@@ -232,23 +214,11 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         own_ids = frozenset(c.id for c in own.claims) if own is not None else frozenset()
         found = findings.collect(paper, verdicts, text, own_ids, categorize=default == "published")
         ledger_file_shown = (paper_ledger or own).file  # type: ignore[union-attr]
-        reports.append(
-            render.PaperReport(
-                paper,
-                verdicts,
-                parts[0].folders.get(AUTHORS) or output_dir(figures_dir, default, run_name, paper),
-                ledger_file_shown,
-                text=text,
-                findings=found,
-                single_protocol="analysis" not in plugin.paper_text,
-            )
-        )
-        log.info(
-            "report %s: %s%s",
-            paper,
-            render.summary(verdicts),
-            f"; under the paper's text: {render.summary(text)}" if text is not None else "",
-        )
+        folder = parts[0].folders.get(AUTHORS) or output_dir(figures_dir, default, run_name, paper)
+        single = "analysis" not in plugin.paper_text
+        reports.append(render.PaperReport(paper, verdicts, folder, ledger_file_shown, text, found, single))
+        under = f"; under the paper's text: {render.summary(text)}" if text is not None else ""
+        log.info("report %s: %s%s", paper, render.summary(verdicts), under)
     overrides = unbuilt.place_overrides(builds.overrides(cfg))
     notice = unbuilt.notice(missing, overrides, tried=settings.build_missing)
     for line in notice:  # on the console too, not only at the top of the page
@@ -270,12 +240,11 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             for r in reports
         },
     }
-    uncategorized = {
-        r.paper: [line.claim.id for line in r.findings.uncategorized] for r in reports if r.findings
-    }
-    summary["uncategorized"] = {paper: ids for paper, ids in uncategorized.items() if ids}
-    unsupported = {r.paper: [line.claim.id for line in r.findings.unsupported] for r in reports if r.findings}
-    summary["unsupported"] = {paper: ids for paper, ids in unsupported.items() if ids}
+    for section in ("uncategorized", "unsupported"):
+        ids = {
+            r.paper: [line.claim.id for line in getattr(r.findings, section)] for r in reports if r.findings
+        }
+        summary[section] = {paper: found for paper, found in ids.items() if found}
     atomic_write_json(out_dir / "report.json", summary)
     log.info("report -> %s, %s", page, md)
     _require_categories(config, reports)
@@ -294,9 +263,8 @@ def _claim_entry(report: render.PaperReport, v: evaluate.Verdict) -> dict[str, A
 
 
 def _require_categories(config: Any, reports: list[render.PaperReport]) -> None:
-    """LedgerError, once the report is written, when a claim that does not match on the authors' release has no
-    category (report/findings.py: only source=published lists any), or has one whose evidence does not hold
-    against our value (report/evidence.py); with report.require_categories."""
+    """With report.require_categories, LedgerError (once the report is written) for uncategorized and
+    unsupported claims (report/findings.py)."""
     if not config.report.require_categories:
         return
     problems = [

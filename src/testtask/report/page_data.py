@@ -1,8 +1,5 @@
-"""What the page's template (templates/report.html.j2) shows, built from the reports as plain values.
-
-Everything here is text, numbers and paths; the markup, and with it the escaping, is the templates' job. Building
-the data copies each figure beside the page (figures/<paper>/<name>.png), so that the page is self-contained.
-"""
+"""What the page's template shows, as plain text, numbers and paths (markup and escaping are the templates' job);
+building it copies each figure beside the page, so that the page is self-contained."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""One paper's part of the report and what both the page and the Markdown show of its claims, as plain text.
-
-index.html and REPRODUCTION.md (report/render.py) read the same cells from here, so that the two never disagree
-on a verdict's wording.
-"""
+"""One paper's part of the report, and the cells of its claims as plain text: index.html and REPRODUCTION.md
+read them from here, so that the two never disagree on a verdict's wording."""
 
 from __future__ import annotations
 
@@ -29,9 +26,7 @@ class PaperReport:
 
     def user_files(self) -> str | None:
         """The user's own files the verdicts read (their sidecars were built with them), in words; None: none."""
-        found: dict[str, str] = {}
-        for v in [*self.verdicts, *(self.text or [])]:
-            found.update(v.user_files)
+        found = {name: h for v in [*self.verdicts, *(self.text or [])] for name, h in v.user_files.items()}
         if not found:
             return None
         return "built with your own files: " + ", ".join(
@@ -39,9 +34,7 @@ class PaperReport:
         )
 
     def text_verdict(self, claim_id: str) -> Verdict | None:
-        if self.text is None:
-            return None
-        return next((v for v in self.text if v.claim.id == claim_id), None)
+        return next((v for v in self.text or [] if v.claim.id == claim_id), None)
 
     def text_column(self) -> str:
         """What the paper's-text column says when it holds no verdicts."""
@@ -64,10 +57,9 @@ def paper_value(v: Verdict) -> str:
 
 def ours_shown(v: Verdict) -> str:
     """Ours as the claim tables show it; a value of a claim that is not computable is marked as not judged."""
-    shown_ours = v.ours if v.ours is not None else "—"
-    if v.status == NOT_COMPUTABLE and v.ours is not None:
-        shown_ours = f"{shown_ours} (on the data present)"
-    return shown_ours
+    if v.ours is None:
+        return "—"
+    return f"{v.ours} (on the data present)" if v.status == NOT_COMPUTABLE else v.ours
 
 
 def detail(v: Verdict, text: Verdict | None = None) -> str:
@@ -100,8 +92,7 @@ def detail(v: Verdict, text: Verdict | None = None) -> str:
 
 @dataclass(frozen=True)
 class TextCell:
-    """The claim under the paper's text: its status (None: no verdict there), what the cell says, and ours when
-    it is not the authors'-code value."""
+    """The claim under the paper's text: its status (None: no verdict), the cell, and ours when not the authors'."""
 
     status: str | None
     shown: str

@@ -1,7 +1,5 @@
-"""The shape a claim's `paper` value must have for its rule, checked when the ledger is read.
-
-A mistake here (`paper: 0` for a claim that reads two values) would otherwise surface only on evaluation, as a
-rule error the report shows as "not computable on this data" — a ledger error disguised as missing data.
+"""The shape a claim's `paper` value must have for its rule, checked when the ledger is read (on evaluation a
+mistake would show as "not computable on this data": a ledger error disguised as missing data).
 
 | kind | paper |
 |---|---|
@@ -35,32 +33,26 @@ def _numbers(paper: Any) -> str | None:
         if not values:
             return "is empty; a number, a list of numbers or a mapping of numbers is wanted"
         bad = [v for v in values if not _is_number(v)]
-        if bad:
-            return f"holds {bad[0]!r}, which is not a number"
-        return None
+        return f"holds {bad[0]!r}, which is not a number" if bad else None
     return f"must be a number, a list of numbers or a mapping of numbers, got {paper!r}"
 
 
 def problem(kind: str, paper: Any, params: Mapping[str, Any], n_paths: int | None) -> str | None:
-    """Why `paper` does not fit rule `kind` (None when it does); `n_paths`: the number of `ours.path` entries
-    when it is a list, else None."""
+    """Why `paper` does not fit rule `kind` (None when it does); `n_paths`: the length of a list `ours.path`."""
     if kind in ("round", "tolerance", "within_se"):
         why = _numbers(paper)
         if why:
             return f"rule {kind}: the paper's value {why}"
-    elif kind == "sign":
-        if paper not in ("positive", "negative", "zero"):
-            return f"rule sign wants positive, negative or zero, got {paper!r}"
+    elif kind == "sign" and paper not in ("positive", "negative", "zero"):
+        return f"rule sign wants positive, negative or zero, got {paper!r}"
     elif kind == "count":
         whole = _is_number(paper) and float(paper).is_integer() and paper >= 0
         if not whole:
             return f"rule count wants the paper's count (a non-negative whole number), got {paper!r}"
-    elif kind == "share":
-        if not _is_number(paper):
-            return f"rule share wants the paper's share (a number), got {paper!r}"
-    elif kind in ("all", "significance"):
-        if not isinstance(paper, str) or not paper.strip():
-            return f"rule {kind} compares ours with its parameters; paper holds the paper's words (a string), got {paper!r}"
+    elif kind == "share" and not _is_number(paper):
+        return f"rule share wants the paper's share (a number), got {paper!r}"
+    elif kind in ("all", "significance") and (not isinstance(paper, str) or not paper.strip()):
+        return f"rule {kind} compares ours with its parameters; paper holds the paper's words (a string), got {paper!r}"
     lists_compared = kind in ("round", "tolerance", "within_se") or (
         kind == "equal" and not params.get("as_set")
     )

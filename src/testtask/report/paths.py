@@ -121,25 +121,19 @@ def _step(value: Any, key: str, selectors: list[str], where: str) -> tuple[Any, 
 
 def resolve(document: Any, path: str) -> Any:
     """The value at `path` in `document` (PathError naming the first segment the document does not hold)."""
-    segments = _split(path)
-    done: list[str] = []
 
-    def walk(value: Any, rest: list[tuple[str, list[str]]]) -> Any:
+    def walk(value: Any, rest: list[tuple[str, list[str]]], done: list[str]) -> Any:
         if not rest:
             return value
         (key, selectors), tail = rest[0], rest[1:]
         text = key + "".join(f"[{s}]" for s in selectors)
         where = ".".join([*done, text]) or text
         value, multi = _step(value, key, selectors, where)
-        done.append(text)
-        try:
-            if multi:
-                return [walk(item, tail) for item in value]
-            return walk(value, tail)
-        finally:
-            done.pop()
+        if multi:
+            return [walk(item, tail, [*done, text]) for item in value]
+        return walk(value, tail, [*done, text])
 
-    return walk(document, segments)
+    return walk(document, _split(path), [])
 
 
 def validate(path: str) -> None:

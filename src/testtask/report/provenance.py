@@ -3,9 +3,10 @@ stamp verifies) and which subsets of it are present (discovered from the folders
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,8 @@ SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g
 
 
 def shown(text: str | Path | None) -> str | None:
-    """A path (or `mirror:<path>`) as a report shows it: relative to the repository, so that a report names the
-    same folders on every machine (`figures/...`, `../shared/data/...`), never this machine's absolute path."""
+    """A path (or `mirror:<path>`) relative to the repository, so that a report names the same folders on every
+    machine, never this machine's absolute path."""
     if text is None:
         return None
     import os
@@ -58,21 +59,13 @@ class Provenance:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "git_commit": self.git_commit,
-            "git_dirty": self.git_dirty,
-            "command": self.command,
-            "built_at": self.built_at,
+            **asdict(self),
             "figures_dir": shown(self.figures_dir),
             "releases": [
                 {
-                    "paper": r.paper,
-                    "repo": r.repo,
-                    "commit": r.commit,
+                    **asdict(r),
                     "folder": shown(r.folder),
-                    "present": r.present,
-                    "verified": r.verified,
                     "fetched_from": shown(r.fetched_from),
-                    "fetched_at": r.fetched_at,
                     "subsets": list(r.subsets),
                 }
                 for r in self.releases
@@ -109,26 +102,15 @@ def release(paper: str, folder: Path, source: dict[str, Any] | None) -> Release:
     if not folder.is_dir():
         return Release(paper, repo, commit, folder, False, "not fetched")
     stamp: dict[str, Any] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         stamp = json.loads((folder / STAMP_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
     try:
         verify_release(folder, paper, list(source.get("json_drop_keys") or []))
         verified = f"verified ({len(stamp.get('hashes') or {})} files against the checksum manifest)"
     except ReleaseError as err:
         verified = f"NOT verified: {err}"
-    return Release(
-        paper,
-        repo,
-        commit,
-        folder,
-        True,
-        verified,
-        fetched_from=stamp.get("source"),
-        fetched_at=stamp.get("fetched_at"),
-        subsets=subsets(folder),
-    )
+    fetched_from, fetched_at = stamp.get("source"), stamp.get("fetched_at")
+    return Release(paper, repo, commit, folder, True, verified, fetched_from, fetched_at, subsets(folder))
 
 
 def collect(
@@ -137,11 +119,5 @@ def collect(
     """Provenance of a report on `papers` (each paper's own release and, where it has none, nothing)."""
     commit, dirty = git_state()
     releases = tuple(release(p, data_dest / p, sources.get(p)) for p in papers if p in sources)
-    return Provenance(
-        git_commit=commit,
-        git_dirty=dirty,
-        command=command,
-        built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        figures_dir=figures_dir,
-        releases=releases,
-    )
+    built_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return Provenance(commit, dirty, command, built_at, figures_dir, releases)

@@ -1,13 +1,7 @@
-"""`report/index.html` (self-contained: inline CSS, figures copied beside it) and `report/REPRODUCTION.md`.
+"""`report/index.html` (self-contained: inline CSS, figures copied beside it) and `report/REPRODUCTION.md`:
+the findings, the provenance and summary table, then per output its image or table with its claims beside it.
 
-Layout: first the findings (report/findings.py): per paper, the claims that match under the authors' analysis code
-and under the paper's text, then one line per claim that does not match, by category, each linking to its claim;
-then the provenance header and the summary table; then per paper, per figure or table, the image (or the table's
-Markdown) with its claims beside it, each with its verdict under the authors' code and under the paper's text, ours,
-the difference, the category, the note and, when not computable, the missing input and the command that makes it.
-
-The page is written by the templates of report/templates/ (report/templating.py: every value escaped) from the
-data of report/page_data.py; the Markdown is written here.
+The page is written by the templates of report/templates/ from the data of report/page_data.py; the Markdown here.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ __all__ = ["FIT_WARNING", "PaperReport", "html_page", "markdown", "summary", "wr
 
 
 def html_page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notice: Sequence[str] = ()) -> str:
-    """The page (templates/report.html.j2), copying its figures into `out_dir`; `notice`: a heading and lines
-    shown first (report/unbuilt.py: what builds the outputs not built)."""
+    """The page, copying its figures into `out_dir`; `notice`: what builds the outputs not built (report/unbuilt.py)."""
     return templating.render("report.html.j2", page=page_data.page(reports, prov, out_dir, notice))
 
 
@@ -74,11 +67,7 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
     lines += _findings_md(reports)
     lines += ["## Provenance", ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in provenance_rows(prov)]
-    head = (
-        " | ".join(f"{s} (authors' code)" for s in STATUSES)
-        + " | "
-        + " | ".join(f"{s} (text)" for s in STATUSES)
-    )
+    head = " | ".join([*(f"{s} (authors' code)" for s in STATUSES), *(f"{s} (text)" for s in STATUSES)])
     lines += ["", f"| paper | {head} |", "|---|" + "---|" * (2 * len(STATUSES))]
     for r in reports:
         c = counts(r.verdicts)
@@ -126,8 +115,6 @@ def write(
     from testtask.io import atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    page = out_dir / "index.html"
-    atomic_write_text(page, html_page(reports, prov, out_dir, notice))
-    md = out_dir / "REPRODUCTION.md"
-    atomic_write_text(md, markdown(reports, prov, notice))
+    page = atomic_write_text(out_dir / "index.html", html_page(reports, prov, out_dir, notice))
+    md = atomic_write_text(out_dir / "REPRODUCTION.md", markdown(reports, prov, notice))
     return page, md

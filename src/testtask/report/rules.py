@@ -12,10 +12,8 @@
 | `significance` | `alpha`, `expect` | every p-value of ours is < alpha (`significant`) or ≥ alpha (`not_significant`) |
 | `within_se` | `se`, `k` (default 2) | abs(ours − paper) ≤ k·se (element-wise): a Monte Carlo estimate judged against its standard error `se` (in ours' units, after `scale`), not by exact rounding |
 
-**Zero.** One rule, used by every kind: a value with abs(x) < ZERO_TOLERANCE (1e-12) is exactly 0 — neither
-positive nor negative. Accuracies are multiples of 1/n, so a mean difference that float summation leaves at
-−2.8e−18 is 0. Rounding is half away from zero on the value's shortest decimal form (`Decimal(repr(x))`), so
-0.125 → 0.13 and 2.675 → 2.68 at two digits, and −0.001 → 0.00 (a rounded −0 equals 0).
+Every kind uses one zero rule (testtask.signs). Rounding is half away from zero on the value's shortest decimal
+form (`Decimal(repr(x))`): 0.125 → 0.13 and 2.675 → 2.68 at two digits, and −0.001 → 0.00.
 """
 
 from __future__ import annotations
@@ -49,9 +47,7 @@ def round_half_away(x: float, digits: int) -> Decimal:
 
 def fmt(value: Any, digits: int | None = None) -> str:
     """A value as the report shows it."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
+    if isinstance(value, bool | int) or value is None:
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
@@ -91,11 +87,8 @@ def _number(x: Any, what: str) -> float:
 
 
 def _differences(rows: list[tuple[str, float, float]], digits: int | None) -> str:
-    parts = []
-    for label, o, p in rows:
-        delta = f"{o - p:+.{digits}f}" if digits is not None else f"{o - p:+.3g}"
-        parts.append(f"{label + ': ' if label else ''}{delta}")
-    return "; ".join(parts)
+    spec = f"+.{digits}f" if digits is not None else "+.3g"
+    return "; ".join(f"{label + ': ' if label else ''}{o - p:{spec}}" for label, o, p in rows)
 
 
 def rule_round(ours: Any, paper: Any, digits: int) -> Outcome:
@@ -104,8 +97,7 @@ def rule_round(ours: Any, paper: Any, digits: int) -> Outcome:
         o, p = _number(o, "ours"), _number(p, "the paper's value")
         if round_half_away(o, digits) != round_half_away(p, digits):
             bad.append((label, o, p))
-    shown = fmt(ours, digits)
-    exact = fmt(ours, digits + 2)
+    shown, exact = fmt(ours, digits), fmt(ours, digits + 2)
     ours_text = shown if shown == exact else f"{shown} (exact {exact})"
     return Outcome(not bad, ours_text, _differences(bad, digits + 2) if bad else None)
 
@@ -150,10 +142,7 @@ def _normalise(x: Any, as_set: bool) -> Any:
 
 
 def rule_equal(ours: Any, paper: Any, as_set: bool = False) -> Outcome:
-    if isinstance(paper, Mapping):
-        pairs = _pairs(ours, paper)
-    else:
-        pairs = [("", ours, paper)]
+    pairs = _pairs(ours, paper) if isinstance(paper, Mapping) else [("", ours, paper)]
     bad = [(label, o, p) for label, o, p in pairs if _normalise(o, as_set) != _normalise(p, as_set)]
     parts = []
     for label, o, p in bad:
@@ -211,8 +200,7 @@ def _describe(op: str, than: Any) -> str:
 
 
 def rule_all(ours: Any, paper: Any, op: str, than: Any = None) -> Outcome:
-    test = predicate(op, than)
-    items = _items(ours)
+    test, items = predicate(op, than), _items(ours)
     off = [x for x in items if not test(x)]
     text = f"{len(items) - len(off)} of {len(items)} {_describe(op, than)}"
     if 0 < len(items) <= 4:
@@ -221,8 +209,7 @@ def rule_all(ours: Any, paper: Any, op: str, than: Any = None) -> Outcome:
 
 
 def rule_count(ours: Any, paper: Any, op: str, than: Any = None) -> Outcome:
-    test = predicate(op, than)
-    items = _items(ours)
+    test, items = predicate(op, than), _items(ours)
     count = sum(1 for x in items if test(x))
     wanted = int(_number(paper, "the paper's count"))
     text = f"{count} of {len(items)} {_describe(op, than)}"
@@ -232,8 +219,7 @@ def rule_count(ours: Any, paper: Any, op: str, than: Any = None) -> Outcome:
 def rule_share(
     ours: Any, paper: Any, op: str, than: Any = None, digits: int = 0, scale: float = 100.0
 ) -> Outcome:
-    test = predicate(op, than)
-    items = _items(ours)
+    test, items = predicate(op, than), _items(ours)
     if not items:
         raise RuleError("a share of no items")
     share = scale * sum(1 for x in items if test(x)) / len(items)

@@ -1,9 +1,7 @@
-"""What the report says first when outputs its claims read are not built (on a fresh clone: all of them).
+"""What the report says first when outputs its claims read are not built: the commands that build them.
 
 `make report` builds nothing by default: the full-setting figures take long (the posterior fits), and a report
-that silently spent that time would not be "the report of what is built". Instead of a page of "not computable",
-the report and the console start with the commands that build what is missing (`make figures tables` per paper,
-with its SOURCE and the overrides the report was given), and the faster alternatives.
+that silently spent that time would not be "the report of what is built".
 """
 
 from __future__ import annotations
@@ -29,9 +27,8 @@ class Unbuilt:
 
 
 def collect(paper: str, source: str, verdicts: Sequence[Verdict], preset: str = AUTHORS) -> Unbuilt | None:
-    """The outputs of `paper` its claims read that are not built under `preset` (None when all are). A claim
-    whose ledger category says the release lacks its inputs (release-gap) waits for nothing a build could make;
-    an output with a command of its own (a variant) is named with that command."""
+    """The outputs of `paper` its claims read that are not built under `preset` (None when all are); a
+    release-gap claim waits for nothing a build could make."""
     waiting = [
         v for v in verdicts if v.unbuilt and not (v.claim.category and v.claim.category.kind == "release-gap")
     ]
@@ -49,8 +46,8 @@ def place_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: bool = False) -> list[str]:
-    """A heading line and one line per paper: the command that builds its missing outputs, or (after
-    `report.build_missing=true` tried) the outputs that could not be built. [] when nothing is missing."""
+    """A heading and, per paper, the command that builds its missing outputs (or, once `report.build_missing`
+    tried, the outputs that could not be built); [] when nothing is missing."""
     if not unbuilt:
         return []
     claims = sum(u.claims for u in unbuilt)
@@ -68,14 +65,14 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
     lines = [head]
     for u in unbuilt:
         if u.files:
-            lines.append(_command(u, overrides))
+            build = f"make figures tables PAPER={u.paper} SOURCE={u.source}"
+            lines.append(_under_preset(build, u.preset, overrides))
         lines += [_under_preset(command, u.preset) for command in u.own_commands]
     return lines
 
 
 def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> str:
-    """`command` (a make command, built under the default preset) with `overrides` and, for another preset,
-    protocol=<preset> in its ARGS."""
+    """Make command `command` with `overrides` and, for another preset, protocol=<preset> in its ARGS."""
     extra = [*overrides] + ([] if preset == AUTHORS else [f"protocol={preset}"])
     if not extra:
         return command
@@ -86,7 +83,3 @@ def _under_preset(command: str, preset: str, overrides: Sequence[str] = ()) -> s
 
 def _under(u: Unbuilt) -> str:
     return "" if u.preset == AUTHORS else f" (protocol={u.preset})"
-
-
-def _command(u: Unbuilt, overrides: Sequence[str]) -> str:
-    return _under_preset(f"make figures tables PAPER={u.paper} SOURCE={u.source}", u.preset, overrides)

@@ -1,10 +1,6 @@
-"""This paper's actions beyond figures and tables: `testtask action=<name> paper=<key>` (fn(context, config)).
-
-- `plan`: the paper sweep's jobs, their resources, batch arithmetic and GPU-hours (plan.py), per
-  `training_on_the_test_task.plan`: `testtask action=plan paper=training-on-the-test-task`
-  (`make plan-training-on-the-test-task`).
-- `mini-data`: the offline data of the CPU mini-replication (mini_data.py) written to
-  `training_on_the_test_task.mini_data.out`: `testtask action=mini-data paper=training-on-the-test-task`.
+"""This paper's actions beyond figures and tables, `testtask action=<name> paper=<key>` (fn(context, config)):
+`plan`, the paper sweep's jobs, resources and GPU-hours (runner/plan.py; `make plan-training-on-the-test-task`),
+and `mini-data`, the CPU mini-replication's offline data (runner/mini_data.py).
 """
 
 from __future__ import annotations

@@ -237,7 +237,6 @@ def figure_3(ctx: Context) -> dict:
     scores = results(ctx)
     reg = registry(ctx)
     cutoff = settings.cutoff
-    labels = cfg.labels
     arm_names, columns = ("control", "treatment"), ("unadjusted", "adjusted")
     stages = {s for arm in arm_names for col in columns for s in cfg.arm(arm).of(col)}
     missing = sorted(s for s in stages if not (scores["adjustment"] == s).any())
@@ -278,28 +277,25 @@ def figure_3(ctx: Context) -> dict:
             f"{sum(c >= cfg.min_compute for c in computes)} are at or above it and are halved",
             "choose a compute that leaves at least two older models at or above it",
         )
-    splits = {"control": sorted(control), "treatment": sorted(treatment)}
+    members = {"control": control, "treatment": treatment}
     for key in cfg.benchmarks:
         spec = settings.benchmark(key)
         for col in columns:
-            rows = []
-            for group, names in ((0, control), (1, treatment)):
-                arm = "control" if group == 0 else "treatment"
-                for name in names:
-                    info = reg.get(name)
-                    rows.append(
-                        {
-                            "model": name,
-                            "family": info.family,
-                            "compute": info.compute,
-                            "log_compute": float(np.log10(info.compute)),
-                            "group": group,
-                            "score": float(arms[key, arm, col][name]),
-                        }
-                    )
+            rows = [
+                {
+                    "model": name,
+                    "family": reg.get(name).family,
+                    "compute": reg.get(name).compute,
+                    "log_compute": float(np.log10(reg.get(name).compute)),
+                    "group": group,
+                    "score": float(arms[key, arm, col][name]),
+                }
+                for group, arm in enumerate(arm_names)
+                for name in members[arm]
+            ]
             title = f"{spec.label}{', adjusted' if col == 'adjusted' else ''}"
             panels_by_col[col].append(
-                Panel(spec, pd.DataFrame(rows), "score", title, labels, col == "adjusted")
+                Panel(spec, pd.DataFrame(rows), "score", title, cfg.labels, col == "adjusted")
             )
     panels = panels_by_col["unadjusted"] + panels_by_col["adjusted"]
     fig, records = _grid(ctx, panels, ncols=len(cfg.benchmarks))
@@ -309,6 +305,7 @@ def figure_3(ctx: Context) -> dict:
         f"shuffled by random.Random({cfg.seed}) after sorting, first half control, second half treatment"
     )
     stage_choice = {arm: {col: list(cfg.arm(arm).of(col)) for col in columns} for arm in arm_names}
+    splits = {arm: sorted(names) for arm, names in members.items()}
     return _save(ctx, 3, fig, records, gaps, split_rule=rule, splits=splits, stages=stage_choice)
 
 

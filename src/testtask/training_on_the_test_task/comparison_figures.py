@@ -14,7 +14,7 @@ from testtask.lm.scores import Gap, excluded_records, usable
 from testtask.outputs import save_figure
 from testtask.training_on_the_test_task.cohort_figures import cohort_table
 from testtask.training_on_the_test_task.inputs import SECTION
-from testtask.training_on_the_test_task.panels import COLOURS, cohort_labels
+from testtask.training_on_the_test_task.panels import COLOURS, cohort_labels, compute_axes
 from testtask.training_on_the_test_task.pareto import (
     compare_pareto_areas,
     pareto_frontier,
@@ -68,11 +68,7 @@ def figure_2(ctx: Context) -> dict:
         )
         panels.append(record)
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_title(spec.label)
-        ax.set_xlabel("Pretraining compute (FLOPs)")
-        ax.set_ylabel("Gain from fine-tuning (accuracy)")
-        ax.grid(alpha=0.25, lw=0.5)
+        compute_axes(ax, spec.label, "Gain from fine-tuning (accuracy)")
     axes.flat[0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
     numbers = {
@@ -111,11 +107,9 @@ def figure_6(ctx: Context) -> dict:
                 excluded += gaps
                 part = part.sort_values("compute")
                 ax.plot(10 ** part["log_compute"], part[column], "o-", color=colour, label=label, ms=5)
-                slope = (
-                    float(np.polyfit(part["log_compute"], part[column], 1)[0])
-                    if len(part) >= 2
-                    else float("nan")
-                )
+                slope = float("nan")
+                if len(part) >= 2:
+                    slope = float(np.polyfit(part["log_compute"], part[column], 1)[0])
                 record["families"][label] = {
                     "models": list(part["model"]),
                     "values": [float(v) for v in part[column]],
@@ -124,11 +118,7 @@ def figure_6(ctx: Context) -> dict:
                     "excluded_models": excluded_records(gaps),
                 }
             ax.axhline(spec.chance, color="grey", lw=0.8, ls=":")
-            ax.set_xscale("log")
-            ax.set_title(f"{spec.label}{' (adjusted)' if column == 'adjusted' else ''}")
-            ax.set_xlabel("Pretraining compute (FLOPs)")
-            ax.set_ylabel("Accuracy")
-            ax.grid(alpha=0.25, lw=0.5)
+            compute_axes(ax, f"{spec.label}{' (adjusted)' if column == 'adjusted' else ''}", "Accuracy")
             panels.append(record)
     axes[0, 0].legend(frameon=False, fontsize=8)
     fig.tight_layout()
@@ -160,20 +150,12 @@ def figure_7(ctx: Context) -> dict:
         for row, column in enumerate(("before", "adjusted")):
             ax = axes[row, col]
             old = data[data["group"] == 0]
-            x_all, y_all = data["log_compute"].to_numpy(), data[column].to_numpy()
-            x_old, y_old = old["log_compute"].to_numpy(), old[column].to_numpy()
             area = areas[column]
-            fx_all, fy_all = pareto_frontier(x_all, y_all)
-            fx_old, fy_old = pareto_frontier(x_old, y_old)
+            fx_all, fy_all = pareto_frontier(data["log_compute"], data[column])
+            fx_old, fy_old = pareto_frontier(old["log_compute"], old[column])
+            older = f"Frontier, {labels[0][0].lower()}{labels[0][1:]}"
             ax.step(10**fx_all, fy_all, where="post", color=COLOURS[1], lw=1.6, label="Frontier, all models")
-            ax.step(
-                10**fx_old,
-                fy_old,
-                where="post",
-                color=COLOURS[0],
-                lw=1.6,
-                label=f"Frontier, {labels[0][0].lower()}{labels[0][1:]}",
-            )
+            ax.step(10**fx_old, fy_old, where="post", color=COLOURS[0], lw=1.6, label=older)
             grid = np.linspace(min(fx_all.min(), fx_old.min()), max(fx_all.max(), fx_old.max()), 800)
             top = staircase(fx_all, fy_all, grid, np.nan)
             bottom = staircase(fx_old, fy_old, grid, np.nan)
@@ -184,7 +166,6 @@ def figure_7(ctx: Context) -> dict:
                 where=top > bottom,
                 color="#009E73",
                 alpha=0.35,
-                step=None,
                 label="Area of improvement",
             )
             for group in (0, 1):
@@ -192,11 +173,8 @@ def figure_7(ctx: Context) -> dict:
                 ax.scatter(
                     10 ** part["log_compute"], part[column], s=18, color=COLOURS[group], alpha=0.6, zorder=3
                 )
-            ax.set_xscale("log")
-            ax.set_title(f"{spec.label}{' (adjusted)' if column == 'adjusted' else ''}: area {area:.4f}")
-            ax.set_xlabel("Pretraining compute (FLOPs)")
-            ax.set_ylabel("Accuracy")
-            ax.grid(alpha=0.25, lw=0.5)
+            title = f"{spec.label}{' (adjusted)' if column == 'adjusted' else ''}: area {area:.4f}"
+            compute_axes(ax, title, "Accuracy")
             panels.append(
                 {
                     "benchmark": key,

@@ -1,14 +1,11 @@
 """Discriminator test of Appendix D.3 (Table 5): can model recency be predicted from compute and accuracy?
 
 Rows are models, the features their pretraining compute and benchmark accuracy, the label whether the model was
-trained after the temporal cut-off (November 2023). An XGBoost classifier is scored with leave-one-out
-cross-validation: each model is predicted by a classifier trained on all the others, the held-out predictions are
-pooled, and balanced accuracy is computed once on the pooled predictions (per-fold accuracies are 0 or 1, so
-"balanced" only makes sense on the pooled vector).
+trained after the cut-off (November 2023). Each model is predicted by an XGBoost classifier trained on all the
+others, and balanced accuracy is computed once on the pooled held-out predictions (per fold it is 0 or 1).
 
-Authors' choices (socialfoundations/training-on-the-test-task). The released `notebooks/figures.ipynb` is 2.4 MB,
-mostly embedded images, and the Table 5 cell could not be located in it; the defaults below were instead settled
-by reproducing Table 5 exactly on the authors' released evaluations (mirrored in `shared/data`):
+The Table 5 cell is not in the authors' notebook (as for Figure 7, `pareto`); the defaults below reproduce Table 5
+exactly on their released evaluations (mirrored in `shared/data`):
 
 * features: log10 pretraining compute (6·N·D FLOPs, `compute_compute` in `notebooks/utils.py`) and accuracy;
   trees are invariant to the monotone log, raw compute gives the same predictions;
@@ -23,7 +20,7 @@ by reproducing Table 5 exactly on the authors' released evaluations (mirrored in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,12 +43,7 @@ class DiscriminatorResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
-        return {
-            "balanced_accuracy": float(self.balanced_accuracy),
-            "n": int(self.n),
-            "n_positive": int(self.n_positive),
-            "predictions": [int(p) for p in self.predictions],
-        }
+        return asdict(self)
 
 
 def _check_inputs(features: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -85,13 +77,9 @@ def _check_inputs(features: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, n
 def loo_balanced_accuracy(
     features: ArrayLike, labels: ArrayLike, *, seed: int = 0, **xgb_params: Any
 ) -> DiscriminatorResult:
-    """Leave-one-out balanced accuracy of an XGBoost classifier predicting `labels` from `features`.
+    """Leave-one-out balanced accuracy of an XGBoost classifier predicting `labels` (1: newer) from `features`
+    (n_models, n_features), on the pooled predictions. `xgb_params` go over `AUTHORS_XGB_PARAMS` and `n_jobs=1`."""
 
-    `features` is (n_models, n_features), e.g. columns [log10 compute, accuracy]; `labels` is 1 for newer models.
-    Each model is predicted by a classifier fit on the other n − 1; balanced accuracy (mean recall of the two
-    classes) is computed on the n pooled predictions. `xgb_params` are passed to `XGBClassifier` on top of
-    `AUTHORS_XGB_PARAMS` (authors' defaults, see module docstring) and `n_jobs=1`; `seed` is its `random_state`.
-    """
     x, y = _check_inputs(features, labels)
     # One thread by default: each fit sees a few dozen rows, and OpenMP threads contending with other work on
     # a loaded machine slowed the n fits down by two orders of magnitude. Threads do not change the result.

@@ -1,10 +1,6 @@
-"""This paper's inputs: the tidy table of lm-eval results of a release or of our runs, and the checks that the
-settings can be served by it.
-
-The reading and validation of the lm-eval JSON files is shared machinery (`testtask.lm.release`, `lm.results`),
-as proxy-tasks reads the same release; this room gives this paper's figures their table, under its settings. A
-setting valid on its own that the source cannot serve (a cutoff no model passes, a stage it lacks) is a
-`SettingUnusable` naming the key and what to change, before any fit fails on it.
+"""This paper's inputs: the tidy table of lm-eval results of a release or of our runs (`testtask.lm.release`), and
+the checks that the source can serve the settings: a setting it cannot (a cutoff no model passes, a stage it
+lacks) is a `SettingUnusable` naming the key and what to change, before any fit fails on it.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ def where(ctx: Context) -> str:
 
 
 def registry(ctx: Context) -> ModelRegistry:
-    """The model registry as `ctx`'s source sees it: an own model (the user folder's models.yaml) without a
-    result there is left out (one info line), not a missing result of the paper."""
+    """The model registry as `ctx`'s source sees it: an own model without a result there is left out."""
     return ctx.settings.release.registry_for(results(ctx), where(ctx))
 
 
@@ -49,8 +44,7 @@ def present(ctx: Context, kinds: Sequence[str] | None = None) -> list[str]:
 
 
 def check_benchmark(ctx: Context, spec: BenchmarkSpec) -> None:
-    """InputsUnavailable naming the benchmark's key when the source holds no result file of it (a source may
-    lack a benchmark: `figures` skips the output; asked for by number, it is the command's error)."""
+    """InputsUnavailable naming the benchmark's key when the source holds no result file of it."""
     scores = results(ctx)
     if not (scores["benchmark"] == spec.file).any():
         files = ", ".join(sorted(set(scores["benchmark"])))
@@ -76,8 +70,7 @@ def check_kinds(ctx: Context) -> None:
 
 
 def check_cutoff(ctx: Context, cutoff: str) -> None:
-    """SettingUnusable when `cutoff` puts every model of the source in one cohort (θ of Eq. 1 compares two);
-    the key is `cutoff`, or `robustness_cutoffs` for theirs."""
+    """SettingUnusable when `cutoff` puts every model of the source in one cohort (θ of Eq. 1 compares two)."""
     settings = ctx.settings
     reg = registry(ctx)
     dates = sorted(reg.get(name).train_date for name in present(ctx))

@@ -23,17 +23,12 @@ interpretation" cells):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from testtask.training_on_the_test_task.regression import (
-    _json_float,
-    as_indicator,
-    as_vector,
-    fit_ols,
-)
+from testtask.training_on_the_test_task.regression import _JsonDict, as_indicator, as_vector, fit_ols
 from testtask.training_on_the_test_task.settings import CovType
 
 DEFAULT_KNOTS: tuple[float | None, ...] = (None, 22.0, 23.0)
@@ -85,7 +80,7 @@ def piecewise_features(
 
 
 @dataclass(frozen=True)
-class EffectFit:
+class EffectFit(_JsonDict):
     """Coefficient on N of Eq. 5 or 6, with its SE, p-value, confidence interval and the regression's R²."""
 
     coef: float
@@ -96,10 +91,6 @@ class EffectFit:
     se_type: str
     ci: tuple[float, float] = (float("nan"), float("nan"))
     n_clusters: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (non-finite numbers as None)."""
-        return {key: _json_float(value) for key, value in asdict(self).items()}
 
 
 def _effect(

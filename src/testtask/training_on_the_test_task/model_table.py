@@ -27,14 +27,10 @@ def model_table(
     group_by: str = "newer",
     absent: AbsentResults | None = None,
 ) -> pd.DataFrame:
-    """One row per registry model of `kinds`: facts, `before`, `after`, `adjusted`, `newer`, and the Gap of
-    each missing score in `gap_before`, `gap_after`, `gap_adjusted` (None where the score is there).
-
-    `adjusted` is max(before, after) with `use_max` (the authors' choice: fine-tuning that hurts a model
-    is not held against it), else `after`; NaN where the model was not fine-tuned (`lm.scores.before_after`).
-    `group_by` fills the 0/1 column `group`: "newer" (trained on/after `cutoff`) or "en_cn" (EN+CN data).
-    `absent`: the results config lists as missing from the source (their Gaps carry its reason).
-    """
+    """One row per registry model of `kinds`: facts, `before`, `after`, `adjusted` (max(before, after) with
+    `use_max`, the authors' choice: fine-tuning that hurts a model is not held against it; else `after`), `newer`,
+    the 0/1 `group` of `group_by` ("newer", or "en_cn": EN+CN data), and the Gap of each missing score in
+    `gap_before`, `gap_after`, `gap_adjusted` (None where the score is there)."""
     names = [name for name in registry.names() if registry.get(name).kind in kinds]
     scores = before_after(results, spec, names, stage=stage, use_max=use_max, absent=absent)
     rows = []

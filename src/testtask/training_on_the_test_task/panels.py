@@ -33,6 +33,15 @@ def cohort_labels(cutoff: str) -> tuple[str, str]:
     return (f"Trained before {words}", f"Trained after {words}")
 
 
+def compute_axes(ax: plt.Axes, title: str, ylabel: str, **title_style: Any) -> None:
+    """Log pretraining compute on x, the title and y label, a light grid."""
+    ax.set_xscale("log")
+    ax.set_title(title, **title_style)
+    ax.set_xlabel("Pretraining compute (FLOPs)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.25, lw=0.5)
+
+
 @dataclass
 class Panel:
     """Data of one panel: `table` has log_compute, group (0/1), family and the score in `column`.
@@ -99,23 +108,14 @@ def draw_panel(ax: plt.Axes, panel: Panel, fit: EmergenceFit | None, alpha_level
         if fit is not None:
             grid = np.linspace(part["log_compute"].min(), part["log_compute"].max(), 200)
             ax.plot(10**grid, fit.predict(grid, np.full_like(grid, group)), color=COLOURS[group], lw=1.8)
-    ax.set_xscale("log")
-    ax.set_title(panel.title, fontsize=10)
-    ax.set_xlabel("Pretraining compute (FLOPs)")
-    ax.set_ylabel(panel.spec.label if "Brier" in panel.spec.label else "Accuracy")
-    ax.grid(alpha=0.25, lw=0.5)
+    compute_axes(
+        ax, panel.title, panel.spec.label if "Brier" in panel.spec.label else "Accuracy", fontsize=10
+    )
     if fit is not None:
         text, bold = theta_text(fit, alpha_level)
-        ax.text(
-            0.03,
-            0.96,
-            text,
-            transform=ax.transAxes,
-            va="top",
-            fontsize=9,
-            fontweight="bold" if bold else "normal",
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5},
-        )
+        box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1.5}
+        weight = "bold" if bold else "normal"
+        ax.text(0.03, 0.96, text, transform=ax.transAxes, va="top", fontsize=9, fontweight=weight, bbox=box)
 
 
 def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
@@ -138,13 +138,7 @@ def panel_record(panel: Panel, fit: EmergenceFit | None) -> dict[str, Any]:
     if fit is not None:
         fitted = fit.to_dict()
         record.update(
-            theta=fitted["theta"],
-            theta_se=fitted["theta_se"],
-            theta_p=fitted["theta_p"],
-            alpha=fitted["alpha"],
-            c_e=fitted["c_e"],
-            r2=fitted["r2"],
-            fit=fitted,
+            {k: fitted[k] for k in ("theta", "theta_se", "theta_p", "alpha", "c_e", "r2")}, fit=fitted
         )
         spread = float(data[panel.column].max() - data[panel.column].min())
         # Appendix E: θ̂ relative to the gap between the best and the worst model of the panel.

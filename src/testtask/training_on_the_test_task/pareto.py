@@ -1,13 +1,12 @@
 """Pareto frontier of accuracy against pretraining compute and the "area of improvement" of Figure 7 (§4.2).
 
-The frontier at compute x is the best accuracy of any model with compute ≤ x: a non-decreasing staircase that
-steps up at each Pareto-optimal model. The area of improvement is the integral, over log10 compute, of the
-all-models frontier minus the frontier of the models trained before the cut-off. The paper reports that it
-shrinks "by a sixfold" once scores are adjusted for training on the test task.
+The frontier at compute x is the best accuracy of any model with compute ≤ x, a staircase. The area of improvement
+integrates, over log10 compute, the all-models frontier minus that of the models trained before the cut-off; the
+paper reports that it shrinks "by a sixfold" once scores are adjusted.
 
-Authors' choices (socialfoundations/training-on-the-test-task). The Figure 7 cell could not be located in the
-2.4 MB `notebooks/figures.ipynb` (mostly embedded images), so the definitions were checked against the paper on
-the authors' released evaluations (mirrored in `shared/data`):
+The authors' Figure 7 cell is not in their `notebooks/figures.ipynb` (socialfoundations/training-on-the-test-task;
+mostly embedded images), so the definitions were checked against the paper on their released evaluations
+(mirrored in `shared/data`):
 
 * staircase (running maximum) frontier integrated over log10 compute, over the compute range of all models:
   unadjusted / adjusted area = 5.5 (MMLU) and 5.3 (GSM8K) with the adjusted score max(base, fine-tuned) of
@@ -25,7 +24,7 @@ older); `baseline` sets it and defaults to the lowest accuracy among all models.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -50,12 +49,8 @@ def _pair(x: ArrayLike, y: ArrayLike, what: str) -> tuple[np.ndarray, np.ndarray
 
 
 def pareto_frontier(log_compute: ArrayLike, accuracy: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Staircase vertices (x, y) of the best accuracy reachable at compute ≤ x.
-
-    The vertices are the Pareto-optimal models sorted by compute: each has strictly higher accuracy than every
-    model with lower or equal compute (models tied in compute count once, with their best accuracy; a model that
-    only ties the running best is not a vertex). Between vertices the frontier is flat.
-    """
+    """Staircase vertices (x, y) of the best accuracy reachable at compute ≤ x: the Pareto-optimal models by
+    compute, each strictly above every model with no more compute (a tie in compute counts once, at its best)."""
     x, y = _pair(log_compute, accuracy, "pareto_frontier")
     # Sort by compute, and by accuracy descending within equal compute, so the best of a tie comes first.
     order = np.lexsort((-y, x))
@@ -80,13 +75,8 @@ def frontier_area_between(
     x_range: tuple[float, float] | None = None,
     baseline: float | None = None,
 ) -> float:
-    """Signed area between the all-models frontier and the older-models frontier, over log10 compute.
-
-    Integrates (frontier_all − frontier_old) exactly (both are step functions) over `x_range`, by default the
-    compute range of all models (authors' choice, see module docstring). It is ≥ 0 whenever the older models are
-    a subset of all models. `baseline` is the value of a frontier left of its first model (default: the lowest
-    accuracy among all models; not settled by the authors' code).
-    """
+    """Signed area between the all-models and the older-models frontiers, integrated exactly over log10 compute in
+    `x_range` (default: all models' range); ≥ 0 when the older models are a subset of all models."""
     xa, ya = _pair(log_compute_all, acc_all, "all models")
     xo, yo = _pair(log_compute_old, acc_old, "older models")
     if x_range is None:
@@ -118,14 +108,7 @@ class ParetoComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (non-finite numbers as None)."""
-        return {
-            key: (float(value) if math.isfinite(value) else None)
-            for key, value in (
-                ("area_unadjusted", self.area_unadjusted),
-                ("area_adjusted", self.area_adjusted),
-                ("ratio", self.ratio),
-            )
-        }
+        return {key: float(value) if math.isfinite(value) else None for key, value in asdict(self).items()}
 
 
 def compare_pareto_areas(
@@ -138,12 +121,9 @@ def compare_pareto_areas(
     x_range: tuple[float, float] | None = None,
     baseline: float | None = None,
 ) -> ParetoComparison:
-    """Figure 7's comparison: area of improvement with unadjusted and with adjusted accuracies, and their ratio.
-
-    One row per model; `is_older` marks models trained before the cut-off. With `use_max` (authors' default,
-    `process_pre_post_adjustment(use_max=True)`) the adjusted accuracy is max(unadjusted, adjusted), so fine-tuning
-    never lowers a score. The ratio is +inf when the adjusted area is 0 (NaN when both are).
-    """
+    """Figure 7's areas of improvement with unadjusted and with adjusted accuracies (one row per model), and their
+    ratio: +inf when the adjusted area is 0, NaN when both are. `use_max` (the authors' default) adjusts to
+    max(unadjusted, adjusted)."""
     x, raw = _pair(log_compute, acc_unadjusted, "unadjusted")
     _, adj = _pair(log_compute, acc_adjusted, "adjusted")
     older = np.asarray(is_older)
@@ -162,4 +142,4 @@ def compare_pareto_areas(
         ratio = areas[0] / areas[1]
     else:
         ratio = math.nan if areas[0] == 0 else math.copysign(math.inf, areas[0])
-    return ParetoComparison(area_unadjusted=areas[0], area_adjusted=areas[1], ratio=ratio)
+    return ParetoComparison(*areas, ratio)

@@ -1,11 +1,8 @@
 """Rank shifts between direct and adjusted MMLU rankings (Figure 17, Appendix F).
 
 The paper: training on the test task "significantly alters model rankings on MMLU, with an average shift of 4.8
-ranks and a maximum shift of 16 ranks". Each model is ranked by its direct score and by its adjusted score
-(rank 1 = best) and the shift is the absolute difference of the two ranks.
-
-Authors' choices (socialfoundations/training-on-the-test-task). The Figure 17 cell could not be located in the
-2.4 MB `notebooks/figures.ipynb` (mostly embedded images). What the released code does settle:
+ranks and a maximum shift of 16 ranks": the absolute difference of each model's ranks by direct and by adjusted
+score. The Figure 17 cell is not in the authors' notebook (as for Figure 7, `pareto`); their code does settle:
 
 * model set: the models scored both directly and after fine-tuning — `process_pre_post_adjustment` in
   `notebooks/utils.py` keeps the intersection of the two score dictionaries (here: the caller's rows);
@@ -52,13 +49,10 @@ def rank_shifts(
     use_max: bool,
     tie_method: str = "min",
 ) -> pd.DataFrame:
-    """Per-model ranks (1 = highest score) before and after adjustment, and the absolute shift.
+    """Per-model ranks (1 = highest score) before and after adjustment and the absolute shift, sorted by
+    `rank_direct` (ties by name). `use_max` (the authors' default) adjusts to max(direct, adjusted); `tie_method`
+    goes to `pandas.Series.rank` (ranks are integers except with "average")."""
 
-    Columns `name, rank_direct, rank_adjusted, shift`, sorted by `rank_direct` (ties by name). With `use_max`
-    (authors' default) the adjusted score is max(direct, adjusted); it is idempotent, so already-maxed scores are
-    unchanged. `tie_method` is passed to `pandas.Series.rank` (default "min", see module docstring); ranks are
-    integers except with "average".
-    """
     labels = [str(name) for name in names]
     if not labels:
         raise ValueError("no models given")

@@ -29,7 +29,7 @@ What the authors' released analysis does (``socialfoundations/training-on-the-te
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -90,8 +90,7 @@ def fit_ols(
 ) -> tuple[Any, str, int]:
     """statsmodels OLS of `y` on `X` (no constant added); returns (results, se_type used, n_clusters).
 
-    ``cov_type="cluster"`` needs `groups` with at least two clusters; with ``groups=None`` it falls back to
-    ``"nonrobust"`` (recorded in the returned se_type). For clustered fits statsmodels applies the
+    ``cov_type="cluster"`` without `groups` falls back to ``"nonrobust"``; clustered fits get statsmodels'
     G/(G−1)·(n−1)/(n−k) correction and, with ``use_t``, t(G−1) p-values.
     """
     n = len(y)
@@ -124,6 +123,12 @@ def _json_float(value: Any) -> Any:
         return int(value)
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+class _JsonDict:
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (non-finite numbers as None)."""
+        return {key: _json_float(value) for key, value in asdict(self).items()}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -164,7 +169,7 @@ def cluster_robust_cov(
 
 
 @dataclass(frozen=True)
-class EmergenceFit:
+class EmergenceFit(_JsonDict):
     """Fit of Eq. 1. SEs of α and θ are conditional on the fitted c_e (c_e is treated as known).
 
     ``r2`` is the uncentred R² (1 − SSE/Σ(A − r)²) by default, the number the authors' code reports; see
@@ -196,10 +201,6 @@ class EmergenceFit:
             pred = pred + self.theta * np.asarray(newer, dtype=float)
         return pred
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (non-finite numbers as None)."""
-        return {key: _json_float(value) for key, value in asdict(self).items()}
-
 
 def _hinge_design(x: np.ndarray, c_e: float, newer: np.ndarray | None) -> np.ndarray:
     hinge = np.maximum(0.0, x - c_e)
@@ -214,6 +215,18 @@ def _profile_sse(x: np.ndarray, y: np.ndarray, newer: np.ndarray | None, c_e: fl
     return float(resid @ resid)
 
 
+def _grid_refine(f: Callable[[float], float], grid: np.ndarray, xatol: float) -> tuple[float, float, Any]:
+    """(value, point) of `f`'s best point on `grid`, and Brent's bounded minimum between that point's neighbours
+    (None when they coincide): the kinks at the observed values can stall a gradient method."""
+    values = np.array([f(c) for c in grid])
+    best = int(np.argmin(values))
+    lo, hi = float(grid[max(best - 1, 0)]), float(grid[min(best + 1, grid.size - 1)])
+    res = None
+    if hi > lo:
+        res = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+    return float(values[best]), float(grid[best]), res
+
+
 def _search_c_e_profile(
     x: np.ndarray,
     y: np.ndarray,
@@ -222,11 +235,7 @@ def _search_c_e_profile(
     margin: float,
     n_grid: int,
 ) -> float:
-    """Global profile search: grid over c_e, then a bounded scalar refinement around the best grid point.
-
-    The profile SSE has kinks at the observed log computes, so a gradient method can stall; the grid
-    (which includes every observed value) brackets the minimum and Brent's bounded method polishes it.
-    """
+    """Global profile search: the profile SSE on a grid of c_e (with every observed value), refined."""
     lo, hi = float(x.min()) - margin, float(x.max())
     user_grid = grid is not None
     if grid is None:
@@ -235,14 +244,9 @@ def _search_c_e_profile(
         grid = np.unique(np.asarray(grid, dtype=float))
         if grid.size < 2 or not np.all(np.isfinite(grid)):
             raise ValueError("c_e_grid must hold at least two finite values")
-    sse = np.array([_profile_sse(x, y, newer, c) for c in grid])
-    best = int(np.argmin(sse))
-    candidates = [(float(sse[best]), float(grid[best]))]
-    bracket = (float(grid[max(best - 1, 0)]), float(grid[min(best + 1, grid.size - 1)]))
-    if bracket[1] > bracket[0]:
-        res = optimize.minimize_scalar(
-            lambda c: _profile_sse(x, y, newer, c), bounds=bracket, method="bounded", options={"xatol": 1e-7}
-        )
+    value, c_best, res = _grid_refine(lambda c: _profile_sse(x, y, newer, c), grid, 1e-7)
+    candidates = [(value, c_best)]
+    if res is not None:
         candidates.append((float(res.fun), float(res.x)))
     # Left of every model the hinge is a plain line, so the best c_e there has a closed form: fit
     # y = a + b·x (+ θN) and set c_e = −a/b. This keeps the search global when c_e lies below the data.
@@ -285,21 +289,11 @@ def pwlf_objective(x: np.ndarray, y: np.ndarray, c_e: float) -> float:
 
 
 def _search_c_e_pwlf(x: np.ndarray, y: np.ndarray, n_grid: int) -> float:
-    """The breakpoint in [min x, max x] (pwlf's bounds) that minimises `pwlf_objective`: a grid (with every observed
-    value, where the objective has kinks) and a bounded refinement around its best point. pwlf searches the same
-    interval by differential evolution; this search is deterministic."""
+    """The breakpoint in [min x, max x] (pwlf's bounds) that minimises `pwlf_objective`, on a grid with every
+    observed value, refined. pwlf searches the same interval by differential evolution; this is deterministic."""
     grid = np.unique(np.concatenate([np.linspace(x.min(), x.max(), n_grid), x]))
-    values = np.array([pwlf_objective(x, y, c) for c in grid])
-    best = int(np.argmin(values))
-    c_e, value = float(grid[best]), float(values[best])
-    bracket = (float(grid[max(best - 1, 0)]), float(grid[min(best + 1, grid.size - 1)]))
-    if bracket[1] > bracket[0]:
-        res = optimize.minimize_scalar(
-            lambda c: pwlf_objective(x, y, c), bounds=bracket, method="bounded", options={"xatol": 1e-9}
-        )
-        if res.fun < value:
-            c_e = float(res.x)
-    return c_e
+    value, c_e, res = _grid_refine(lambda c: pwlf_objective(x, y, c), grid, 1e-9)
+    return float(res.x) if res is not None and res.fun < value else c_e
 
 
 def fit_emergence(
@@ -321,26 +315,12 @@ def fit_emergence(
 ) -> EmergenceFit:
     """Fit Eq. 1 by least squares; report θ with its standard error, p-value and confidence interval.
 
-    Args:
-        log_compute: log10 pretraining FLOPs per model (the authors' log base).
-        accuracy: benchmark accuracy per model.
-        newer: 0/1 cohort indicator N. ``None`` drops the θ·N term (Figure 8/19 top: older models only).
-        chance: random-chance accuracy r, a fixed offset (0.25 for four-way multiple choice, 0 for GSM8K).
-        groups: cluster label (model family) per model, for ``cov_type="cluster"``.
-        cov_type: ``"cluster"`` (the paper's §2.2 text; falls back to ``"nonrobust"``, the released code's
-            choice, when ``groups`` is None), ``"nonrobust"`` or ``"HC0"``–``"HC3"``.
-        c_e_grid: explicit c_e grid for the profile search (else the observed range minus ``c_e_margin`` below,
-            in ``n_grid`` steps, plus every observed value).
-        c_e_search: ``"profile"`` (global grid + bounded refinement of the profile SSE) or ``"local"`` (the
-            authors' unconstrained BFGS on all three parameters from (0, ``c_e_start``, 0); it can stop at a
-            local minimum; the analysis config's default, as it produced the published numbers; both minimise the same
-            objective); ``"pwlf"`` (without θ only: the authors' Figure 8/19 fit, the minimum of `pwlf_objective`
-            over c_e in the observed range, on a grid of ``10 · n_grid`` points refined).
-        use_t: t-distribution p-values and intervals (the authors' statsmodels default); else normal.
-        r2_type: which R² fills ``r2``: ``"uncentered"`` (authors: no-intercept OLS of A − r) or ``"centered"``.
-        ci_level: coverage of ``theta_ci``.
-
-    Standard errors are conditional on the fitted c_e, as in the authors' second-stage OLS.
+    `log_compute` is log10 FLOPs (the authors' base); `newer` None drops the θ·N term (Figure 8/19 top); `chance`
+    is r (0.25 for four-way multiple choice, 0 for GSM8K); `groups` (model family) serve ``cov_type="cluster"``.
+    `c_e_search`: ``"profile"`` (global), ``"local"`` (the authors' BFGS from (0, ``c_e_start``, 0): it can stop at
+    a local minimum, yet produced the published numbers) or ``"pwlf"`` (no θ only: `pwlf_objective` on a grid of
+    ``10 · n_grid`` points, refined). Without `c_e_grid` the profile grid spans the observed range, ``c_e_margin``
+    more below, in ``n_grid`` steps plus every observed value. Standard errors are conditional on the fitted c_e.
     """
     if r2_type not in ("uncentered", "centered"):
         raise ValueError(f"unknown r2_type {r2_type!r}")
@@ -409,7 +389,7 @@ def fit_emergence(
 
 
 @dataclass(frozen=True)
-class LogLinearFit:
+class LogLinearFit(_JsonDict):
     """OLS fit A = a + b · log C with the centred R² (what the authors report in Figure 8/19 bottom).
 
     The slope is per unit of whatever log the caller passed; the authors used ln C there (slope_ln =
@@ -424,10 +404,6 @@ class LogLinearFit:
     def predict(self, log_compute: Any) -> np.ndarray:
         """Fitted accuracy at `log_compute`."""
         return self.intercept + self.slope * np.asarray(log_compute, dtype=float)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (non-finite numbers as None)."""
-        return {key: _json_float(value) for key, value in asdict(self).items()}
 
 
 def fit_log_linear(

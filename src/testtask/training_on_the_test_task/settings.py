@@ -1,11 +1,8 @@
 """The analysis settings of training-on-the-test-task: the schema of the `training_on_the_test_task` config section.
 
-Each key is declared here once, with its type and allowed values; its value is in
-conf/training_on_the_test_task/analysis.yaml and the model registry it composes (models/paper.yaml; the paper's text,
-where it differs from the authors' code, in conf/training_on_the_test_task/protocol/paper_text.yaml). The keys that
-say how the release is read (`evaluations_dir`, `model_values`, `models`, `absent_results`) are declared with their
-reader (testtask.lm.release.ReleaseSettings), which this section extends. The pipeline reads the section once
-(`testtask.schema.load`) and builders read `ctx.settings.<field>`; `ctx.settings.release` is the release's reader.
+Values are in conf/training_on_the_test_task/analysis.yaml and the registry it composes (the paper's text, where
+it differs from the authors' code, in protocol/paper_text.yaml). The keys of how the release is read are
+testtask.lm.release.ReleaseSettings', which this section extends (`ctx.settings.release` is the reader).
 """
 
 from __future__ import annotations

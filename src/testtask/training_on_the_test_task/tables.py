@@ -30,8 +30,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
             )
         else:
             fit = direct_effect(*args, data["adjusted"].to_numpy(), data["newer"].to_numpy())
-        record = {**fit.to_dict(), "excluded_models": excluded_records(gaps)}
-        details[key] = record
+        details[key] = {**fit.to_dict(), "excluded_models": excluded_records(gaps)}
         rows.append(
             {
                 "benchmark": spec.label,
@@ -43,9 +42,7 @@ def _effects_table(ctx: Context, number: int, which: str) -> dict[str, Any]:
                 "n_models": fit.n,
             }
         )
-    frame = pd.DataFrame(rows)
-    name = "phi_prime" if which == "indirect" else "psi"
-    frame = frame.rename(columns={"coef": name})
+    frame = pd.DataFrame(rows).rename(columns={"coef": "phi_prime" if which == "indirect" else "psi"})
     save_table(frame, ctx.out_dir, f"table-{number}", floatfmt=".3f")
     numbers = {
         "paper": ctx.paper,
@@ -77,7 +74,7 @@ def table_5(ctx: Context) -> dict[str, Any]:
     cfg = ctx.settings.table_5
     step = cfg.step
     params = dict(cfg.xgboost)
-    rows, details, excluded = [], {}, []
+    details, excluded = {}, []
     comparisons = ("Older models vs newer models", "Fine-tuned, older models vs newer models")
     cells: dict[str, dict[str, float]] = {c: {} for c in comparisons}
     for key in cfg.benchmarks:
@@ -98,9 +95,7 @@ def table_5(ctx: Context) -> dict[str, Any]:
                 "models": list(data["model"]),
                 "excluded_models": excluded_records(gaps),
             }
-    for label in comparisons:
-        rows.append({"discriminator_test": label, **cells[label]})
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame([{"discriminator_test": label, **cells[label]} for label in comparisons])
     save_table(frame, ctx.out_dir, "table-5", floatfmt=".3f")
     numbers = {
         "paper": ctx.paper,

@@ -1,13 +1,8 @@
 """Document processing and metrics of our lm-eval tasks (referenced from the YAMLs as `!function utils.<name>`).
 
-- `_mc` tasks (§3.2 of the paper): a benchmark reformulated MMLU-style. The prompt lists the options with
-  letters and ends in "Answer:"; the choices scored are the letters, the target is the correct letter.
-- `brier_score` (§5, Appendix F): for each document, the softmax of the choices' loglikelihoods is a
-  probability vector p and the score is sum_k (p_k - 1[k = gold])^2; aggregated by the mean (lower is
-  better). `mc_process_results` / `cloze_process_results` report it next to `acc` (and `acc_norm`), per
-  document, so the logged samples carry it too.
-- MMLU-Pro with four options (Appendix E, Figure 16): six of the ten options dropped at random, never the
-  correct one, with a seed fixed per question.
+- `_mc` tasks (§3.2 of the paper): a benchmark reformulated MMLU-style, its choices the options' letters.
+- `brier_score` (§5, Appendix F), per document next to `acc`, so the logged samples carry it too.
+- MMLU-Pro with four options (Appendix E, Figure 16): six of the ten dropped at random, never the correct one.
 """
 
 from __future__ import annotations
@@ -25,9 +20,6 @@ LETTERS = string.ascii_uppercase
 ARC_NUM_OPTIONS = 4  # ARC questions with 3 or 5 options are left out (1172 -> 1144 test questions)
 MMLU_PRO_KEEP = 4  # options kept per MMLU-Pro question (the correct one and three others)
 MMLU_PRO_SEED = 1234
-
-
-# --------------------------------------------------------------------------- prompts
 
 
 def lettered_prompt(query: str, options: Sequence[str], strip: bool = True) -> str:
@@ -51,9 +43,6 @@ def mc_doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
     return list(LETTERS[: len(doc["options"])])
 
 
-# --------------------------------------------------------------------------- ARC
-
-
 def _arc_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
     labels = list(doc["choices"]["label"])
     return {
@@ -67,9 +56,6 @@ def arc_process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     """ARC documents with four options, as `query`, `options` and `gold` (the index of `answerKey`)."""
     four = dataset.filter(lambda doc: len(doc["choices"]["text"]) == ARC_NUM_OPTIONS)
     return four.map(_arc_doc)
-
-
-# --------------------------------------------------------------------------- HellaSwag
 
 
 def hellaswag_clean(text: str) -> str:
@@ -93,17 +79,11 @@ def hellaswag_process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     return dataset.map(_hellaswag_doc)
 
 
-# --------------------------------------------------------------------------- MMLU-Pro, four options
-
-
 def four_option_indices(
     num_options: int, answer_index: int, key: str, seed: int = MMLU_PRO_SEED
 ) -> list[int]:
-    """Indices (in the original order) of the options kept: the correct one and three drawn at random.
-
-    The draw depends only on `seed` and the question's `key`, not on the order or subset of questions
-    evaluated. Questions with four options or fewer keep them all.
-    """
+    """Indices (in order) of the options kept: the correct one and three drawn by `seed` and the question's
+    `key` alone (not the order or subset evaluated)."""
     if num_options <= MMLU_PRO_KEEP:
         return list(range(num_options))
     wrong = [i for i in range(num_options) if i != answer_index]
@@ -133,12 +113,7 @@ def mmlu_pro_doc_to_text(doc: Mapping[str, Any]) -> str:
     return lettered_prompt(doc["question"], doc["options"], strip=False)
 
 
-def mmlu_pro_doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    """The letters of an MMLU-Pro document's options."""
-    return list(LETTERS[: len(doc["options"])])
-
-
-# --------------------------------------------------------------------------- metrics
+mmlu_pro_doc_to_choice = mc_doc_to_choice  # the letters of an MMLU-Pro document's options
 
 
 def softmax(values: Sequence[float]) -> np.ndarray:
@@ -169,21 +144,14 @@ def _scores(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> tu
 
 
 def mc_process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
-    """Per-document `acc` and `brier_score` of a multiple-choice document.
-
-    `results` holds one (loglikelihood, is_greedy) pair per choice, in the order of `doc_to_choice`; the gold
-    index is the document's `gold` field (`_mc` tasks) or `answer` (MMLU). Both metrics are aggregated by
-    the mean, so lm-eval reports a standard error for each.
-    """
+    """Per-document `acc` and `brier_score` from one (loglikelihood, is_greedy) pair per choice; the gold
+    index is `gold` (`_mc` tasks) or `answer` (MMLU)."""
     lls, gold = _scores(doc, results)
     return {"acc": float(np.argmax(lls) == gold), "brier_score": brier_score(lls, gold)}
 
 
 def cloze_process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
-    """`mc_process_results` plus `acc_norm`: each loglikelihood divided by its choice's length in characters.
-
-    The choices are the document's `choices` (the answer texts), the normalisation lm-eval's `acc_norm` uses.
-    """
+    """`mc_process_results` plus `acc_norm`: loglikelihoods over the `choices`' lengths in characters."""
     lls, gold = _scores(doc, results)
     lengths = np.array([max(len(str(choice)), 1) for choice in doc["choices"]], dtype=float)
     if len(lengths) != len(lls):

@@ -1,15 +1,7 @@
-"""The 2-rank checks: `torchrun --standalone --nproc_per_node=2` of a small fine-tune, on two GPUs (NCCL) or, with
-`--cpu`, as two CPU processes (gloo).
-
-- `dist_tott_finetune`: the training-on-the-test-task recipe for one epoch of 2 optimizer steps. The two ranks must see
-  disjoint sequences, and the sequences batched per optimizer step over both ranks must be the recipe's
-  effective batch (per-device batch × accumulation × ranks), not twice it.
-- `dist_tbt_epochs`: train-before-test's LoRA `train_epochs` for 2 epochs: the epoch arithmetic must agree with
-  the steps the Trainer ran, and a checkpoint must land at the end of each epoch.
-
-On CUDA the checks need two GPUs (one rank each, NCCL); what only that shows (NCCL, ranks on distinct GPUs) is
-their cuda_only part.
-"""
+"""The 2-rank checks: `torchrun --standalone --nproc_per_node=2` of a small fine-tune, on two GPUs (NCCL) or,
+with `--cpu`, as two CPU processes (gloo). The ranks must see disjoint sequences that make the recipe's
+effective batch, not twice it (`dist_tott_finetune`), and agree with the epoch arithmetic, a checkpoint per
+epoch (`dist_tbt_epochs`)."""
 
 from __future__ import annotations
 
@@ -55,17 +47,8 @@ def _model(ctx) -> Path:
     return ctx.cached("dist-llama", build)
 
 
-def _tbt_recipe() -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    from testtask.paths import conf_dir
-
-    path = conf_dir() / "train_before_test" / "recipe" / "paper.yaml"
-    return {**OmegaConf.to_container(OmegaConf.load(path), resolve=True), **TBT_RUN}
-
-
 def spec_for(ctx, mode: str, out: Path) -> dict[str, Any]:
-    from testtask.preflight.checks.training_on_the_test_task import recipe
+    from testtask.preflight.checks.training_on_the_test_task import conf_values, recipe
 
     model = _model(ctx)
     spec: dict[str, Any] = {
@@ -78,7 +61,8 @@ def spec_for(ctx, mode: str, out: Path) -> dict[str, Any]:
     if mode == "tott":
         spec.update(recipe=recipe(**TOTT_RUN), parameters=models.parameter_count(model))
     else:
-        spec.update(recipe=_tbt_recipe(), learning_rate=1e-3, epochs=TBT_EPOCHS, lora=TBT_LORA)
+        tbt_recipe = {**conf_values("train_before_test", "recipe", "paper.yaml"), **TBT_RUN}
+        spec.update(recipe=tbt_recipe, learning_rate=1e-3, epochs=TBT_EPOCHS, lora=TBT_LORA)
     return spec
 
 

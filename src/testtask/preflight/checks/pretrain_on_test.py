@@ -1,16 +1,9 @@
-"""Pretrain-on-test: the zero-shot protocol under the authors' QLoRA recipe (NF4, double quantization, bf16 compute and
-training, paged 8-bit AdamW), on a GPU and on the CPU alike, with padding and with packing, and the few-shot
-protocol on tiny BERT and GPT-2, through the runner's own code.
+"""Pretrain-on-test through the runner's own code (its composed config, on a tiny random model, one repetition
+of a shrunk cell): the zero-shot protocol under the authors' QLoRA recipe, with padding and with packing, and
+the few-shot protocol on tiny BERT and GPT-2.
 
-The zero-shot checks compare what ran, read from the live objects (the 4-bit layers' quant states, the Trainer's
-autocast, the optimizer that stepped: `TrainStats`), with the authors' recipe (`QLORA`), not with the config
-strings; paged optimizer memory is CUDA's, so only a GPU run checks it.
-
-The settings are the runner's: `conf/pretrain_on_test_run.yaml` composed with `lm=mistral_qlora` (or
-`mistral_qlora_packing`, `bert`, `gpt2`) and overrides that point the model at a tiny random one and shrink the
-cell (m, n, epochs); the protocol object is the one `cell.make_protocol` builds and one repetition's
-`protocol.run` is what a cell runs per repetition.
-"""
+The zero-shot checks compare what ran, read from the live objects (`TrainStats`), with the authors' recipe
+(`QLORA`), not with the config strings."""
 
 from __future__ import annotations
 
@@ -47,7 +40,8 @@ FEW_SHOT_FAST = [
 ]
 
 
-def compose(*overrides: str):
+def compose(*overrides: str, config: str = "pretrain_on_test_run"):
+    """A runner's config (`config`.yaml) composed with `overrides`, not in struct mode."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
@@ -55,7 +49,7 @@ def compose(*overrides: str):
     from testtask.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        cfg = hydra_compose("pretrain_on_test_run", overrides=list(overrides))
+        cfg = hydra_compose(config, overrides=list(overrides))
     OmegaConf.set_struct(cfg, False)
     return cfg
 
@@ -124,8 +118,8 @@ def run_repetition(
 
 
 def observed_recipe(record: dict[str, Any], stage: str, cuda: bool) -> dict[str, Any]:
-    """What one pretraining stage (`pretrain_extra`, `pretrain_test`) ran, from its record (`TrainStats.as_dict`,
-    itself read from the live model, Trainer and optimizer)."""
+    """What one pretraining stage (`pretrain_extra`, `pretrain_test`) ran, from its record
+    (`TrainStats.as_dict`)."""
 
     def part(name: str) -> dict[str, Any]:
         prefix = f"{stage}_{name}_"
@@ -138,8 +132,7 @@ def observed_recipe(record: dict[str, Any], stage: str, cuda: bool) -> dict[str,
 
 
 def verify_qlora(observed: dict[str, Any]) -> None:
-    """Raise unless `observed` (observed_recipe) is the authors' QLoRA recipe: every QLORA value, 4-bit layers,
-    8-bit optimizer states, and, on CUDA, paged ones (PAGED_REASON)."""
+    """Raise unless `observed` is the authors' QLoRA recipe (on CUDA, with paged optimizer states)."""
     wrong = [
         f"{k}={observed.get(k)!r} (the recipe's {v!r})" for k, v in QLORA.items() if observed.get(k) != v
     ]
@@ -171,9 +164,8 @@ def zero_shot(ctx, mode: str) -> dict[str, Any]:
     from testtask.pretrain_on_test.runner.training import describe_quantization
 
     scoring = describe_quantization(protocol.model)  # the plain 4-bit load the accuracies are scored on
-    if {k: scoring[k] for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")} != {
-        k: QLORA[k] for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")
-    } or not scoring["layers"]:
+    keys = ("quant_type", "double_quant", "compute_dtype", "weight_storage")
+    if any(scoring[k] != QLORA[k] for k in keys) or not scoring["layers"]:
         raise AssertionError(f"the scoring model is not the recipe's 4-bit load: {scoring}")
     sequences = len(protocol.pretraining_features(["x"] * ZERO_SHOT["n"]))
     first = observed["pretrain_extra"]

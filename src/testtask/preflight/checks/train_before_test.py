@@ -7,20 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from testtask.preflight.checks.pretrain_on_test import compose
 from testtask.preflight.registry import check
-
-
-def compose(*overrides: str):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from testtask.paths import conf_dir
-
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        cfg = hydra_compose("train_before_test_run", overrides=list(overrides))
-    OmegaConf.set_struct(cfg, False)
-    return cfg
 
 
 @check("tbt_lora_cell", "train-before-test: the tiny preset's LoRA cell (lm-eval + LoRA sweep + selection)")
@@ -38,6 +26,7 @@ def tbt_lora_cell(ctx) -> dict[str, Any]:
         "benchmark=tbt_tiny",
         f"device={ctx.device}",
         "threads=null",  # the preset pins one CPU thread; leave the process's setting alone
+        config="train_before_test_run",
     )
     record = run(cfg)
     if not (root / "results" / "all_results.json").is_file():

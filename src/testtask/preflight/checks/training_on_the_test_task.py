@@ -1,13 +1,7 @@
-"""Training-on-the-test-task: the B.2 recipe (`finetune`) for a few steps in each precision the recipe offers,
-and lm-eval's HF model scoring our `arc_challenge_mc` task from a local copy of its data.
-
-The recipe is `conf/training_on_the_test_task/finetune/recipe.yaml` as the runner composes it (full-parameter
-fine-tuning, loss on the answer, every example padded left to the context, attention on the pads, cosine
-schedule, fused AdamW, FlashAttention-2 where installed on sm >= 80) with only the length of the run shrunk.
-Precisions: the values the recipe's `precision` key accepts among bf16, bf16-mixed and fp32, found by asking
-the finetune module; each is passed to `finetune` explicitly, so it trains in that precision on the CPU as on a GPU.
-What ran is read from the live run, not the request: the Trainer's autocast and the trained weights' dtype.
-"""
+"""Training-on-the-test-task: the B.2 recipe (recipe.yaml with only the run shrunk) for a few steps in each
+precision the recipe offers, passed explicitly so the CPU trains in it too, and lm-eval's HF model scoring our
+`arc_challenge_mc` from a local copy of its data. What ran is read from the live run: the Trainer's autocast
+and the trained weights' dtype."""
 
 from __future__ import annotations
 
@@ -33,9 +27,7 @@ AUTOCAST = {"bf16": "bf16", "bf16-mixed": "bf16", "fp32": "fp32"}  # the Trainer
 
 
 def ran_precision(autocast: str | None, weight_dtype: str) -> str:
-    """The precision a run trained in, from what the live Trainer autocast to and the dtype its weights were
-    trained in: bf16 weights under bf16 autocast are `bf16`, fp32 weights under it `bf16-mixed`, fp32 without
-    autocast `fp32`; anything else is named as it is."""
+    """The precision a run trained in, from the live Trainer's autocast and its trained weights' dtype."""
     for precision in PRECISIONS:
         if AUTOCAST[precision] == autocast and WEIGHT_DTYPE[precision] == weight_dtype:
             return precision
@@ -56,20 +48,25 @@ RUN = {
 }
 TRAINING_PAIRS = 32
 EVAL_FEWSHOT = 2
+# the runner's lm-eval model arguments for a non-Gemma model (runner.eval_model_args)
+EVAL_MODEL_ARGS = {"trust_remote_code": False, "add_bos_token": False}
 
 
-def recipe(**overrides: Any) -> dict[str, Any]:
+def conf_values(*parts: str) -> dict[str, Any]:
+    """A YAML file below conf/ as plain values, interpolations resolved."""
     from omegaconf import OmegaConf
 
     from testtask.paths import conf_dir
 
-    path = conf_dir() / "training_on_the_test_task" / "finetune" / "recipe.yaml"
-    return {**OmegaConf.to_container(OmegaConf.load(path), resolve=True), **RUN, **overrides}
+    return OmegaConf.to_container(OmegaConf.load(conf_dir().joinpath(*parts)), resolve=True)
+
+
+def recipe(**overrides: Any) -> dict[str, Any]:
+    return {**conf_values("training_on_the_test_task", "finetune", "recipe.yaml"), **RUN, **overrides}
 
 
 def supported_precisions() -> tuple[str, ...]:
-    """The values of `precision` the recipe accepts: the finetune module's PRECISIONS when it has one, else the
-    candidates its precision rule does not refuse."""
+    """The finetune module's PRECISIONS when it has one, else the candidates its precision rule accepts."""
     from testtask.lm import finetune
 
     declared = getattr(finetune, "PRECISIONS", None)
@@ -86,6 +83,15 @@ def supported_precisions() -> tuple[str, ...]:
             continue
         found.append(precision)
     return tuple(found)
+
+
+def hf_lm(model: Path, device: str) -> Any:
+    """lm-eval's hf model with the runner's model arguments, batch size 1 (its default)."""
+    from lm_eval.api.registry import get_model
+
+    return get_model("hf").create_from_arg_obj(
+        {"pretrained": str(model), **EVAL_MODEL_ARGS}, {"batch_size": 1, "device": device}
+    )
 
 
 def _model(ctx) -> Path:
@@ -109,8 +115,8 @@ def _weights(folder: Path) -> dict[str, Any]:
 
 
 def weight_change(before: Path, after: Path) -> tuple[str, float]:
-    """The dtype of the trained projection weights and the fraction of their elements the run changed (the
-    initial weights cast to that dtype, so pure bf16 is compared in bf16)."""
+    """The trained projection weights' dtype and the fraction of their elements the run changed (in that
+    dtype)."""
     old, new = _weights(before), _weights(after)
     keys = [k for k in new if k.endswith("proj.weight")]
     if not keys:
@@ -207,19 +213,13 @@ def tott_finetune_fp32(ctx) -> dict[str, Any]:
 
 @check("tott_lm_eval", "lm-eval's HF model scores our arc_challenge_mc (local data) on the device")
 def tott_lm_eval(ctx) -> dict[str, Any]:
-    from lm_eval.api.registry import get_model
-
     from testtask.lm import evaluation
     from testtask.lm.tiny_llama import build_tiny_llama
 
     benchmark = "arc_challenge_mc"
     data = fixtures.write_arc(ctx.folder("tott-eval-data"))
     model = build_tiny_llama(ctx.folder("tott-eval-model") / "tiny-llama", [fixtures.arc_text(data)])
-    # the runner's model arguments for a non-Gemma model (runner.eval_model_args), batch size 1 (its default)
-    model_args = {"trust_remote_code": False, "add_bos_token": False}
-    lm = get_model("hf").create_from_arg_obj(
-        {"pretrained": str(model), **model_args}, {"batch_size": 1, "device": ctx.device}
-    )
+    lm = hf_lm(model, ctx.device)
     where = str(next(lm.model.parameters()).device)
     if ctx.cuda and not where.startswith("cuda"):
         raise AssertionError(f"lm-eval put the model on {where}, not on the GPU")
@@ -232,7 +232,7 @@ def tott_lm_eval(ctx) -> dict[str, Any]:
         device=ctx.device,
         local_data={benchmark: data},
         dataset_cache_dir=ctx.folder("tott-eval-cache"),
-        model_args=model_args,
+        model_args=EVAL_MODEL_ARGS,
         bootstrap_iters=100,
         lm=lm,
     )

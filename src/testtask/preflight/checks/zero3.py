@@ -1,13 +1,7 @@
-"""ZeRO-3 for real: the training-on-the-test-task fine-tune under the authors' DeepSpeed configuration
-(`conf/deepspeed/zero3_authors.json`), launched by torchrun through the same `finetune` → Trainer path a cluster
-job takes.
-
-On the CPU two ranks (gloo, `DS_ACCELERATOR=cpu`); on GPUs one rank per GPU, at most two (NCCL). The check asserts
-that the DeepSpeed engine that trained ran ZeRO stage 3 (read from the live engine, not the config file), that the
-load was partitioned at construction (each rank holds 1/ranks of every parameter, DeepSpeed's `ds_tensor`), that
-training changed the weights, and that the final model was consolidated into one
-`model.safetensors` with every tensor at its full shape, loadable by `from_pretrained`.
-"""
+"""ZeRO-3 for real: the training-on-the-test-task fine-tune under the authors' DeepSpeed configuration,
+launched by torchrun through the same `finetune` path a cluster job takes (two CPU ranks, or one rank per GPU,
+at most two). The live engine must run stage 3 on a partitioned load, training must change the weights, and
+the final model must be consolidated at full shape."""
 
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ def ranks_for(ctx) -> int:
 
 
 def consolidated(model: Path, final: Path) -> dict[str, Any]:
-    """The final folder holds the whole model: every tensor at the base model's shape, loadable with
-    `from_pretrained`, and training changed the projection weights."""
+    """The final folder holds the whole, trained model at full shape, loadable with `from_pretrained`."""
     from transformers import AutoModelForCausalLM
 
     from testtask.preflight.checks.training_on_the_test_task import _weights, weight_change
@@ -67,7 +60,7 @@ def consolidated(model: Path, final: Path) -> dict[str, Any]:
 )
 def zero3_tott_finetune(ctx) -> dict[str, Any]:
     from testtask.preflight.checks.distributed import run_ranks
-    from testtask.preflight.checks.training_on_the_test_task import TRAINING_PAIRS, _model, recipe
+    from testtask.preflight.checks.training_on_the_test_task import AUTOCAST, TRAINING_PAIRS, _model, recipe
 
     model = _model(ctx)  # the B.2 checks' tiny Llama, built on the same 32 training pairs
     ranks = ranks_for(ctx)
@@ -85,8 +78,6 @@ def zero3_tott_finetune(ctx) -> dict[str, Any]:
         "parameters": models.parameter_count(model),
     }
     records = run_ranks(spec, ranks=ranks, timeout=600)
-    from testtask.preflight.checks.training_on_the_test_task import AUTOCAST
-
     precision = spec["recipe"]["precision"]
     for record in records:
         autocast = (record.get("trained") or {}).get("autocast")

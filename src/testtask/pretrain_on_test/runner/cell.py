@@ -68,16 +68,14 @@ def baseline_columns(labels: np.ndarray, test: np.ndarray, num_classes: int) -> 
 
 def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
     path = store.directory / "cell.yaml"
-    if not path.exists():
-        atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
-        return
-    before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if before != identity and store.done() > 0:
-        changed = sorted(k for k in identity if before.get(k) != identity[k])
-        raise ResumeError(
-            f"{store.directory} holds {store.done()} repetitions run with a different {changed}; "
-            "move it away or restore the old settings to resume"
-        )
+    if path.exists():
+        before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+        if before != identity and store.done() > 0:
+            changed = sorted(k for k in identity if before.get(k) != identity[k])
+            raise ResumeError(
+                f"{store.directory} holds {store.done()} repetitions run with a different {changed}; "
+                "move it away or restore the old settings to resume"
+            )
     atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
 
 
@@ -89,7 +87,6 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
     spec = settings.spec
     m, n, seed = settings.m, settings.n, settings.seed
     repetitions = settings.repetitions_of_cell()
-    stratification = settings.stratification
     lm = settings.lm_for_task()
     store = CellStore(cell_dir(resolve(settings.results_dir), m, n, lm.lm_type, spec.key))
     _check_resume(store, identity(settings, config))
@@ -99,19 +96,16 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
         return store.csv
     data = load_dataset(spec, settings.assets_dir)
     labels = data["label"].to_numpy()
+
+    def draw(k: int) -> subsampling.Subsample:
+        return subsampling.draw(
+            labels, m, n, seed=seed, dataset=spec.key, repetition=k, stratification=settings.stratification
+        )
+
     records = store.log_records()
     if records:  # the same seed and data must redraw the same subsample, else the rows would not pair
         last = records[-1]
-        again = subsampling.draw(
-            labels,
-            m,
-            n,
-            seed=seed,
-            dataset=spec.key,
-            repetition=int(last["repetition"]),
-            stratification=stratification,
-        )
-        if again.as_dict() != last.get("subsample"):
+        if draw(int(last["repetition"])).as_dict() != last.get("subsample"):
             raise ResumeError(
                 f"{store.log}: the dataset changed since repetition {last['repetition']} was drawn"
             )
@@ -128,9 +122,7 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
         desc=f"{lm.lm_type}/{spec.key} m{m} n{n}",
     )
     for k in bar:
-        sub = subsampling.draw(
-            labels, m, n, seed=seed, dataset=spec.key, repetition=k, stratification=stratification
-        )
+        sub = draw(k)
         start = time.perf_counter()
         acc, record = protocol.run(data, sub, subsampling.training_seed(seed, k))
         seconds = time.perf_counter() - start

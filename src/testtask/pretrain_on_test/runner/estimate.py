@@ -1,14 +1,5 @@
-"""How long a cell will take, said before it starts: repetitions × seconds per repetition.
-
-Seconds per repetition, in this order:
-1. earlier runs: the mean `seconds` of the run_log.jsonl records of the same lm_type on the same device under
-   `results_dir` (any dataset, m and n), each scaled by (m + n) / (its m + its n): the texts one repetition trains on;
-2. else the model's size: 6 × parameters × tokens FLOPs, tokens = (pretrain epochs × n × pretrain max_length +
-   classify epochs × m × classify max_length) (every text taken as long as the maximum, an upper bound) at a rough
-   throughput per device (`FLOPS`); parameters from the weight files of a local model folder (bytes / 4) or
-   `PARAMETERS` for the Hub ids our configs name;
-3. else no estimate (said so).
-"""
+"""How long a cell will take, said before it starts: repetitions × seconds per repetition, from earlier runs of
+the LM type on the device (scaled by m + n), else from the model's size (6 × parameters × tokens FLOPs)."""
 
 from __future__ import annotations
 

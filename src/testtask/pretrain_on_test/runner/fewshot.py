@@ -1,13 +1,9 @@
 """Few-shot protocol of §4: task-adaptive pretraining on unlabeled texts, then a linear head fine-tuned on train.
 
-acc_base: the pretrained LM, fine-tuned on train.  acc_extra: first pretrained on the n `extra` texts.
-acc_test: first pretrained on the n unlabeled `test` texts.  Every accuracy starts from a freshly loaded model.
-BERT-type models pretrain with masked-LM and classify from [CLS]; GPT-2-type models pretrain causally and classify
-from the last token. Texts are padded independently (no packing) and truncated per stage: the authors' code cuts
-pretraining texts at 256 tokens (kddubey/pretrain-on-test@80fd183:run.py:53,63 -> src/pretrain_on_test/pretrain.py:
-31-38) but classification texts only at the tokenizer's `model_max_length`, 512 for BERT and 1024 for GPT-2
-(classification.py:30-33 calls the tokenizer with `truncation=True` and no `max_length`): `lm.pretrain.max_length`
-and `lm.classify.max_length`.
+acc_base: the LM fine-tuned on train; acc_extra / acc_test: first pretrained on the n `extra` / unlabeled `test`
+texts. Every accuracy starts from a freshly loaded model. The authors' code cuts pretraining texts at 256 tokens
+(kddubey/pretrain-on-test@80fd183:run.py:53,63 -> src/pretrain_on_test/pretrain.py:31-38) but classification texts
+only at the tokenizer's `model_max_length` (classification.py:30-33).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import pandas as pd
 import torch
 
 from testtask.lm.hf import load_tokenizer
-from testtask.pretrain_on_test.runner.settings import Classify, FewShotLm, Objective
+from testtask.pretrain_on_test.runner.settings import Classify, FewShotLm, Objective, Stage
 from testtask.pretrain_on_test.runner.subsample import Subsample
 from testtask.pretrain_on_test.runner.training import TrainStats, train
 
@@ -53,6 +49,21 @@ class FewShot:
                 row["labels"] = int(label)
         return rows
 
+    def _train(
+        self, model: Any, features: list[dict[str, Any]], collate: Any, hp: Stage, seed: int
+    ) -> TrainStats:
+        return train(
+            model,
+            features,
+            collate,
+            hp,
+            device=self.device,
+            seed=seed,
+            show_progress=self.show_progress,
+            gradient_checkpointing=False,  # the authors' few-shot Trainer calls never checkpoint
+            callbacks=self.callbacks,
+        )
+
     def pretrain(self, texts: Sequence[str], out_dir: str, seed: int) -> TrainStats:
         """Task-adaptive pretraining with the model's own objective; saves the LM to `out_dir`."""
         from transformers import (
@@ -69,17 +80,7 @@ class FewShot:
         hp = self.lm.pretrain
         masking = {"mlm_probability": hp.mlm_probability} if mlm else {}
         collate = DataCollatorForLanguageModeling(self.tokenizer, mlm=mlm, **masking)
-        stats = train(
-            model,
-            self._encode(texts, hp.max_length),
-            collate,
-            hp,
-            device=self.device,
-            seed=seed,
-            show_progress=self.show_progress,
-            gradient_checkpointing=False,  # the authors' few-shot Trainer calls never checkpoint
-            callbacks=self.callbacks,
-        )
+        stats = self._train(model, self._encode(texts, hp.max_length), collate, hp, seed)
         model.save_pretrained(out_dir)
         self.tokenizer.save_pretrained(out_dir)
         return stats
@@ -95,17 +96,8 @@ class FewShot:
         model.config.pad_token_id = self.tokenizer.pad_token_id
         hp = self.lm.classify
         collate = DataCollatorWithPadding(self.tokenizer)
-        stats = train(
-            model,
-            self._encode(train_frame["text"], hp.max_length, train_frame["label"]),
-            collate,
-            hp,
-            device=self.device,
-            seed=seed,
-            show_progress=self.show_progress,
-            gradient_checkpointing=False,
-            callbacks=self.callbacks,
-        )
+        features = self._encode(train_frame["text"], hp.max_length, train_frame["label"])
+        stats = self._train(model, features, collate, hp, seed)
         predictions = self.predict(model, test_frame["text"], hp, collate)
         return float(np.mean(predictions == test_frame["label"].to_numpy())), stats
 
@@ -125,11 +117,9 @@ class FewShot:
     def run(self, data: pd.DataFrame, sub: Subsample, seed: int) -> tuple[dict[str, float], dict[str, Any]]:
         """acc_base, acc_extra and acc_test for one subsample, with timings and losses for the run log."""
         train_frame, test_frame = data.iloc[sub.train], data.iloc[sub.test]
-        record: dict[str, Any] = {}
-        acc: dict[str, float] = {}
         base_acc, stats = self.classify(self.lm.model, train_frame, test_frame, seed)
-        acc["base"] = base_acc
-        record.update(stats.as_dict("classify_base"))
+        acc = {"base": base_acc}
+        record = stats.as_dict("classify_base")
         for name, texts in (("extra", data["text"].iloc[sub.extra]), ("test", test_frame["text"])):
             with tempfile.TemporaryDirectory(prefix=f"testtask-{name}-") as tmp:
                 pstats = self.pretrain(list(texts), tmp, seed)

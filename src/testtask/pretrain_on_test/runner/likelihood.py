@@ -1,10 +1,8 @@
 """Log-likelihood of token sequences under a causal LM, for the contamination test (§9.2).
 
-log p(x) = Σ_{t ≥ 1} log p(x_t | x_<t): the first token is conditioned on, not scored, as in Oren et al.'s
-`compute_logprob_of_token_sequence` (tatsu-lab/test_set_contamination@56e2257). A sequence longer than
-`context_len` is scored with a sliding window: windows of `context_len` input tokens start every `stride` tokens,
-and each token is scored once, in the first window that reaches it with the window's context (their scheme).
-Sequences that fit in one window are scored in right-padded batches, longest first.
+log p(x) = Σ_{t ≥ 1} log p(x_t | x_<t), the first token conditioned on, as in Oren et al.'s
+`compute_logprob_of_token_sequence` (tatsu-lab/test_set_contamination@56e2257); longer sequences than `context_len`
+with their sliding window (each token scored once, in the first window that reaches it).
 """
 
 from __future__ import annotations

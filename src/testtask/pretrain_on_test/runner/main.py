@@ -1,11 +1,5 @@
 """The pretrain-on-test runner's job (started by `testtask.runners`): one job runs one cell; sweeps come from
-Hydra multirun.
-
-python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini
-python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/paper hydra/launcher=slurm
-python experiments/pretrain_on_test/run.py lm=gpt2 dataset=trec m=50 n=100
-python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/contamination_cpu   # §9.2
-"""
+Hydra multirun, e.g. python experiments/pretrain_on_test/run.py experiment=pretrain_on_test/cpu_mini."""
 
 from __future__ import annotations
 

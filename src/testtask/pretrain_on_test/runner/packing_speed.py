@@ -1,11 +1,7 @@
 """Throughput of padding vs packing LoRA pretraining on the same prompts (the §9.1 comparison).
 
-Both modes train fresh adapters for one epoch on the prompts of the same n texts with the same hyperparameters
-except the batch layout. Reported: real tokens (attention-mask ones) per second, sequence positions per second
-(padding included) and texts per second; packing also saves the repeated header, so texts/s is the like-for-like
-number. Each mode also records the recipe it ran, read from the live model, Trainer and optimizer of its last
-trial (`recipe`: 4-bit quant type, double quantization, compute dtype, weight storage, the Trainer's precision,
-the optimizer class and its 8-bit and paged states), so the numbers say whether they are QLoRA's.
+Both modes train fresh adapters for one epoch on the same n texts; packing also saves the repeated header, so
+texts/s is the like-for-like number. Each mode records the recipe its last trial ran, read from the live objects.
 """
 
 from __future__ import annotations
@@ -53,7 +49,6 @@ def measure(settings: Settings) -> dict[str, Any]:
             protocol = ZeroShot(lm, spec, device=device, show_progress=settings.show_step_progress)
         protocol.lm = lm
         trials = []
-        stats = None
         for repeat in range(settings.speed.repeats):
             model, stats = protocol.pretrain(texts, settings.seed + repeat)
             protocol.drop_adapters(model)
@@ -92,11 +87,8 @@ def measure(settings: Settings) -> dict[str, Any]:
     }
 
 
-def ran_recipe(stats: TrainStats | None) -> dict[str, Any]:
-    """The recipe a trial ran, from its TrainStats (read from the live objects, not the config)."""
-    if stats is None:  # no trial ran (speed.repeats is positive, so this is never the case)
-        return {}
-    # the record the preflight's verify_qlora reads
+def ran_recipe(stats: TrainStats) -> dict[str, Any]:
+    """The recipe a trial ran, as the preflight's verify_qlora reads it (from the live objects, not the config)."""
     return {
         **qlora_record(stats.quantization or {}, stats.optimizer or {}, stats.precision),
         "optim": stats.optim,

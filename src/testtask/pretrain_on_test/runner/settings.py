@@ -1,14 +1,8 @@
-"""The pretrain-on-test runner's settings: the schema of conf/pretrain_on_test_run.yaml as composed (its groups
-`lm/`, `datasets/`, `experiment/pretrain_on_test/*` and the protocol preset).
-
-Each key is declared here once, with its type and allowed values; its value is in YAML. `runners.py` loads the
-composed config once (`testtask.schema.load`), before Hydra starts and again first thing in each job, and the runner
-reads the typed `Settings`.
+"""The pretrain-on-test runner's settings: the schema of conf/pretrain_on_test_run.yaml as composed.
 
 The authors set some hyperparameters per task (kddubey/pretrain-on-test@80fd183:experiment.sh and
-cloud_scripts/gcp/experiments/zero-shot*/n100/mistral_*.sh); `lm.per_task.<dataset>` holds them as the stage keys
-that differ for that dataset, applied over the LM's own (`for_task`). A dataset spec (`datasets.<key>`) gives the
-keys that differ from `dataset_defaults`.
+cloud_scripts/gcp/experiments/zero-shot*/n100/mistral_*.sh); `lm.per_task.<dataset>` holds the stage keys that
+differ for that dataset (`for_task`). A dataset spec gives the keys that differ from `dataset_defaults`.
 """
 
 from __future__ import annotations
@@ -81,8 +75,7 @@ class Stratification(Choice):
 
 
 class StagePrecision(Choice):
-    """A training stage's precision (autocast), on CUDA and on the CPU alike; the run log records the one the
-    Trainer ran (`<stage>_precision`)."""
+    """A training stage's precision (autocast), on CUDA and on the CPU alike."""
 
     fp32 = "fp32"
     bf16 = "bf16"
@@ -318,8 +311,7 @@ DatasetDefaults = partial(
 
 
 def renamed(entry: Any) -> Any:
-    """A dataset entry with `trust_remote_code`, the old spelling of `loading_script` (datasets >= 4 ignores the
-    flag itself), spelled the current way."""
+    """A dataset entry with `trust_remote_code`, the old spelling of `loading_script`, spelled the current way."""
     if not isinstance(entry, Mapping) or "trust_remote_code" not in entry:
         return entry
     out = {k: v for k, v in entry.items() if k != "trust_remote_code"}
@@ -348,7 +340,7 @@ class Contamination:
     stride: PositiveInt  # sliding window for longer shards
     ddof: Annotated[
         int, Strict(), at.Ge(0), at.Le(1), Text("0 or 1")
-    ]  # the t-statistic's standard deviation's
+    ]  # of the t-statistic's standard deviation
     add_special_tokens: Flag  # each example tokenized on its own with the tokenizer's special tokens
     example: Name  # a text-label pair: {query}, {answer}, {label}
     batch_size: PositiveInt  # sequences per forward pass (speed only)
@@ -450,11 +442,9 @@ class Settings:
 
     def repetitions_of_cell(self) -> int:
         """`repetitions`, else the paper's count for n (repetitions_by_n)."""
-        return (
-            self.repetitions
-            if self.repetitions is not None
-            else repetitions_for(self.n, self.repetitions_by_n)
-        )
+        if self.repetitions is not None:
+            return self.repetitions
+        return repetitions_for(self.n, self.repetitions_by_n)
 
     def lm_for_task(self) -> FewShotLm | ZeroShotLm:
         """The LM's settings for this job's dataset (its per-task keys applied)."""
@@ -496,8 +486,7 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any], where: str) -> dic
 
 
 def effective_lm(lm: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """The composed `lm` node as the cell's records write it (cell.yaml, contamination.json): without its
-    `per_task` map, with `per_task[dataset]` (if any) merged in, as written in YAML."""
+    """The composed `lm` node as cell.yaml records it: `per_task[dataset]` (if any) merged in, `per_task` dropped."""
     plain = _plain(lm)
     per_task = plain.pop("per_task", None) or {}
     override = per_task.get(dataset) or {}

@@ -1,8 +1,7 @@
 """Results of one (m, n, lm_type, dataset) cell: `accuracies.csv` in the published layout, written row by row.
 
-Row k is repetition k. Each finished repetition is appended at once with an atomic rewrite, so a crash loses at
-most the repetition in flight and a restart resumes at the first missing row. `run_log.jsonl` beside it keeps,
-per repetition, the subsample indices, the seconds it took and the training throughput.
+Row k is repetition k, appended with an atomic rewrite, so a crash loses at most the repetition in flight.
+`run_log.jsonl` beside it keeps each repetition's subsample indices, seconds and training throughput.
 """
 
 from __future__ import annotations
@@ -25,12 +24,8 @@ def cell_dir(results_dir: Path, m: int, n: int, lm_type: str, dataset: str) -> P
 
 
 def majority_share(labels: np.ndarray) -> float:
-    """The share of the most frequent class in `labels`.
-
-    The authors' columns (kddubey/pretrain-on-test@80fd183:src/pretrain_on_test/experiment.py:260, 334):
-    `majority` is this share in the test set (`df_test["label"].value_counts(normalize=True).max()`),
-    `majority_all` in the whole loaded dataset.
-    """
+    """The share of the most frequent class in `labels`: the authors' `majority` (of test) and `majority_all`
+    (kddubey/pretrain-on-test@80fd183:src/pretrain_on_test/experiment.py:260, 334)."""
     counts = np.bincount(np.asarray(labels))
     return float(counts.max() / counts.sum())
 

@@ -1,14 +1,12 @@
 """Repeated subsampling (§4, App. B): disjoint `extra`, `train` and `test` index sets per repetition.
 
-The random stream depends on (seed, dataset, m, n, repetition) and nothing else, so repetition k is the same
-subsample for every LM type: the analysis pairs acc_base/acc_extra/acc_test rows across LM types by k.
+The random stream depends on (seed, dataset, m, n, repetition) only, so repetition k is the same subsample for
+every LM type (the analysis pairs rows across LM types by k).
 
-`train` is stratified by class. The authors' code draws int(m/K) texts per class, a balanced train set of
-floor(m/K)·K ≤ m rows (kddubey/pretrain-on-test@80fd183:src/pretrain_on_test/experiment.py:40-52); the paper's text
-says train "contains m observations" and is "stratify-sampled", which `proportional` reads as exactly m rows, one
-per class and the rest in proportion to class size. `extra` and `test` are drawn from the rest, not stratified,
-and kept in draw order: the authors' `train_test_split` returns shuffled frames (experiment.py:74-79), and the
-zero-shot packer fills packs in that order.
+`train` is stratified: int(m/K) texts per class in the authors' code (kddubey/pretrain-on-test@80fd183:
+src/pretrain_on_test/experiment.py:40-52); exactly m rows with `proportional`, the paper's text ("contains m
+observations"). `extra` and `test` are kept in draw order, as the authors' `train_test_split` shuffles them
+(experiment.py:74-79) and the zero-shot packer fills packs in that order.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Shared training mechanics: Trainer arguments from an LM config stage, training and timing.
-
-Every optimisation setting is read from the typed config stage (`lm.pretrain` or `lm.classify`,
-`settings.Stage`); none has a default here.
-"""
+"""Shared training mechanics: Trainer arguments from an LM config stage (no defaults here), training and timing."""
 
 from __future__ import annotations
 
@@ -98,9 +94,8 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def describe_quantization(model: Any) -> dict[str, Any]:
-    """The model's bitsandbytes 4-bit layers as they are, from each `Linear4bit`'s own state: `layers` (0: not
-    quantized), and over those layers the sorted distinct `quant_type` (nf4, fp4), `double_quant` (the quant
-    state's nested absmax statistics), `compute_dtype` and `weight_storage` (uint8: packed 4-bit)."""
+    """The model's bitsandbytes 4-bit layers as they are: their count and the sorted distinct values of each
+    layer's quant state."""
     try:
         from bitsandbytes.nn import Linear4bit
     except ImportError:  # no bitsandbytes: nothing can be 4-bit
@@ -125,11 +120,8 @@ PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes.optim.optimizer.Optimizer8bit.get_s
 
 
 def describe_optimizer(optimizer: Any) -> dict[str, Any]:
-    """What actually stepped: the optimizer's class and, per trained parameter, its state's storage. For
-    bitsandbytes: `eight_bit` counts states kept in 8 bits (parameters of >= 4,096 elements; smaller ones keep
-    32-bit states) and `paged` those in paged (CUDA unified) memory, of the `pageable` ones: bitsandbytes pages
-    the states of CUDA parameters of >= 100,000 elements only (smaller ones, e.g. a tiny model's LoRA adapters, and
-    every CPU one, where it warns, keep ordinary tensors). `paging_requested` is the optimizer's own flag."""
+    """What actually stepped: the optimizer's class and its states' storage: `eight_bit` (bitsandbytes keeps 32-bit
+    states below 4,096 elements) and `paged` of the `pageable` ones (CUDA parameters of >= 100,000 elements)."""
     import torch
 
     inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps the torch/bitsandbytes optimizer
@@ -152,8 +144,7 @@ def describe_optimizer(optimizer: Any) -> dict[str, Any]:
 def qlora_record(
     quantization: dict[str, Any], optimizer: dict[str, Any], precision: str | None
 ) -> dict[str, Any]:
-    """One training stage's recipe as the QLoRA check reads it (preflight's verify_qlora), from what
-    describe_quantization and describe_optimizer read off the live objects and the Trainer's precision."""
+    """One training stage's recipe as the QLoRA check reads it (preflight's verify_qlora)."""
     return {
         **{k: quantization.get(k) for k in ("quant_type", "double_quant", "compute_dtype", "weight_storage")},
         "linear4bit_layers": quantization.get("layers", 0),

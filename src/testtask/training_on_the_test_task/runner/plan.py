@@ -44,23 +44,24 @@ class Job:
     launcher: str  # the SLURM job name (hydra.launcher.name)
     model: str
     stage: str
-    finetune: str | None  # None for base (evaluation only; shared by both finetune datasets)
     params_b: float
     gpus: int  # GPUs the job holds (gpus_per_node x nodes)
     nodes: int
-    ranks: int  # training processes (1 unless the job trains under accelerate)
-    zero3: bool
-    precision: str | None
-    per_device: int | None
-    accumulation: int | None
-    learning_rate: float | None
     remote_code: bool
     revision: str | None
-    train_tokens: float
-    train_gpu_hours: float
     eval_tokens: float
     eval_gpu_hours: float
     timeout_min: int | None
+    # the training's; the defaults are a base job's (evaluation only)
+    finetune: str | None = None  # base is shared by both finetune datasets
+    ranks: int = 1  # training processes (1 unless the job trains under accelerate)
+    zero3: bool = False
+    precision: str | None = None
+    per_device: int | None = None
+    accumulation: int | None = None
+    learning_rate: float | None = None
+    train_tokens: float = 0.0
+    train_gpu_hours: float = 0.0
 
     @property
     def effective_batch(self) -> int | None:
@@ -139,18 +140,14 @@ def _measured_step(settings: Plan, step: str) -> tuple[float, str] | None:
 def throughput(settings: Plan) -> Throughput:
     """The measured throughput of `settings.measured` where a GPU bench file has it, else the assumed one."""
     measured = settings.measured
-    found = {}
+    rates = {}
     for key, step in (("train", measured.train_step), ("eval", measured.eval_step)):
-        found[key] = _measured_step(settings, step) if measured.use else None
-    why = "plan.measured.use is false" if not measured.use else None
-
-    def assumed(key: str, step: str) -> str:
-        reason = why or f"no GPU bench file with a passed {step} step in {measured.file or measured.dir}"
-        return f"assumed: plan.{key}_tflops ({reason})"
-
-    train = found["train"] or (settings.train_tflops, assumed("train", measured.train_step))
-    evaluation = found["eval"] or (settings.eval_tflops, assumed("eval", measured.eval_step))
-    return Throughput(train[0], evaluation[0], train[1], evaluation[1])
+        why = f"no GPU bench file with a passed {step} step in {measured.file or measured.dir}"
+        if not measured.use:
+            why = "plan.measured.use is false"
+        found = _measured_step(settings, step) if measured.use else None
+        rates[key] = found or (getattr(settings, f"{key}_tflops"), f"assumed: plan.{key}_tflops ({why})")
+    return Throughput(rates["train"][0], rates["eval"][0], rates["train"][1], rates["eval"][1])
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
@@ -245,8 +242,7 @@ def job(
     launcher = cfg.hydra.launcher
     nodes = int(launcher.get("nodes") or 1)
     gpus = int(launcher.get("gpus_per_node") or 0) * nodes
-    path, parameters = runner.model_source(run)
-    n = parameters
+    path, n = runner.model_source(run)
     rates = throughput(settings) if rates is None else rates
     eval_tflops = rates.eval_tflops * 1e12
     evaluations = _eval_tokens(settings, list(run.benchmarks))
@@ -263,21 +259,7 @@ def job(
         "timeout_min": int(launcher.timeout_min) if launcher.get("timeout_min") else None,
     }
     if stage == "base":
-        eval_hours = 2 * n * evaluations / eval_tflops / 3600
-        return Job(
-            **common,
-            finetune=None,
-            ranks=1,
-            zero3=False,
-            precision=None,
-            per_device=None,
-            accumulation=None,
-            learning_rate=None,
-            train_tokens=0.0,
-            train_gpu_hours=0.0,
-            eval_tokens=evaluations,
-            eval_gpu_hours=eval_hours,
-        )
+        return Job(**common, eval_tokens=evaluations, eval_gpu_hours=2 * n * evaluations / eval_tflops / 3600)
     recipe, spec = runner.stage_recipe(run, stage)
     dist = run.distributed
     distributed = bool(dist.accelerate_config)
@@ -296,10 +278,8 @@ def job(
         steps = min(steps, recipe.max_steps)
     tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
     train_hours = 6 * n * tokens / (rates.train_tflops * 1e12) / 3600
-    checkpoints = 0
     if spec:  # the emergence checkpoints this stage saves and evaluates
-        saved = ft.emergence_schedule(spec.steps, spec.every, steps)
-        checkpoints = len(saved)
+        checkpoints = len(ft.emergence_schedule(spec.steps, spec.every, steps))
         evaluations += checkpoints * _eval_tokens(settings, list(spec.benchmarks))
     return Job(
         **common,
@@ -318,11 +298,8 @@ def job(
 
 
 def plan(settings: Plan | None = None) -> tuple[list[Job], Plan]:
-    """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings.
-
-    `settings`: `training_on_the_test_task.plan`, typed (`Settings.plan`; None: as in
-    conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are applied to every composition of the
-    runner's config (a DictConfig, composed here)."""
+    """Every job of the `settings.experiments` sweeps (base once per model), and the plan settings (None: those of
+    conf/training_on_the_test_task/analysis.yaml; their `runner_overrides` apply to every runner config)."""
     from testtask.lm.models import ModelRegistry
     from testtask.training_on_the_test_task.runner.main import fixed_registry, settings_of
 

@@ -1,11 +1,7 @@
 """The training-on-the-test-task runner's settings: the schema of conf/training_on_the_test_task_run.yaml as
-composed (its groups `training_on_the_test_task/models`, the fine-tuning recipe, `finetune_data/`, the experiment
-presets and the protocol preset).
-
-Each key is declared here once, with its type and allowed values; its value is in YAML. The recipe and LoRA keys are
-the shared fine-tuning's (`testtask.lm.settings`), the model registry `testtask.lm.models.Models` (the analysis reads the same).
-`runners.py` loads the composed config once (`testtask.schema.load`), before Hydra starts and again first thing in
-each job, and the runner reads the typed `Settings`.
+composed (models, recipe, `finetune_data/`, experiment and protocol presets). The recipe and LoRA keys are the
+shared fine-tuning's (`testtask.lm.settings`); `runners.py` loads the composed config once, before Hydra starts
+and again first thing in each job.
 """
 
 from __future__ import annotations
@@ -99,14 +95,11 @@ class FinetuneData:
         problems = []
         for i, source in enumerate(self.sources):
             places = [key for key in _PLACES if key in source]
-            if len(places) != 1:
-                problems.append(
-                    Problem(f"sources[{i}]", to_plain(source), "exactly one of path, json or disk")
-                )
-            elif places == ["path"] and "split" not in source:
-                problems.append(
-                    Problem(f"sources[{i}]", to_plain(source), "a split beside the Hub dataset's path")
-                )
+            what = "exactly one of path, json or disk" if len(places) != 1 else None
+            if places == ["path"] and "split" not in source:
+                what = "a split beside the Hub dataset's path"
+            if what:
+                problems.append(Problem(f"sources[{i}]", to_plain(source), what))
         require(problems)
 
 
@@ -121,16 +114,9 @@ class Distributed:
     main_process_port: Annotated[int, Strict(), at.Ge(1), at.Le(65535), Text("a port in 1..65535")]
 
     def __post_init__(self) -> None:
-        even = self.num_processes >= self.num_machines and self.num_processes % self.num_machines == 0
-        require(
-            None
-            if even
-            else Problem(
-                "num_processes",
-                self.num_processes,
-                "a multiple of {num_machines} (the same processes per node)",
-            )
-        )
+        if self.num_processes < self.num_machines or self.num_processes % self.num_machines:
+            what = "a multiple of {num_machines} (the same processes per node)"
+            require(Problem("num_processes", self.num_processes, what))
 
 
 @section
