@@ -127,11 +127,22 @@ def clone(tmp_path) -> Clone:
     stamp = REPO / ".venv" / ".installed-stamp"
     if not stamp.is_file():
         pytest.skip("no .venv/.installed-stamp: run `make install`")
-    installed = stamp.stat().st_mtime
-    for name in ("pyproject.toml", "constraints.txt"):
-        if (root / name).is_file() and (root / name).stat().st_mtime > installed:
-            os.utime(root / name, (installed, installed))
+    not_newer_than(stamp, [root / "pyproject.toml", root / "constraints.txt"])
+    # make's own verdict: the copy's install target is up to date, so no step of an example reinstalls.
+    question = subprocess.run(
+        ["make", "-q", ".venv/.installed-stamp"], cwd=root, env=env, capture_output=True
+    )
+    assert question.returncode == 0, "the copy's make would reinstall the package into this checkout's .venv"
     return Clone(root, env, files, digests(root, files), _conf_files(root))
+
+
+def not_newer_than(stamp: Path, paths: list[Path]) -> None:
+    """Give each existing file of `paths` that is newer than `stamp` the stamp's time, to the nanosecond: make
+    compares nanosecond times, and a time set from float seconds can land a few ns after the stamp's."""
+    installed = stamp.stat().st_mtime_ns
+    for path in paths:
+        if path.is_file() and path.stat().st_mtime_ns > installed:
+            os.utime(path, ns=(installed, installed))
 
 
 def run_example(clone: Clone, number: int) -> str:
@@ -297,3 +308,17 @@ def test_example_6_own_score_matrix_in_proxy_tasks(clone):
     for name in ("figure-1", "figure-loo"):
         for suffix in ("png", "pdf"):
             assert (folder / f"{name}.{suffix}").stat().st_size > 0
+
+
+def test_a_copys_build_files_are_never_newer_than_the_install_stamp(tmp_path):
+    """Times set from float seconds can land nanoseconds after the stamp's, and make would then reinstall the
+    package from the copy into the shared .venv; here every stamp time of a range must hold."""
+    stamp, build_file = tmp_path / "stamp", tmp_path / "pyproject.toml"
+    stamp.touch()
+    build_file.touch()
+    base = 1_764_316_336_123_456_789
+    for offset in range(64):
+        os.utime(stamp, ns=(base + offset, base + offset))
+        os.utime(build_file, ns=(base + offset + 1_000, base + offset + 1_000))
+        not_newer_than(stamp, [build_file, tmp_path / "absent.txt"])
+        assert build_file.stat().st_mtime_ns <= stamp.stat().st_mtime_ns
