@@ -368,3 +368,30 @@ def test_a_list_value_is_checked_like_any_override_and_a_sweep_is_left_to_hydra(
 
     assert plain_overrides(["proxy_tasks.table_3.matrices=[tbt_direct,tott_base]", "x='a,b'"])
     assert not plain_overrides(["sampler.draws=10,20"]) and not plain_overrides(["sampler.draws=range(3)"])
+
+
+def test_help_lists_the_config_groups_hydra_composes_from_without_hydras_help(capsys):
+    """Our `--help` (no compose per option) names every group and option Hydra's own help lists, and the
+    `hydra/...` groups (launchers) besides."""
+    import sys
+
+    from testtask import cli
+
+    def groups(text: str) -> set[str]:
+        section = text.split("== Configuration groups ==", 1)[1].split("\n== ", 1)[0]
+        return {line for line in section.splitlines() if ": " in line}
+
+    argv = sys.argv
+    try:
+        sys.argv = ["testtask", "--help"]
+        with pytest.raises(SystemExit):
+            cli._hydra_main()  # Hydra's help: it composes the config once per group option
+        hydra_help = capsys.readouterr().out
+        cli.main()
+        ours = capsys.readouterr().out
+    finally:
+        sys.argv = argv
+    launchers = {line for line in groups(ours) if line.startswith("hydra/")}
+    assert groups(ours) - launchers == groups(hydra_help)
+    assert any(line.startswith("hydra/launcher: ") and "slurm" in line for line in launchers)
+    assert "testtask action=figure figure=3 paper=pretrain-on-test" in ours
