@@ -9,9 +9,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from testtask import papers
 from testtask.errors import reported
 from testtask.paths import conf_dir
-from testtask.pipeline import check, plain_overrides, precheck, run, with_user_files
+from testtask.pipeline import CORE_ACTIONS, check, plain_overrides, precheck, run, with_user_files
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
@@ -41,9 +42,6 @@ def usage() -> str:
 
     Written here rather than by Hydra's `--help`, which composes the config once per group option (about 1.5 s);
     `--hydra-help` still shows Hydra's own flags."""
-    from testtask import papers
-    from testtask.pipeline import CORE_ACTIONS
-
     own = sorted({a for key in papers.keys() for a in papers.get(key).actions})
     lines = [
         "testtask: the five papers' figures, tables and reproduction report, built from raw results.",

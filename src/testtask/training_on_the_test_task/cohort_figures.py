@@ -278,15 +278,16 @@ def figure_3(ctx: Context) -> dict:
             "choose a compute that leaves at least two older models at or above it",
         )
     members = {"control": control, "treatment": treatment}
+    info = {name: reg.get(name) for names in members.values() for name in names}
     for key in cfg.benchmarks:
         spec = settings.benchmark(key)
         for col in columns:
             rows = [
                 {
                     "model": name,
-                    "family": reg.get(name).family,
-                    "compute": reg.get(name).compute,
-                    "log_compute": float(np.log10(reg.get(name).compute)),
+                    "family": info[name].family,
+                    "compute": info[name].compute,
+                    "log_compute": float(np.log10(info[name].compute)),
                     "group": group,
                     "score": float(arms[key, arm, col][name]),
                 }

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from testtask.training_on_the_test_task.regression import _JsonDict, as_indicator, as_vector, fit_ols
+from testtask.training_on_the_test_task.regression import JsonDict, as_indicator, as_vector, fit_ols
 from testtask.training_on_the_test_task.settings import CovType
 
 DEFAULT_KNOTS: tuple[float | None, ...] = (None, 22.0, 23.0)
@@ -80,7 +80,7 @@ def piecewise_features(
 
 
 @dataclass(frozen=True)
-class EffectFit(_JsonDict):
+class EffectFit(JsonDict):
     """Coefficient on N of Eq. 5 or 6, with its SE, p-value, confidence interval and the regression's R²."""
 
     coef: float

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from testtask.io import to_jsonable
+
 
 def _pair(x: ArrayLike, y: ArrayLike, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Validate one (log compute, accuracy) set: equal-length, non-empty, finite 1-d arrays."""
@@ -108,7 +110,7 @@ class ParetoComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (non-finite numbers as None)."""
-        return {key: float(value) if math.isfinite(value) else None for key, value in asdict(self).items()}
+        return to_jsonable(asdict(self))
 
 
 def compare_pareto_areas(

@@ -37,6 +37,7 @@ import numpy as np
 import statsmodels.api as sm
 from scipy import optimize
 
+from testtask.io import to_jsonable
 from testtask.training_on_the_test_task.settings import CovType, EmergenceSearch
 
 MIN_MODELS = 4
@@ -113,22 +114,10 @@ def fit_ols(
     return sm.OLS(y, X).fit(cov_type=se_type, use_t=use_t), se_type, n_clusters
 
 
-def _json_float(value: Any) -> Any:
-    """Plain Python floats for JSON; non-finite numbers become None (strict JSON has no NaN)."""
-    if isinstance(value, (tuple, list)):
-        return [_json_float(v) for v in value]
-    if isinstance(value, (bool, str)) or value is None:
-        return value
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-class _JsonDict:
+class JsonDict:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (non-finite numbers as None)."""
-        return {key: _json_float(value) for key, value in asdict(self).items()}
+        return to_jsonable(asdict(self))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -169,7 +158,7 @@ def cluster_robust_cov(
 
 
 @dataclass(frozen=True)
-class EmergenceFit(_JsonDict):
+class EmergenceFit(JsonDict):
     """Fit of Eq. 1. SEs of α and θ are conditional on the fitted c_e (c_e is treated as known).
 
     ``r2`` is the uncentred R² (1 − SSE/Σ(A − r)²) by default, the number the authors' code reports; see
@@ -389,7 +378,7 @@ def fit_emergence(
 
 
 @dataclass(frozen=True)
-class LogLinearFit(_JsonDict):
+class LogLinearFit(JsonDict):
     """OLS fit A = a + b · log C with the centred R² (what the authors report in Figure 8/19 bottom).
 
     The slope is per unit of whatever log the caller passed; the authors used ln C there (slope_ln =
