@@ -18,6 +18,7 @@ from testtask.pretrain_on_test.hierarchical import (
     ModelData,
     Scales,
     build_marginal,
+    identified_draws,
 )
 from testtask.pretrain_on_test.sampling import fit
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
@@ -128,10 +129,28 @@ def test_posterior_predictive_difference_tracks_the_data(fast_sampler):
     two = predictive.simulate(result, seed=6, workers=2)
     np.testing.assert_array_equal(predictive.simulate(result, seed=6, workers=2).per_task, two.per_task)
     half = len(two.average) // 2
-    np.testing.assert_array_equal(
-        predictive.simulate(result, seed=6, max_draws=half).average, two.average[:half]
-    )
+    c, t, alpha = identified_draws(result)
+    trials = result.data.trials.astype(np.int64)
+    first_block = predictive._draw_block(c[:half], t[:half], alpha[:half], trials, 6)
+    np.testing.assert_array_equal(first_block[0], two.average[:half])
     assert two.average.mean() == pytest.approx(pp.average.mean(), abs=0.2 * pp.average.std())
+
+
+def test_predictive_draws_are_thinned_evenly_over_every_chain(fast_sampler):
+    """`max_draws` keeps evenly spaced draws of every chain (half of them: every second draw of each), not the
+    first chains alone."""
+    long = simulate_long(TruePars(beta=0.2), datasets=4, subsamples=3, n=50, lm_types=2, seed=2)
+    result = fit(ModelData.from_long(long), model_spec(), fast_sampler, seed=1)
+    chains, draws = fast_sampler["chains"], fast_sampler["draws"]
+    c, t, alpha = identified_draws(result)
+    half_c, half_t, half_alpha = identified_draws(result, max_draws=chains * draws // 2)
+    np.testing.assert_array_equal(half_c, c[::2])
+    np.testing.assert_array_equal(half_t, t[::2])
+    np.testing.assert_array_equal(half_alpha, alpha[::2])
+    # each chain gives its share: the last chain's last kept draw is its second to last
+    np.testing.assert_array_equal(half_t[-1], t[-2])
+    assert identified_draws(result, max_draws=10 * chains * draws)[1].shape == t.shape
+    assert predictive.simulate(result, seed=3, max_draws=chains * draws // 2).average.shape == (len(half_t),)
 
 
 @pytest.mark.parametrize("sampler_name", ["pymc", "numpyro"])

@@ -40,7 +40,7 @@ def test_default_config_gives_typed_settings(settings: Settings):
     assert (model.backend, model.interaction, model.noncentered_t) == ("marginal", True, "auto")
     assert model.formula.startswith("p(correct, trials) ~ 1 + lm_type + treatment")
     assert model.priors.sigma_W == pytest.approx(3.5355) and isinstance(model.priors.treatment_mu, float)
-    assert settings.predictive.hdi_prob == pytest.approx(0.89) and settings.predictive.max_draws is None
+    assert settings.predictive.hdi_prob == pytest.approx(0.89) and settings.predictive.max_draws == 4000
     assert settings.effects == ["boost", "bias"]
     assert settings.counts is Counts.truncate
     assert settings.figure_4.threshold == pytest.approx(0.03)

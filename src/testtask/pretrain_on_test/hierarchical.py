@@ -251,33 +251,35 @@ def identified_draws(fit: Fit, max_draws: int | None = None) -> tuple[np.ndarray
     """Posterior draws of (c_jk, t_j, α_i) with logit λ_ijkl = c_jk + α_i + (x_l − ½)·t_j, for either backend
     (bambi: c = μ + U_j + V_jk + (W_j0 + W_j1)/2 + β/2 and t = β + W_j1 − W_j0)."""
     post = fit.idata.posterior.stack(sample=("chain", "draw")).transpose("sample", ...)
-    n_draws = post.sizes["sample"] if not max_draws else min(int(max_draws), post.sizes["sample"])
+    total = post.sizes["sample"]
+    if max_draws and max_draws < total:
+        # evenly spaced over every chain (8,000 -> 4,000: every second draw of each), not the first chains alone
+        post = post.isel(sample=np.linspace(0, total, int(max_draws), endpoint=False).astype(int))
+    n_draws = post.sizes["sample"]
     n_j, n_k, n_i, _ = fit.data.shape
     alpha = np.zeros((n_draws, n_i))
     if LM_TYPE in post and n_i > 1:
-        alpha[:, 1:] = post[LM_TYPE].values[:n_draws].reshape(n_draws, -1)
+        alpha[:, 1:] = post[LM_TYPE].values.reshape(n_draws, -1)
     if "c" in post:
-        return post["c"].values[:n_draws], post["t"].values[:n_draws], alpha
-    beta = post[TREATMENT].values[:n_draws]
+        return post["c"].values, post["t"].values, alpha
+    beta = post[TREATMENT].values
     datasets = fit.data.datasets
-    u = post["1|dataset"].sel({"dataset__factor_dim": datasets}).values[:n_draws]
+    u = post["1|dataset"].sel({"dataset__factor_dim": datasets}).values
     v_post = post["1|dataset:subsample"]
     present = set(v_post.coords["dataset:subsample__factor_dim"].values.tolist())
     v = np.zeros((n_draws, n_j, n_k))
     for j, d in enumerate(datasets):
         for k in range(n_k):
             if f"{d}:{k}" in present:
-                v[:, j, k] = v_post.sel({"dataset:subsample__factor_dim": f"{d}:{k}"}).values[:n_draws]
+                v[:, j, k] = v_post.sel({"dataset:subsample__factor_dim": f"{d}:{k}"}).values
     w = np.zeros((n_draws, n_j, 2))
     if "1|dataset:treatment" in post:
         w_post = post["1|dataset:treatment"]
         for j, d in enumerate(datasets):
             for arm in (0, 1):
-                w[:, j, arm] = w_post.sel({"dataset:treatment__factor_dim": f"{d}:{float(arm)}"}).values[
-                    :n_draws
-                ]
+                w[:, j, arm] = w_post.sel({"dataset:treatment__factor_dim": f"{d}:{float(arm)}"}).values
     c = (
-        post[INTERCEPT].values[:n_draws, None, None]
+        post[INTERCEPT].values[:, None, None]
         + u[:, :, None]
         + v
         + (w.mean(axis=2) + beta[:, None] / 2)[:, :, None]
