@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,9 @@ class Context:
     run: str | None = None  # the results run read (results_run) with source=results; None for the release
     # source=published+results: our run, read on top of `data_root` by the loaders of papers with Paper.overlay
     overlay_root: Path | None = None
+    # What a paper's loaders keep for the rest of this output's build (its inputs do not change during it), e.g.
+    # the tidy results table that a figure reads once per benchmark and panel.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def roots(self) -> tuple[Path, ...]:
         """Every root this context reads, the release first: (data_root,) or (data_root, overlay_root)."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import stamp_release, write_json
+from testtask.lm import release
 from testtask.lm.models import ModelRegistry
 from testtask.pipeline import NothingBuilt, build, compose, run
 
@@ -141,6 +142,19 @@ def test_every_figure_and_table_builds_and_recovers_theta(synthetic):
     fig8 = json.loads((out / "figure-8.json").read_text())
     c_e = {c["step"]: c["c_e_log10"] for c in fig8["checkpoints"]}
     assert c_e[1000] < c_e[0]  # emergence moves to lower compute with more task data
+
+
+def test_a_figure_walks_the_results_tree_once(synthetic, tmp_path, monkeypatch):
+    """Checking that the release is unchanged walks its whole tree: one output's build does it once, not once
+    per benchmark and panel that reads the results (350 walks, 20% of the release's build, before)."""
+    data, _ = synthetic
+    walked: list[Path] = []
+    stamp = release._stamp
+    monkeypatch.setattr(release, "_stamp", lambda root: walked.append(root) or stamp(root))
+    build(_cfg(data, tmp_path), "figure", [1])
+    assert walked == [data / PAPER / "evaluations"]
+    build(_cfg(data, tmp_path), "table", [3])
+    assert len(walked) == 2
 
 
 def test_missing_inputs_are_reported_not_failed(synthetic, tmp_path):
