@@ -40,7 +40,7 @@ def config_groups(root: Path) -> dict[str, list[str]]:
 def usage() -> str:
     """`testtask --help`: what the command does, examples, the actions, papers and config groups.
 
-    Written here rather than by Hydra's `--help`, which composes the config once per group option (about 1.5 s);
+    Written here rather than by Hydra's `--help`, which composes the config once per group option;
     `--hydra-help` still shows Hydra's own flags."""
     own = sorted({a for key in papers.keys() for a in papers.get(key).actions})
     lines = [

@@ -22,7 +22,7 @@ SECTION = "training_on_the_test_task"
 def results(ctx: Context) -> pd.DataFrame:
     """The tidy results table of `ctx`'s source (InputsUnavailable when its evaluations folder is absent); with
     source=published+results, the release's and the run's results together. Read once per output: checking
-    that the tree is unchanged walks all of it (1,201 folders in the release), and a figure asks ~20 times."""
+    that the tree is unchanged walks all of its folders, and a figure asks for the table once per panel."""
     if "results" not in ctx.memo:
         ctx.memo["results"] = release.results(
             ctx.data_root, ctx.settings.release, ctx.source, ctx.overlay_root
