@@ -158,15 +158,18 @@ contamination-pretrain-on-test: assets ## §9.2 contamination test on CPU -> res
 
 # The tests run on every core (pytest-xdist; at most 8 workers, each imports torch and friends). Tests of one module
 # share a worker (--dist loadscope), so a module's fixtures are built once. TEST_WORKERS=0 runs them in one process.
+# Bytecode is cached even where the environment sets PYTHONDONTWRITEBYTECODE: otherwise every worker rewrites every
+# test module's asserts and every command a test starts compiles the package again (25-30 s of a run on 2 cores).
 TEST_WORKERS ?= auto
+PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope
 test: install ## the test suite without the slow tests, on every core
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope $(ARGS)
+	$(PYTEST) $(ARGS)
 
 notebooks: data ## execute every notebook
 	$(BIN)/jupytext --to ipynb --execute notebooks/*.py
 
 test-slow: install ## the slow tests
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope -m slow $(ARGS)
+	$(PYTEST) -m slow $(ARGS)
 
 lint: install ## ruff check and format check
 	$(BIN)/ruff check .

@@ -232,6 +232,34 @@ def test_torch_is_a_requirement_pinned_only_in_the_constraints():
     assert {"bitsandbytes", "deepspeed"} <= core and "gpu" not in _project()["optional-dependencies"]
 
 
+@pytest.mark.parametrize("target", ["test", "test-slow"])
+def test_the_test_targets_cache_bytecode_where_the_environment_forbids_it(target):
+    """With PYTHONDONTWRITEBYTECODE set, every xdist worker would rewrite every test module's asserts and every
+    command a test starts would compile the package again: the test targets' pytest caches bytecode anyway."""
+    import os
+    import shlex
+    import subprocess
+
+    from testtask.paths import repo_root
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    shown = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed-stamp", target],
+        cwd=repo_root(),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (line,) = [line for line in shown.splitlines() if " -m pytest " in line]
+    words = shlex.split(line)
+    # the command's own environment: the NAME=VALUE words before the interpreter
+    assignments = words[: next(i for i, w in enumerate(words) if "=" not in w)]
+    probe = [*assignments, "python3", "-c", "import sys; print(sys.dont_write_bytecode)"]
+    printed = subprocess.run(["env", *probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert printed.strip() == "False", line
+
+
 def test_make_help_lists_every_target_and_phony_is_declared_once():
     import re
     import subprocess
