@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.fixtures.hydra_loads import keep_loaded_configs
+from testtask.hydra_loads import keep_loaded_configs
 
 REPO = Path(__file__).resolve().parents[1]
 keep_loaded_configs()  # every compose in this worker after the first reads no YAML file twice

@@ -1,5 +1,7 @@
-"""Composing the same config files again (as the tests do, hundreds of times per worker) reads each file's current
-contents: tests/fixtures/hydra_loads.py keeps loaded files per worker, and an edit or an atomic replacement is seen."""
+"""Composing the same config files again (as the tests do, hundreds of times per worker, and a command three times)
+reads each file once and then its current contents: testtask.hydra_loads keeps loaded files per process
+(tests/conftest.py installs it in each worker, the command and the runners in theirs), and an edit or an atomic
+replacement is seen."""
 
 from __future__ import annotations
 
@@ -21,3 +23,45 @@ def test_a_config_file_changed_between_composes_is_read_again(tmp_path):
         staged.write_text("a: 33\nb: {c: 2}\n")  # the same size, written by rename
         os.replace(staged, path)
         assert compose(config_name="config").a == 33
+
+
+COUNT_LOADS = """
+import collections, sys
+from omegaconf import OmegaConf
+loads = collections.Counter()
+load = OmegaConf.load
+def counting(file_, *args, **kwargs):
+    loads[getattr(file_, "name", str(file_))] += 1
+    return load(file_, *args, **kwargs)
+OmegaConf.load = counting
+from testtask import cli
+sys.argv = ["testtask", *sys.argv[1:]]
+try:
+    cli.main()
+finally:
+    print(json.dumps(loads))
+"""
+
+
+def test_a_command_reads_each_config_file_once(tmp_path):
+    """`testtask` composes three times (its own check, Hydra's run mode, Hydra's run); each file is parsed once."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json\n" + COUNT_LOADS,
+            "action=data",
+            "paper=downstream-predictability",
+        ]
+        + [f"data.dest={tmp_path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loads = json.loads(done.stdout.strip().splitlines()[-1])
+    assert any(name.endswith("config.yaml") for name in loads), loads
+    assert {name: n for name, n in loads.items() if n > 1} == {}

@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 
 from testtask import papers
 from testtask.errors import reported
+from testtask.hydra_loads import keep_loaded_configs
 from testtask.paths import conf_dir
 from testtask.pipeline import CORE_ACTIONS, check, plain_overrides, precheck, run, with_user_files
 
@@ -69,6 +70,7 @@ def main() -> None:
     if args in (["--help"], ["-h"]):
         print(usage())
         return
+    keep_loaded_configs()  # the check below and Hydra's two composes read each YAML file once
     if plain_overrides(args):
         with reported():
             precheck(args, "config", check)

@@ -86,8 +86,10 @@ def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     if args and args[0] in spec.subcommands:  # e.g. a worker process started by a multi-process launcher
         with reported():
             return load(spec.subcommands[args[0]])(*args[1:])
+    from testtask.hydra_loads import keep_loaded_configs
     from testtask.pipeline import plain_overrides
 
+    keep_loaded_configs()  # the check below and Hydra's two composes read each YAML file once
     if plain_overrides(args):
         with reported():
             precheck(paper, args)
