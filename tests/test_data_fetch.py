@@ -435,3 +435,64 @@ def test_checksums_then_data_actions_end_to_end_on_a_mirror(
         action("action=data", "paper=pretrain-on-test")
     kept = action("action=data", "paper=pretrain-on-test", "data.verify=false")["pretrain-on-test"]
     assert kept["status"] == "fetched" and (dest / "pretrain-on-test" / rel).read_text() == target.read_text()
+
+
+def test_an_unchanged_mirror_is_not_read_again_and_a_changed_one_is(
+    tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make data` runs before every figure: with the mirror and the tree in place as the stamp recorded them
+    (names, sizes, mtimes), it hashes nothing; a mirror file changed since is read, checked and refused."""
+    dest = tmp_path / "published"
+    F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    hashed: list[str] = []
+    prepare = F.prepare
+    monkeypatch.setattr(F, "prepare", lambda raw, name, *a: hashed.append(name) or prepare(raw, name, *a))
+    again = F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    assert again["pretrain-on-test"]["status"] == "up-to-date" and hashed == []
+    assert again["pretrain-on-test"]["verified"] == 3 and again["pretrain-on-test"]["copied"] == 0
+
+    rel = "accuracies_from_paper/m50/n50/gpt2/ag_news/accuracies.csv"
+    fetched = (dest / "pretrain-on-test" / rel).read_text()
+    (mirror / "pretrain_on_test" / rel).write_text(fetched.replace("0.6,", "0.9,"))
+    with pytest.raises(F.ChecksumError, match="gpt2/ag_news/accuracies.csv"):
+        F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    assert (dest / "pretrain-on-test" / rel).read_text() == fetched  # the verified tree stays
+
+
+def test_a_tree_changed_since_the_fetch_is_checked_again_not_trusted(
+    tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stats fast path looks at the tree too: an extra file, or a file replaced, means every file is read and
+    checked again, and a replaced one is repaired."""
+    dest = tmp_path / "published"
+    F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    hashed: list[str] = []
+    prepare = F.prepare
+    monkeypatch.setattr(F, "prepare", lambda raw, name, *a: hashed.append(name) or prepare(raw, name, *a))
+    extra = dest / "pretrain-on-test" / "notes.txt"
+    extra.write_text("mine\n")
+    F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    assert len(hashed) >= 3  # every mirror file at least
+    extra.unlink()
+    rel = "accuracies_from_paper/m50/n50/bert/ag_news/accuracies.csv"
+    target = dest / "pretrain-on-test" / rel
+    target.unlink()
+    target.write_text(CSV.replace("0.6,", "0.1,"))
+    repaired = F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    assert repaired["pretrain-on-test"]["copied"] == 1 and target.read_text() == CSV
+
+
+def test_a_stamp_without_stats_gains_them_on_the_next_fetch(
+    tmp_path: Path, mirror: Path, checksums: Path
+) -> None:
+    """Trees fetched before the stamp recorded sizes and mtimes get them from an unchanged refetch."""
+    dest = tmp_path / "published"
+    F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    path = dest / "pretrain-on-test" / F.STAMP_NAME
+    old = {k: v for k, v in json.loads(path.read_text()).items() if k not in ("stats", "source_stats")}
+    path.write_text(json.dumps(old))
+    again = F.fetch(["pretrain-on-test"], SOURCES, dest, mirror, checksums_dir=checksums)
+    assert again["pretrain-on-test"]["copied"] == 0
+    stamp = json.loads(path.read_text())
+    assert stamp["hashes"] == old["hashes"] and set(stamp["stats"]) == set(old["hashes"])
+    assert len(stamp["source_stats"]) == 3

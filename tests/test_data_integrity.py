@@ -170,6 +170,27 @@ def test_cli_refuses_a_release_changed_since_the_fetch(
         verify_release(dest / POT, POT, checksums_dir=checksums)
 
 
+def test_a_release_as_fetched_is_verified_without_hashing_it_again(
+    tmp_path: Path, mirror: Path, checksums: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every figure verifies the releases it reads: files with the size and mtime the stamp recorded are not hashed
+    (a second for training-on-the-test-task's release); a file with another mtime is."""
+    from testtask.data import release
+
+    dest = tmp_path / "published"
+    _fetch(dest, mirror, checksums)
+    hashed: list[Path] = []
+    digest = release.file_digest
+    monkeypatch.setattr(release, "file_digest", lambda path, *a: hashed.append(path) or digest(path, *a))
+    verify_release(dest / POT, POT, checksums_dir=checksums)
+    assert hashed == []
+    target = dest / POT / REL
+    os.utime(target, ns=(target.stat().st_atime_ns, target.stat().st_mtime_ns + 1))
+    (dest / POT / F.STAMP_NAME).touch()  # a new stamp time: verified again, not from this process's cache
+    verify_release(dest / POT, POT, checksums_dir=checksums)
+    assert hashed == [target]
+
+
 def test_release_against_a_changed_manifest_is_refused(tmp_path: Path, mirror: Path, checksums: Path) -> None:
     dest = tmp_path / "published"
     _fetch(dest, mirror, checksums)

@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -161,11 +161,15 @@ class SourceFile:
     path: Path | None = None
 
 
-def _iter_mirror(folder: Path, include: Sequence[str]) -> Iterator[SourceFile]:
-    rels = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+def _mirror_files(folder: Path, include: Sequence[str]) -> list[str]:
+    """The files of a mirror folder that `include` takes, relative to it, sorted."""
+    rels = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    return sorted(rel for rel in rels if matches(rel, include))
+
+
+def _iter_mirror(folder: Path, rels: Iterable[str]) -> Iterator[SourceFile]:
     for rel in rels:
-        if matches(rel, include):
-            yield SourceFile(rel, (folder / rel).read_bytes(), folder / rel)
+        yield SourceFile(rel, (folder / rel).read_bytes(), folder / rel)
 
 
 def _iter_archive(archive: Path, subdir: str, include: Sequence[str]) -> Iterator[SourceFile]:
@@ -212,6 +216,38 @@ def _read_stamp(paper_dest: Path) -> dict[str, Any] | None:
         return json.loads((paper_dest / STAMP_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def file_stats(folder: Path, rels: Iterable[str]) -> dict[str, list[int]]:
+    """`{rel: [size, mtime_ns]}` of files under `folder` (a missing file is left out): what the stamp records, so
+    that a later fetch or read can tell the files unchanged without hashing them."""
+    stats: dict[str, list[int]] = {}
+    for rel in rels:
+        try:
+            st = os.stat(folder / rel)
+        except OSError:
+            continue
+        stats[rel] = [st.st_size, st.st_mtime_ns]
+    return stats
+
+
+def _mirror_unchanged(
+    paper_dest: Path, source: str, read: Mapping[str, list[int]], manifest: Mapping[str, str]
+) -> bool:
+    """The last fetch was from this mirror folder, whose files (names, sizes, mtimes) are as they were then, and
+    left every file in place as it wrote it, each hash still the manifest's: fetching again would change nothing."""
+    stamp = _read_stamp(paper_dest)
+    if not stamp or stamp.get("source") != source:
+        return False
+    hashes, stats = stamp.get("hashes"), stamp.get("stats")
+    if not isinstance(hashes, dict) or not isinstance(stats, dict):
+        return False
+    if any(manifest.get(rel, digest) != digest for rel, digest in hashes.items()):
+        return False
+    if stamp.get("source_stats") != read:
+        return False
+    present = sorted(p.relative_to(paper_dest).as_posix() for p in paper_dest.rglob("*") if p.is_file())
+    return present == sorted([*hashes, STAMP_NAME]) and file_stats(paper_dest, hashes) == stats
 
 
 def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop_keys: Sequence[str]) -> bool:
@@ -276,6 +312,7 @@ def fetch_paper(
         where = manifest_path(paper, checksums_dir)
         log.warning("%s: no checksum manifest at %s; nothing can be verified", paper, where)
 
+    read: dict[str, list[int]] | None = None  # the mirror's file stats, for the stamp
     with tempfile.TemporaryDirectory(prefix="testtask-fetch-") as tmpdir:
         if mirror is not None:
             folder = Path(mirror) / str(spec["mirror_subdir"])
@@ -283,7 +320,15 @@ def fetch_paper(
                 log.warning("%s: %s is not in the mirror; skipped", paper, folder)
                 return {"paper": paper, "status": "skipped", "source": str(folder), "reason": "not mirrored"}
             source = f"mirror:{folder.resolve()}"
-            files: Iterator[SourceFile] = _iter_mirror(folder, include)
+            # before reading: a file the mirror changes during the fetch then differs from the stamp next time
+            rels = _mirror_files(folder, include)
+            read = file_stats(folder, rels)
+            if not fresh and _mirror_unchanged(paper_dest, source, read, manifest):
+                report = _present_report(paper, paper_dest, source, manifest, "up-to-date")
+                _check_complete(paper, report, manifest, source, remote=False, verify=verify)
+                log.info("%s: %d file(s) from %s already in place", paper, report["files"], source)
+                return report
+            files: Iterator[SourceFile] = _iter_mirror(folder, rels)
         else:
             repo, commit = str(spec["repo"]), str(spec["commit"])
             source = f"github:{repo}@{commit}/{str(spec.get('subdir', '')).strip('/')}"
@@ -334,6 +379,13 @@ def fetch_paper(
             if _unchanged(paper_dest, source, report):
                 report["status"] = "up-to-date"
                 log.info("%s: %d file(s) from %s already in place", paper, report["files"], source)
+                stamp = _read_stamp(paper_dest) or {}
+                if read is not None and (stamp.get("source_stats") != read or "stats" not in stamp):
+                    # a stamp of an older fetch: record the stats, so the next fetch needs no hashing
+                    stats = file_stats(paper_dest, report["hashes"])
+                    atomic_write_json(
+                        paper_dest / STAMP_NAME, {**stamp, "stats": stats, "source_stats": read}
+                    )
                 return report
             stamp = {
                 "paper": paper,
@@ -341,6 +393,8 @@ def fetch_paper(
                 "files": report["files"],
                 "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "hashes": report["hashes"],
+                "stats": file_stats(staging, report["hashes"]),
+                **({"source_stats": read} if read is not None else {}),
             }
             atomic_write_json(staging / STAMP_NAME, stamp)
             _swap_in(staging, paper_dest)
