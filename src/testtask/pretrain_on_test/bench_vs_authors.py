@@ -25,11 +25,21 @@ from testtask.pretrain_on_test.inputs import load_collection
 from testtask.pretrain_on_test.sampling import fit
 
 
+def _interval_mcse(average: np.ndarray, chains: int, prob: float = 0.89) -> list[float]:
+    """Monte Carlo standard errors of the two ends of the `prob` interval of `average` (chain-major draws), taken
+    as quantiles: how far two samplers' intervals may differ by the draws alone."""
+    draws = np.asarray(average).reshape(chains, -1)
+    tail = (1 - prob) / 2
+    return [float(az.mcse(draws, method="quantile", prob=p)) for p in (tail, 1 - tail)]
+
+
 def _beta_row(
     method: str, posterior_beta: np.ndarray, seconds_fit: float, seconds_pp: float, average: np.ndarray
 ) -> dict[str, Any]:
-    """`posterior_beta`: (chain, draw); `average`: eq. 11's average difference, one value per posterior draw."""
+    """`posterior_beta`: (chain, draw); `average`: eq. 11's average difference, one value per posterior draw, in
+    the same chain-major order."""
     hdi = predictive.interval(average)
+    mcse = _interval_mcse(average, posterior_beta.shape[0])
     return {
         "method": method,
         # Unrounded, for the ratios: a small configuration's fit can round to 0.0 s.
@@ -43,6 +53,7 @@ def _beta_row(
         "ess_bulk": round(float(az.ess(posterior_beta, method="bulk"))),
         "avg_diff_pts": round(100 * hdi["mean"], 2),
         "avg_diff_hdi89_pts": [round(100 * bound, 2) for bound in hdi["hdi_89"]],
+        "avg_diff_hdi89_mcse_pts": [round(100 * se, 3) for se in mcse],
     }
 
 
