@@ -254,6 +254,34 @@ def test_download_unverified_files_reported_and_rerun_skips_download(
     assert sum(upstream.values()) == 1
 
 
+def test_a_downloaded_release_in_place_is_not_hashed_again(
+    tmp_path: Path, checksums: Path, upstream: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a mirror, `make data` before every figure checks the release in place: files with the size and mtime
+    the stamp recorded are not hashed; an older stamp without them is hashed once and gains them."""
+    dest = tmp_path / "published"
+    F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)
+    path = dest / "pretrain-on-test" / F.STAMP_NAME
+    stamp = json.loads(path.read_text())
+    path.write_text(
+        json.dumps({k: v for k, v in stamp.items() if k != "stats"})
+    )  # as an older fetch wrote it
+    hashed: list[str] = []
+    prepare = F.prepare
+    monkeypatch.setattr(F, "prepare", lambda raw, name, *a: hashed.append(name) or prepare(raw, name, *a))
+    first = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)["pretrain-on-test"]
+    assert first["status"] == "up-to-date" and len(hashed) == 4
+    assert json.loads(path.read_text())["stats"] == stamp["stats"]
+    hashed.clear()
+    again = F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)["pretrain-on-test"]
+    assert again["status"] == "up-to-date" and hashed == [] and sum(upstream.values()) == 1
+    target = dest / "pretrain-on-test" / "accuracies_from_paper/m50/n50/bert/ag_news/accuracies.csv"
+    target.unlink()
+    target.write_text(CSV.replace("0.6,", "0.1,"))  # replaced: another mtime, so it is hashed and refetched
+    F.fetch(["pretrain-on-test"], SOURCES, dest, None, checksums_dir=checksums)
+    assert sum(upstream.values()) == 2 and target.read_text() == CSV
+
+
 def test_unverified_mirror_file_reported(tmp_path: Path, mirror: Path, checksums: Path) -> None:
     extra = "accuracies_gpt2_epochs_2/m50/n50/gpt2/ag_news/accuracies.csv"
     _write(mirror / "pretrain_on_test" / extra, CSV)

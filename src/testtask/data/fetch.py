@@ -261,12 +261,30 @@ def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop
     complete = not source.startswith("github:") or set(manifest) <= set(hashes)
     if not complete or any(manifest.get(rel, d) != d for rel, d in hashes.items()):
         return False
+    stats = stamp.get("stats") if isinstance(stamp.get("stats"), dict) else {}
     for rel, digest in hashes.items():
         path = paper_dest / rel
-        # A file with other links may share its inode with a mirror (older fetches hard-linked): refetch it.
-        if not path.is_file() or path.stat().st_nlink > 1 or file_digest(path, drop_keys) != digest:
+        if not path.is_file():
             return False
+        st = path.stat()
+        # A file with other links may share its inode with a mirror (older fetches hard-linked): refetch it.
+        if st.st_nlink > 1:
+            return False
+        # as the fetch wrote it (its size and mtime): no need to hash it again
+        if stats.get(rel) != [st.st_size, st.st_mtime_ns] and file_digest(path, drop_keys) != digest:
+            return False
+    if not stats:  # a stamp of an older fetch, now verified by hashing: record the stats for the next time
+        _add_to_stamp(paper_dest, stamp, stats=file_stats(paper_dest, hashes))
     return True
+
+
+def _add_to_stamp(paper_dest: Path, stamp: Mapping[str, Any], **fields: Any) -> None:
+    """Rewrite the stamp with `fields` added; a release folder we may not write (shared, read-only) keeps its
+    stamp, and the next fetch hashes again."""
+    try:
+        atomic_write_json(paper_dest / STAMP_NAME, {**stamp, **fields})
+    except OSError as err:
+        log.debug("%s: stamp not updated (%s)", paper_dest, err)
 
 
 def _present_report(
@@ -383,9 +401,7 @@ def fetch_paper(
                 if read is not None and (stamp.get("source_stats") != read or "stats" not in stamp):
                     # a stamp of an older fetch: record the stats, so the next fetch needs no hashing
                     stats = file_stats(paper_dest, report["hashes"])
-                    atomic_write_json(
-                        paper_dest / STAMP_NAME, {**stamp, "stats": stats, "source_stats": read}
-                    )
+                    _add_to_stamp(paper_dest, stamp, stats=stats, source_stats=read)
                 return report
             stamp = {
                 "paper": paper,
