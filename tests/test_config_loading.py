@@ -65,3 +65,24 @@ def test_a_command_reads_each_config_file_once(tmp_path):
     loads = json.loads(done.stdout.strip().splitlines()[-1])
     assert any(name.endswith("config.yaml") for name in loads), loads
     assert {name: n for name, n in loads.items() if n > 1} == {}
+
+
+def test_without_hydras_internal_registry_configs_are_loaded_as_hydra_does(monkeypatch, tmp_path):
+    """The cache uses Hydra's internal source registry; a Hydra without it leaves composing as it is."""
+    import builtins
+
+    from testtask import hydra_loads
+
+    real_import = builtins.__import__
+
+    def no_registry(name, *args, **kwargs):
+        if name == "hydra._internal.sources_registry":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_registry)
+    hydra_loads.keep_loaded_configs()  # no error
+    monkeypatch.undo()
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        assert compose(config_name="config").a == 1
