@@ -231,23 +231,28 @@ def file_stats(folder: Path, rels: Iterable[str]) -> dict[str, list[int]]:
     return stats
 
 
+def as_stamped(folder: Path, stamp: Mapping[str, Any]) -> set[str]:
+    """The stamped files under `folder` that keep the size and mtime the fetch recorded: the files it wrote (once,
+    read-only, by rename), which need no hashing again."""
+    stats = stamp.get("stats")
+    if not isinstance(stats, dict):
+        return set()
+    return {rel for rel, now in file_stats(folder, stats).items() if now == stats[rel]}
+
+
 def _mirror_unchanged(
     paper_dest: Path, source: str, read: Mapping[str, list[int]], manifest: Mapping[str, str]
 ) -> bool:
     """The last fetch was from this mirror folder, whose files (names, sizes, mtimes) are as they were then, and
     left every file in place as it wrote it, each hash still the manifest's: fetching again would change nothing."""
     stamp = _read_stamp(paper_dest)
-    if not stamp or stamp.get("source") != source:
+    if not stamp or stamp.get("source") != source or stamp.get("source_stats") != read:
         return False
-    hashes, stats = stamp.get("hashes"), stamp.get("stats")
-    if not isinstance(hashes, dict) or not isinstance(stats, dict):
-        return False
-    if any(manifest.get(rel, digest) != digest for rel, digest in hashes.items()):
-        return False
-    if stamp.get("source_stats") != read:
+    hashes = stamp.get("hashes")
+    if not isinstance(hashes, dict) or any(manifest.get(rel, d) != d for rel, d in hashes.items()):
         return False
     present = sorted(p.relative_to(paper_dest).as_posix() for p in paper_dest.rglob("*") if p.is_file())
-    return present == sorted([*hashes, STAMP_NAME]) and file_stats(paper_dest, hashes) == stats
+    return present == sorted([*hashes, STAMP_NAME]) and as_stamped(paper_dest, stamp) == set(hashes)
 
 
 def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop_keys: Sequence[str]) -> bool:
@@ -261,21 +266,27 @@ def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop
     complete = not source.startswith("github:") or set(manifest) <= set(hashes)
     if not complete or any(manifest.get(rel, d) != d for rel, d in hashes.items()):
         return False
-    stats = stamp.get("stats") if isinstance(stamp.get("stats"), dict) else {}
+    same = as_stamped(paper_dest, stamp)
     for rel, digest in hashes.items():
         path = paper_dest / rel
-        if not path.is_file():
-            return False
-        st = path.stat()
         # A file with other links may share its inode with a mirror (older fetches hard-linked): refetch it.
-        if st.st_nlink > 1:
+        if not path.is_file() or path.stat().st_nlink > 1:
             return False
-        # as the fetch wrote it (its size and mtime): no need to hash it again
-        if stats.get(rel) != [st.st_size, st.st_mtime_ns] and file_digest(path, drop_keys) != digest:
+        if rel not in same and file_digest(path, drop_keys) != digest:
             return False
-    if not stats:  # a stamp of an older fetch, now verified by hashing: record the stats for the next time
-        _add_to_stamp(paper_dest, stamp, stats=file_stats(paper_dest, hashes))
     return True
+
+
+def _record_stats(paper_dest: Path, read: Mapping[str, list[int]] | None = None) -> None:
+    """Give the stamp of a release just verified in place the sizes and mtimes it lacks (a stamp of an older fetch),
+    and the mirror's `read`, so that the next fetch needs no hashing."""
+    stamp = _read_stamp(paper_dest) or {}
+    if "stats" in stamp and (read is None or stamp.get("source_stats") == read):
+        return
+    fields: dict[str, Any] = {"stats": file_stats(paper_dest, stamp.get("hashes") or {})}
+    if read is not None:
+        fields["source_stats"] = read
+    _add_to_stamp(paper_dest, stamp, **fields)
 
 
 def _add_to_stamp(paper_dest: Path, stamp: Mapping[str, Any], **fields: Any) -> None:
@@ -351,6 +362,7 @@ def fetch_paper(
             repo, commit = str(spec["repo"]), str(spec["commit"])
             source = f"github:{repo}@{commit}/{str(spec.get('subdir', '')).strip('/')}"
             if not fresh and _up_to_date(paper_dest, source, manifest, drop_keys):
+                _record_stats(paper_dest)
                 log.info("%s: already fetched from %s", paper, source)
                 return _present_report(paper, paper_dest, source, manifest, "up-to-date")
             url = URL_TEMPLATE.format(repo=repo, commit=commit)
@@ -397,11 +409,7 @@ def fetch_paper(
             if _unchanged(paper_dest, source, report):
                 report["status"] = "up-to-date"
                 log.info("%s: %d file(s) from %s already in place", paper, report["files"], source)
-                stamp = _read_stamp(paper_dest) or {}
-                if read is not None and (stamp.get("source_stats") != read or "stats" not in stamp):
-                    # a stamp of an older fetch: record the stats, so the next fetch needs no hashing
-                    stats = file_stats(paper_dest, report["hashes"])
-                    _add_to_stamp(paper_dest, stamp, stats=stats, source_stats=read)
+                _record_stats(paper_dest, read)
                 return report
             stamp = {
                 "paper": paper,

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from testtask.data.fetch import STAMP_NAME, ReleaseError, file_digest, file_stats, load_manifest
+from testtask.data.fetch import STAMP_NAME, ReleaseError, as_stamped, file_digest, load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +82,12 @@ def _verify_cached(
         raise ReleaseError(
             f"{folder}: {len(missing)} fetched file(s) are gone ({_listing(missing)}); {_fix(paper)}"
         )
-    # A file whose size and mtime are those the fetch recorded is the one it wrote (fetched files are written once,
-    # read-only, by rename): hashing it again would cost a second for a large release before every figure.
-    stats = stamp.get("stats") if isinstance(stamp.get("stats"), dict) else {}
-    now = file_stats(folder, hashes) if stats else {}
+    # hashing the files as the fetch wrote them again would cost a second for a large release before every figure
+    same = as_stamped(folder, stamp)
     changed = [
         rel
         for rel, digest in sorted(hashes.items())
-        if (rel not in stats or now.get(rel) != stats[rel]) and file_digest(folder / rel, drop_keys) != digest
+        if rel not in same and file_digest(folder / rel, drop_keys) != digest
     ]
     if changed:
         raise ReleaseError(
