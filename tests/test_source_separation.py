@@ -245,9 +245,9 @@ def test_the_notebook_refuses_a_sidecar_of_another_source(tmp_path, monkeypatch)
         walk.numbers("figure-1")
 
 
-def test_a_variant_build_leaves_the_presets_folder_alone_and_the_report_refuses_it_there(tmp_path):
-    """A build with a changed setting goes to its own variant folder, named after the override; its sidecar copied
-    into the preset's folder is refused by the report, naming the setting."""
+def test_a_variant_build_leaves_the_presets_folder_alone_and_the_report_refuses_it_there(tmp_path, caplog):
+    """A build with a changed setting goes to its own variant folder, named after the override, and says so; its
+    sidecar copied into the preset's folder is refused by the report, naming the setting."""
     root = tmp_path / "sources"
     make_tree(root / "published" / PAPER, seed=0)
     stamp_release(root / "published" / PAPER)
@@ -256,7 +256,10 @@ def test_a_variant_build_leaves_the_presets_folder_alone_and_the_report_refuses_
     preset = output_dir(root / "figures", "published", None, PAPER)
     before = {p.name: p.read_bytes() for p in preset.iterdir()}
     override = "training_on_the_test_task.regression.alpha_level=0.1"
-    build(_cfg(root, "source=published", override), "figure", [1])
+    with caplog.at_level(logging.INFO, logger="testtask"):
+        build(_cfg(root, "source=published", override), "figure", [1])
+    said = f"settings differ from those of protocol=authors ({override}): outputs go to the variant folder {override}"
+    assert said in caplog.text
     assert {p.name: p.read_bytes() for p in preset.iterdir()} == before  # byte for byte
     variant = output_dir(root / "figures", "published", None, PAPER, variant=override)
     settings = json.loads((variant / "figure-1.json").read_text())["provenance"]["settings"]

@@ -304,7 +304,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
         settings = variant(config, paper, overrides)
         if wanted and settings.name:
             log.info(
-                "%s: settings differ from protocol %s's (%s): outputs go to the variant folder %s",
+                "%s: settings differ from those of protocol=%s (%s): outputs go to the variant folder %s",
                 paper,
                 config.protocol,
                 ", ".join(f"{k}={v}" for k, v in settings.differs.items()),
