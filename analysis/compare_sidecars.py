@@ -2,6 +2,7 @@
 
 python analysis/compare_sidecars.py OLD_FIGURES NEW_FIGURES [--rtol 1e-9] [--atol 1e-12] [--ignore seconds ...]
                                    [--with-provenance] [--source published|results [--run RUN]]
+                                   [--across-presets] [--by-file]
 
 Walks every `*.json` under OLD_FIGURES (e.g. `figures/` built at an older commit), pairs it with the file of the
 same relative path under NEW_FIGURES and compares them value by value: numbers within the tolerance, strings,
@@ -15,11 +16,17 @@ is left out of the comparison unless `--with-provenance` is given, but it is che
 (a before/after comparison on other data compares nothing), and with `--source` (and `--run`) every sidecar on
 both sides must be of that source; a mismatch stops the tool with a message naming both (exit 2). Point it at one
 source folder on each side, e.g. `figures/<paper>/published` (testtask.paths.output_dir).
+
+`--across-presets` compares the outputs of two protocol presets of one source and data, e.g.
+`figures/<paper>/published` against `figures/<paper>/published.paper_text`: which figures and tables the presets
+really change (the new side may then be of another preset; its source, run and data are still checked).
+`--by-file` prints one line per sidecar (`same`, or how many differences) instead of every difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -45,15 +52,22 @@ def expected_from(path: Path, obj: Any) -> Expected | None:
     if not isinstance(block, dict) or "source" not in block:
         return None
     checksum = (block.get("data") or {}).get("checksum")
-    # the protocol preset, under its name of the day (sidecars built before it was `protocol` say `analysis_preset`)
-    preset = block.get("protocol") or block.get("analysis_preset") or "authors"
     return Expected.of(
         str(block.get("source")),
         block.get("run"),
         checksum,
         reader=f"the comparison with {path}",
-        preset=preset,
+        preset=preset_of(obj),
     )
+
+
+def preset_of(obj: Any) -> str:
+    """The protocol preset a sidecar was built under, by its name of the day (sidecars built before it was
+    `protocol` say `analysis_preset`); `authors` when it has no provenance block."""
+    block = obj.get(PROVENANCE) if isinstance(obj, dict) else None
+    if not isinstance(block, dict):
+        return "authors"
+    return block.get("protocol") or block.get("analysis_preset") or "authors"
 
 
 def numbers(obj: Any) -> int:
@@ -117,10 +131,18 @@ def main(argv: list[str] | None = None) -> int:
         "--source", choices=("published", "results"), help="the source every sidecar must be of"
     )
     parser.add_argument("--run", help="with --source results: the results run every sidecar must be of")
+    parser.add_argument(
+        "--across-presets",
+        action="store_true",
+        help="the new side may be of another protocol preset (source, run and data still checked)",
+    )
+    parser.add_argument(
+        "--by-file", action="store_true", help="one line per sidecar (same, or how many differences)"
+    )
     args = parser.parse_args(argv)
     asked = Expected.of(args.source, args.run, reader="compare_sidecars") if args.source else None
     files = sorted(p.relative_to(args.old) for p in args.old.rglob("*.json"))
-    bad = added = compared = changed_numbers = 0
+    bad = added = compared = changed_numbers = differing = 0
     for rel in files:
         target = args.new / rel
         if not target.is_file():
@@ -128,10 +150,15 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old / rel, target))
+        counterpart = expected_from(args.old / rel, old)
+        asked_new = asked
+        if args.across_presets:  # the new side is checked against its own preset
+            counterpart = counterpart and dataclasses.replace(counterpart, preset=preset_of(new))
+            asked_new = asked and dataclasses.replace(asked, preset=preset_of(new))
         try:
             check(args.old / rel, old, asked)
-            check(target, new, asked)
-            check(target, new, expected_from(args.old / rel, old))
+            check(target, new, asked_new)
+            check(target, new, counterpart)
         except ProvenanceMismatch as err:
             print(f"refused: {err}")
             return 2
@@ -139,17 +166,23 @@ def main(argv: list[str] | None = None) -> int:
             old, new = without_provenance(old), without_provenance(new)
         ignore = tuple(args.ignore) if args.ignore is not None else TIMINGS
         compared += numbers(old)
+        bad_before = bad
         for kind, key, a, b in differences(old, new, "", args.rtol, args.atol, ignore):
             changed_numbers += kind == "changed" and _number(a) and _number(b)
             shown = lambda v: json.dumps(v)[:120]  # noqa: E731 - one-line display
-            print(f"{rel}: {kind} {key}: {shown(a)} -> {shown(b)}")
+            if not args.by_file:
+                print(f"{rel}: {kind} {key}: {shown(a)} -> {shown(b)}")
             if kind == "added" and not args.strict:
                 added += 1
             else:
                 bad += 1
+        differing += bad > bad_before
+        if args.by_file:
+            print(f"{rel}: {'same' if bad == bad_before else f'{bad - bad_before} difference(s)'}")
     print(
         f"{len(files)} sidecar(s) compared (rtol {args.rtol:g}, atol {args.atol:g}): "
-        f"{bad} difference(s), {added} added key(s); {compared} numbers compared, {changed_numbers} differ"
+        f"{bad} difference(s), {added} added key(s); {compared} numbers compared, {changed_numbers} differ; "
+        f"{differing} sidecar(s) differ"
     )
     return 1 if bad else 0
 

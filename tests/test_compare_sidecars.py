@@ -53,3 +53,28 @@ def test_timing_keys_are_ignored_unless_asked(tmp_path, capsys):
     assert compare.main([str(tmp_path / "old"), str(tmp_path / "new")]) == 0
     assert compare.main([str(tmp_path / "old"), str(tmp_path / "new"), "--ignore", "note"]) == 1
     assert "changed seconds: 1.0 -> 2.5" in capsys.readouterr().out
+
+
+def _stamped(obj: dict, protocol: str, checksum: str = "sha256:aa") -> dict:
+    block = {"source": "published", "run": None, "protocol": protocol, "data": {"checksum": checksum}}
+    return {**obj, "provenance": block}
+
+
+def test_two_presets_are_compared_only_when_asked_and_each_sidecar_says_whether_it_differs(tmp_path, capsys):
+    old, new = tmp_path / "published", tmp_path / "published.paper_text"
+    _write(old, _stamped(SIDECAR, "authors"))
+    _write(new, _stamped(SIDECAR, "paper_text"))
+    _write(old, _stamped(SIDECAR, "authors"), "paper/figure-2.json")
+    _write(new, _stamped({**SIDECAR, "theta": 0.08, "note": "x"}, "paper_text"), "paper/figure-2.json")
+    assert compare.main([str(old), str(new)]) == 2  # another preset's outputs: refused unless asked
+    assert "under protocol=paper_text" in capsys.readouterr().out
+    assert compare.main([str(old), str(new), "--across-presets", "--by-file"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["paper/figure-1.json: same", "paper/figure-2.json: 2 difference(s)"]
+    assert out[2].endswith(
+        "2 difference(s), 0 added key(s); 4 numbers compared, 1 differ; 1 sidecar(s) differ"
+    )
+    # across presets, the source and the data are still checked
+    _write(new, _stamped(SIDECAR, "paper_text", checksum="sha256:bb"))
+    assert compare.main([str(old), str(new), "--across-presets"]) == 2
+    assert "other data" in capsys.readouterr().out
