@@ -148,15 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         if not target.is_file():
             print(f"{rel}: missing in {args.new}")
             bad += 1
+            differing += 1
             continue
         old, new = (json.loads(p.read_text(encoding="utf-8")) for p in (args.old / rel, target))
         counterpart = expected_from(args.old / rel, old)
-        asked_new = asked
-        if args.across_presets:  # the new side is checked against its own preset
+        asked_old = asked_new = asked
+        if args.across_presets:  # each side is checked against its own preset
             counterpart = counterpart and dataclasses.replace(counterpart, preset=preset_of(new))
+            asked_old = asked and dataclasses.replace(asked, preset=preset_of(old))
             asked_new = asked and dataclasses.replace(asked, preset=preset_of(new))
         try:
-            check(args.old / rel, old, asked)
+            check(args.old / rel, old, asked_old)
             check(target, new, asked_new)
             check(target, new, counterpart)
         except ProvenanceMismatch as err:

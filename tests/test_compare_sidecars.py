@@ -74,6 +74,9 @@ def test_two_presets_are_compared_only_when_asked_and_each_sidecar_says_whether_
     assert out[2].endswith(
         "2 difference(s), 0 added key(s); 4 numbers compared, 1 differ; 1 sidecar(s) differ"
     )
+    # each side may be of either preset, also where every sidecar must be of one source
+    assert compare.main([str(new), str(old), "--across-presets", "--source", "published"]) == 1
+    capsys.readouterr()
     # across presets, the source and the data are still checked
     _write(new, _stamped(SIDECAR, "paper_text", checksum="sha256:bb"))
     assert compare.main([str(old), str(new), "--across-presets"]) == 2
