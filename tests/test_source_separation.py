@@ -172,8 +172,11 @@ def test_a_sidecar_of_the_other_protocol_preset_is_refused():
         check("f.json", _block("published", protocol="authors"), text)
     assert "built from source=published, the report was asked for source=published under " in str(err.value)
     assert "protocol=paper_text" in str(err.value)
-    with pytest.raises(ProvenanceMismatch, match="built from source=published under protocol=paper_text"):
+    with pytest.raises(
+        ProvenanceMismatch, match="built from source=published under protocol=paper_text"
+    ) as err:
         check("f.json", _block("published", protocol="paper_text"), Expected.of("published"))
+    assert str(err.value).endswith("or read the folder of the source and preset it was built for")
     # built before the preset was recorded: not compared
     assert check("f.json", _block("published"), text)["x"] == 1
 

@@ -96,7 +96,7 @@ def check(path: Path | str, document: Any, expected: Expected | None) -> Any:
             f"{path} was built from {built_from(block)}, {expected.reader} was asked for "
             f"{expected.describe()}; rebuild it with SOURCE={expected.source}"
             + (f" ARGS='{' '.join(args)}'" if args else "")
-            + " or read the folder of its own source"
+            + " or read the folder of the source and preset it was built for"
         )
     if expected.checksum and checksum and checksum != expected.checksum:
         raise ProvenanceMismatch(
