@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from testtask.paths import AUTHORS
 from testtask.sidecars import Expected, ProvenanceMismatch, check
 
 TIMINGS = ("seconds", "fit_seconds", "total_seconds")
@@ -66,8 +67,8 @@ def preset_of(obj: Any) -> str:
     `protocol` say `analysis_preset`); `authors` when it has no provenance block."""
     block = obj.get(PROVENANCE) if isinstance(obj, dict) else None
     if not isinstance(block, dict):
-        return "authors"
-    return block.get("protocol") or block.get("analysis_preset") or "authors"
+        return AUTHORS
+    return block.get("protocol") or block.get("analysis_preset") or AUTHORS
 
 
 def numbers(obj: Any) -> int:

@@ -279,19 +279,14 @@ def _up_to_date(paper_dest: Path, source: str, manifest: Mapping[str, str], drop
 
 def _record_stats(paper_dest: Path, read: Mapping[str, list[int]] | None = None) -> None:
     """Give the stamp of a release just verified in place the sizes and mtimes it lacks (a stamp of an older fetch),
-    and the mirror's `read`, so that the next fetch needs no hashing."""
+    and the mirror's `read`, so that the next fetch needs no hashing. A release folder we may not write (shared,
+    read-only) keeps its stamp, and the next fetch hashes again."""
     stamp = _read_stamp(paper_dest) or {}
     if "stats" in stamp and (read is None or stamp.get("source_stats") == read):
         return
     fields: dict[str, Any] = {"stats": file_stats(paper_dest, stamp.get("hashes") or {})}
     if read is not None:
         fields["source_stats"] = read
-    _add_to_stamp(paper_dest, stamp, **fields)
-
-
-def _add_to_stamp(paper_dest: Path, stamp: Mapping[str, Any], **fields: Any) -> None:
-    """Rewrite the stamp with `fields` added; a release folder we may not write (shared, read-only) keeps its
-    stamp, and the next fetch hashes again."""
     try:
         atomic_write_json(paper_dest / STAMP_NAME, {**stamp, **fields})
     except OSError as err:
