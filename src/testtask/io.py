@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,23 @@ from typing import Any
 import numpy as np
 
 _UMASK_LOCK = threading.Lock()
+_WRITTEN: list[Path] | None = (
+    None  # the files written inside `noting_writes` (a global: builders write in threads)
+)
+
+
+@contextlib.contextmanager
+def noting_writes() -> Iterator[list[Path]]:
+    """The files `atomic_save` moves into place inside the block, in order (an enclosing block gets them too)."""
+    global _WRITTEN
+    outer, written = _WRITTEN, []
+    _WRITTEN = written
+    try:
+        yield written
+    finally:
+        _WRITTEN = outer
+        if outer is not None:
+            outer.extend(written)
 
 
 def current_umask() -> int:
@@ -45,6 +63,8 @@ def atomic_save(path: Path, save: Callable[[Path], None], read_only: bool = Fals
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if _WRITTEN is not None:
+        _WRITTEN.append(path)
     return path
 
 

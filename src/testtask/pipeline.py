@@ -14,11 +14,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from testtask import papers, provenance, schema, sources
+from testtask import papers, provenance, reads, reuse, schema, sources
 from testtask.context import Context, InputsUnavailable
 from testtask.diagnostics import Thresholds
+from testtask.io import noting_writes
 from testtask.papers import Key, Paper
-from testtask.paths import AUTHORS, conf_dir, output_dir, resolve, run_of
+from testtask.paths import AUTHORS, conf_dir, in_repo, output_dir, resolve, run_of
 from testtask.settings import LOCATIONS, Top
 from testtask.sources import run_root
 
@@ -50,7 +51,9 @@ def typed(cfg: DictConfig | Any) -> Any:
     """The typed, frozen config of `cfg`; ConfigError naming every bad, missing and unknown key at once."""
     if not isinstance(cfg, DictConfig):
         return cfg
-    return schema.load(config_schema(), cfg, exclude=(HYDRA,))
+    config = schema.load(config_schema(), cfg, exclude=(HYDRA,))
+    reads.label(config)  # so that a build records the settings it reads by their keys (`reuse`)
+    return config
 
 
 def check(cfg: DictConfig) -> Any:
@@ -243,7 +246,8 @@ def make_context(cfg: DictConfig | Any, paper: str) -> Context:
     def related(other: str) -> Context:
         if other not in plugin.uses:
             raise RuntimeError(f"{paper} asks for {other}'s context but does not list it in its PAPER.uses")
-        return make_context(config, other)
+        with reads.paused():  # where the other paper's outputs would go is no setting its reader reads
+            return make_context(config, other)
 
     return Context(
         paper=paper,
@@ -329,14 +333,33 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 settings=settings.record(),
                 cache=checksums,
             )
+            index = reuse.locate(ctx, config, kind, number, settings.user_files)
+            reused = index.restore(stamp)
+            if reused is not None:
+                seconds = time.perf_counter() - start
+                log.info(
+                    "%s %s of %s reused from %s (same inputs, code and the %d setting(s) it reads) in %.1f s -> %s",
+                    kind,
+                    number,
+                    paper,
+                    in_repo(reused["out_dir"]),
+                    len(reused["reads"]),
+                    seconds,
+                    ctx.out_dir,
+                )
+                done.append({"paper": paper, kind: number, "seconds": seconds, "reused": True})
+                continue
             try:
-                with provenance.stamping(stamp):  # every sidecar this builder writes carries `provenance`
+                # every sidecar this builder writes carries `provenance`; the settings it reads and the files it
+                # writes are noted for the reuse index
+                with provenance.stamping(stamp), reads.recording() as read, noting_writes() as written:
                     builders[number](ctx)
             except InputsUnavailable as err:
                 log.warning("skipped %s %s of %s: inputs not available (%s)", kind, number, paper, err)
                 skipped.append(f"{kind} {number} of {paper}: {err}")
                 continue
             seconds = time.perf_counter() - start
+            index.record(read, written, stamp)
             log.info("%s %s of %s done in %.1f s -> %s", kind, number, paper, seconds, ctx.out_dir)
             done.append({"paper": paper, kind: number, "seconds": seconds})
     summary = (

@@ -30,6 +30,7 @@ import typing_extensions
 from pydantic import AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as _pydantic_dataclass
 
+from testtask import reads
 from testtask.errors import InputError
 
 T = TypeVar("T")
@@ -121,8 +122,11 @@ _CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=False, revalidate_i
 
 
 def section(cls: type[T]) -> type[T]:
-    """Make `cls` a settings section: a frozen dataclass whose construction validates every field."""
-    return _pydantic_dataclass(frozen=True, config=_CONFIG)(cls)  # type: ignore[return-value]
+    """Make `cls` a settings section: a frozen dataclass whose construction validates every field, and whose
+    fields' reads a build can record (`reads`)."""
+    made = _pydantic_dataclass(frozen=True, config=_CONFIG)(cls)
+    made.__getattribute__ = reads.getattribute  # type: ignore[method-assign]
+    return made  # type: ignore[return-value]
 
 
 def partial(cls: type, required: Iterable[str] = (), exclude: Iterable[str] = ()) -> Any:
