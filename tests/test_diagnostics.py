@@ -120,8 +120,8 @@ def _build_with_a_bad_bias_fit(tmp_path, monkeypatch, caplog, figure: int):
     effect_of: dict[int, str] = {}
     original = posterior_panels.configuration_data
 
-    def recording(frame, effect):
-        data = original(frame, effect)
+    def recording(frame, effect, counts):
+        data = original(frame, effect, counts)
         effect_of[id(data)] = effect
         return data
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import tmp_config, write_accuracies
 from tests.train_before_test.conftest import (
     SMALL_BENCHMARKS,
     output_folder,
@@ -132,3 +133,20 @@ def test_a_changed_file_or_changed_code_is_built_again(release, tmp_path, monkey
     monkeypatch.setattr(reuse, "code_version", lambda: "another version of the code")
     third = _build(release, "protocol=paper_text")  # the same folders: only the code differs
     assert not any(d.get("reused") for d in third.values())
+
+
+def test_what_fits_no_model_does_not_read_the_counts_rule_and_is_shared(tmp_path):
+    """pretrain-on-test's presets differ in the counts the §6.1 model is fitted to; Table 1 (observed accuracies)
+    does not read that rule, so the paper_text build copies it."""
+    results = tmp_path / "results" / "pretrain-on-test"
+    write_accuracies(
+        results, "accuracies_from_paper", m=50, n=50, lm_types=["bert", "gpt2"], datasets=4, subsamples=3
+    )
+    done = {
+        protocol: build(tmp_config(tmp_path, "source=results", f"protocol={protocol}"), "table", [1])
+        for protocol in ("authors", "paper_text")
+    }
+    assert not done["authors"][0].get("reused") and done["paper_text"][0].get("reused")
+    (index,) = (tmp_path / "figures" / reuse.INDEX / "pretrain-on-test").glob("table-1-*.json")
+    keys = [key for entry in json.loads(index.read_text())["entries"] for key, _ in entry["reads"]]
+    assert keys and ["pretrain_on_test", "counts"] not in keys

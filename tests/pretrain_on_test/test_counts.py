@@ -8,38 +8,39 @@ from pathlib import Path
 
 import pytest
 
-from testtask.pretrain_on_test.accuracies import paired_long, read_accuracies
+from testtask.pretrain_on_test.accuracies import model_counts, paired_long, read_accuracies
 
 HEADER = "base,extra,test,majority,num_classes,majority_all\n"
 
 
-def _file(tmp_path: Path) -> Path:
+def _frame(tmp_path: Path):
     path = tmp_path / "accuracies.csv"
     # 0.57 × 100 = 56.99999999999999 and 0.29 × 100 = 28.999999999999996 in floating point; 0.5 × 100 is exact.
     path.write_text(HEADER + "0.57,0.29,0.5,0.5,2,0.5\n0.5,0.5,0.5,0.5,2,0.5\n")
-    return path
+    frame = read_accuracies(path, 100)
+    frame[["lm_type", "dataset", "n"]] = ["bert", "task", 100]
+    return frame
 
 
 def test_truncation_lowers_only_the_model_counts(tmp_path: Path) -> None:
-    frame = read_accuracies(_file(tmp_path), 100, counts="truncate")
+    frame = _frame(tmp_path)
     assert frame.base_correct.tolist() == [57, 50] and frame.extra_correct.tolist() == [29, 50]
-    assert frame.base_model_correct.tolist() == [56, 50] and frame.extra_model_correct.tolist() == [28, 50]
-    assert frame.test_model_correct.tolist() == [50, 50]
+    assert model_counts(frame, "base", "truncate").tolist() == [56, 50]
+    assert model_counts(frame, "extra", "truncate").tolist() == [28, 50]
+    assert model_counts(frame, "test", "truncate").tolist() == [50, 50]
 
 
 def test_rounding_keeps_the_exact_counts_for_the_model(tmp_path: Path) -> None:
-    frame = read_accuracies(_file(tmp_path), 100, counts="round")
-    assert frame.base_model_correct.tolist() == frame.base_correct.tolist() == [57, 50]
+    frame = _frame(tmp_path)
+    assert model_counts(frame, "base", "round").tolist() == frame.base_correct.tolist() == [57, 50]
 
 
 @pytest.mark.parametrize(("counts", "control"), [("truncate", [56, 50]), ("round", [57, 50])])
 def test_the_model_reads_the_model_counts(tmp_path: Path, counts: str, control: list[int]) -> None:
-    frame = read_accuracies(_file(tmp_path), 100, counts=counts)
-    frame[["lm_type", "dataset", "n"]] = ["bert", "task", 100]
-    long = paired_long(frame, "boost")  # control: base, treatment: extra
+    long = paired_long(_frame(tmp_path), "boost", counts)  # control: base, treatment: extra
     assert long[long.treatment == 0].correct.tolist() == control
 
 
 def test_an_unknown_rule_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="counts = 'floor'"):
-        read_accuracies(_file(tmp_path), 100, counts="floor")
+        paired_long(_frame(tmp_path), "boost", "floor")

@@ -98,10 +98,10 @@ def test_slices_are_the_frame_slices_of_the_same_draws(tmp_path):
     frame = simulate_long(TruePars(beta=0.1), datasets=5, subsamples=4, n=50, lm_types=2, seed=2)
     frame = _as_accuracies(frame)
     frame = frame[~((frame.dataset == "task01") & (frame.subsample == 3))]  # a task with fewer subsamples
-    fast = meta_analysis_figures.slice_data(frame, 30, np.random.default_rng(7))
+    fast = meta_analysis_figures.slice_data(frame, 30, np.random.default_rng(7), "round")
     rng = np.random.default_rng(7)
     for one in fast:
-        slow = configuration_data(_slice_frame(frame, rng), "bias")
+        slow = configuration_data(_slice_frame(frame, rng), "bias", "round")
         np.testing.assert_array_equal(one.correct, slow.correct)
         np.testing.assert_array_equal(one.trials, slow.trials)
         assert (one.datasets, one.lm_types) == (slow.datasets, slow.lm_types)
@@ -116,6 +116,8 @@ def _as_accuracies(long):
     frame = control[["trials"]].rename(columns={"trials": "n"})
     frame["extra_correct"] = control["correct"]
     frame["test_correct"] = treated["correct"]
+    frame["extra"] = frame.extra_correct / frame.n
+    frame["test"] = frame.test_correct / frame.n
     frame["m"] = 50
     return frame.reset_index()
 
@@ -139,8 +141,8 @@ def test_slices_per_lm_type_pick_each_lm_types_subsample_independently():
     own rows."""
     frame = simulate_long(TruePars(beta=0.1), datasets=5, subsamples=4, n=50, lm_types=2, seed=2)
     frame = _as_accuracies(frame)
-    full = meta_analysis_figures.configuration_data(frame, "bias")
-    slices = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3), per_lm_type=True)
+    full = meta_analysis_figures.configuration_data(frame, "bias", "round")
+    slices = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3), "round", per_lm_type=True)
     mixed = 0
     for one in slices:
         assert one.correct.shape == (5, 1, 2, 2) and one.lm_types == full.lm_types
@@ -151,7 +153,7 @@ def test_slices_per_lm_type_pick_each_lm_types_subsample_independently():
             ]
             mixed += picks[0] != picks[1]
     assert mixed > 0
-    same = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3))
+    same = meta_analysis_figures.slice_data(frame, 40, np.random.default_rng(3), "round")
     assert all(
         any(np.array_equal(full.correct[j, k], one.correct[j, 0]) for k in range(4))
         for one in same

@@ -149,10 +149,9 @@ def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
-    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n) and
-    `<col>_model_correct`, the counts the §6.1 model is fitted to: with `counts="truncate"` cast to an integer as
-    the authors' `utils.accuracies_to_num_correct` does (0.57 × 100 = 56.999… gives 56)."""
+def read_accuracies(path: Path, n: int) -> pd.DataFrame:
+    """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n) (the §6.1 model's
+    counts follow `counts` in `paired_long`)."""
     path = Path(path)
     header, body = _rows(_text(path), path)
     frame = pd.DataFrame(body, columns=header)
@@ -172,8 +171,6 @@ def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
         raise AccuracyDataError(
             f"{path}: column 'num_classes' row {row} = {classes[row]} is not a whole number of classes >= 2"
         )
-    if counts not in set(Counts):
-        raise ValueError(f"counts = {counts!r}: expected one of {', '.join(Counts)}")
     for column in ("base", "extra", "test"):
         products = frame[column].to_numpy() * n
         off = np.abs(products - np.round(products)) > COUNT_TOLERANCE
@@ -184,8 +181,6 @@ def read_accuracies(path: Path, n: int, counts: str = "round") -> pd.DataFrame:
                 f"({products[row]:.4f} correct)"
             )
         frame[f"{column}_correct"] = np.round(products).astype(int)
-        model = np.trunc(products) if counts == "truncate" else np.round(products)
-        frame[f"{column}_model_correct"] = model.astype(int)
     frame.insert(0, "subsample", np.arange(len(frame)))
     return frame
 
@@ -196,7 +191,6 @@ def load(
     m: int | None = None,
     n: int | None = None,
     lm_types: list[str] | None = None,
-    counts: str = "round",
 ) -> pd.DataFrame:
     """Load every matching file under `root` (or several roots laid over each other: `discover_roots`) into one
     frame; files of one (collection, m, n, dataset) must have equal row counts across LM types."""
@@ -214,7 +208,7 @@ def load(
         )
     frames = []
     for meta in files.itertuples(index=False):
-        frame = read_accuracies(meta.path, meta.n, counts)
+        frame = read_accuracies(meta.path, meta.n)
         for key in ("collection", "m", "n", "lm_type", "dataset"):
             frame.insert(0, key, getattr(meta, key))
         frame["path"] = str(meta.path)
@@ -242,9 +236,19 @@ def configurations(data: pd.DataFrame) -> list[tuple[str, int, int]]:
     return sorted({(c, int(m), int(n)) for c, m, n in zip(data.collection, data.m, data.n, strict=True)})
 
 
-def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
-    """One row per (lm_type, dataset, subsample, arm) with `correct` and `trials` for the model of §6.1;
-    `treatment` is 0 for the control arm and 1 for the treatment arm of `effect`."""
+def model_counts(data: pd.DataFrame, column: str, counts: str) -> np.ndarray:
+    """The counts of accuracy column `column` the §6.1 model is fitted to: accuracy × n rounded, or with
+    `counts="truncate"` cast to an integer as the authors' `utils.accuracies_to_num_correct` does (0.57 × 100 =
+    56.999… gives 56). Only the model reads this setting, so outputs that do not fit it do not depend on it."""
+    if counts not in set(Counts):
+        raise ValueError(f"counts = {counts!r}: expected one of {', '.join(Counts)}")
+    products = data[column].to_numpy() * data["n"].to_numpy()
+    return (np.trunc(products) if counts == Counts.truncate else np.round(products)).astype(int)
+
+
+def paired_long(data: pd.DataFrame, effect: str, counts: str) -> pd.DataFrame:
+    """One row per (lm_type, dataset, subsample, arm) with `correct` (`model_counts`) and `trials` for the model
+    of §6.1; `treatment` is 0 for the control arm and 1 for the treatment arm of `effect`."""
     if effect not in EFFECTS:
         raise ValueError(f"effect must be one of {sorted(EFFECTS)}, got {effect!r}")
     control, treatment = EFFECTS[effect]
@@ -253,8 +257,7 @@ def paired_long(data: pd.DataFrame, effect: str) -> pd.DataFrame:
     for arm, column in enumerate((control, treatment)):
         part = data[keep].copy()
         part["treatment"] = arm
-        counts = f"{column}_model_correct" if f"{column}_model_correct" in data else f"{column}_correct"
-        part["correct"] = data[counts].to_numpy()
+        part["correct"] = model_counts(data, column, counts)
         arms.append(part)
     long = pd.concat(arms, ignore_index=True).rename(columns={"n": "trials"})
     return long.sort_values(["dataset", "subsample", "lm_type", "treatment"], ignore_index=True)

@@ -105,7 +105,7 @@ def bench_vs_authors(ctx: Context, config: Any) -> dict[str, Any]:
     """The `bench-vs-authors` action: both methods on `bench.vs_authors` (m, n, effect), printed and saved."""
     options = ctx.settings.bench.vs_authors
     frame = load_collection(ctx, "few_shot", m=int(options.m), n=int(options.n))
-    data = configuration_data(frame, str(options.effect))
+    data = configuration_data(frame, str(options.effect), ctx.settings.counts)
     sampler = {**plain(ctx.sampler), "progressbar": False}
     rows = [_authors(data, ctx, sampler, ctx.seed), _ours(data, ctx, sampler, ctx.seed)]
     if int(sampler.get("cores", 1)) > 1:  # ours on the authors' one core too, so the ratio is not only cores

@@ -146,8 +146,9 @@ def fit_checked(
     return outcome
 
 
-def configuration_data(frame: pd.DataFrame, effect: str) -> ModelData:
-    return ModelData.from_long(accuracies.paired_long(frame, effect))
+def configuration_data(frame: pd.DataFrame, effect: str, counts: str) -> ModelData:
+    """The §6.1 model's data of one configuration's accuracies, counted by rule `counts` (`accuracies.model_counts`)."""
+    return ModelData.from_long(accuracies.paired_long(frame, effect, counts))
 
 
 def spec_from(settings: Settings, **overrides: Any) -> ModelSpec:

@@ -78,7 +78,7 @@ def load_collection(ctx: Context, key: str, m: int | None = None, n: int | None 
     name = collection_names(ctx)[key]
     folders = collection_folders(ctx, name)
     try:
-        data = accuracies.load(folders, m=m, n=n, counts=ctx.settings.counts)
+        data = accuracies.load(folders, m=m, n=n)
     except FileNotFoundError as err:
         where = " and ".join(str(folder) for folder in folders)
         raise InputsUnavailable(f"no accuracies for m={m}, n={n} under {where}: {err}") from err

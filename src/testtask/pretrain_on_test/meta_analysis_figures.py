@@ -34,12 +34,12 @@ log = logging.getLogger(__name__)
 
 
 def slice_data(
-    frame: pd.DataFrame, slices: int, rng: np.random.Generator, per_lm_type: bool = False
+    frame: pd.DataFrame, slices: int, rng: np.random.Generator, counts: str, per_lm_type: bool = False
 ) -> list[ModelData]:
     """`slices` de-replicated data sets: per task, one subsample drawn uniformly, the same k for every LM type; with
     `per_lm_type`, one per (task, LM type), as the authors' `meta.py` `_down_sample` does. Cut from the data array:
     a data frame per slice took longer to build than fitting the slice."""
-    full = configuration_data(frame, "bias")
+    full = configuration_data(frame, "bias", counts)
     candidates = [part.subsample.unique() for _, part in frame.groupby("dataset")]
     assert [str(d) for d, _ in frame.groupby("dataset")] == full.datasets  # the same task order
     tasks = np.arange(len(candidates))
@@ -248,7 +248,13 @@ def meta_analysis(ctx: Context, frame: pd.DataFrame, slices: int, band: float, s
     spec = spec_from(
         ctx.settings, interaction=settings.interaction, subsample_effect=settings.subsample_effect
     )
-    data = slice_data(frame, slices, np.random.default_rng(seed), per_lm_type=settings.draw == "per_lm_type")
+    data = slice_data(
+        frame,
+        slices,
+        np.random.default_rng(seed),
+        ctx.settings.counts,
+        per_lm_type=settings.draw == "per_lm_type",
+    )
     jobs = [(one, seed + idx) for idx, one in enumerate(data)]
     label = f"meta m={frame.m.iloc[0]} n={frame.n.iloc[0]}"
     fits, seconds, from_cache = _run_slices(ctx, jobs, spec, sampler, label)

@@ -141,11 +141,11 @@ def figure_10(ctx: Context) -> dict:
     return _save(ctx, fig, "figure-10", numbers, notes)
 
 
-def _bambi_default_treatment_prior(frame: pd.DataFrame) -> dict:
+def _bambi_default_treatment_prior(frame: pd.DataFrame, counts: str) -> dict:
     """The prior bambi chooses for β when none is given (its automatic scaling for binomial models)."""
     import bambi as bmb
 
-    long = accuracies.paired_long(frame, "bias")
+    long = accuracies.paired_long(frame, "bias", counts)
     long["treatment"] = long["treatment"].astype(float)
     model = bmb.Model("p(correct, trials) ~ 1 + treatment", long, family="binomial")
     prior = model.components[model.family.likelihood.parent].common_terms["treatment"].prior
@@ -156,8 +156,8 @@ def figure_11(ctx: Context) -> dict:
     """Prior predictive of eq. 11 under β ~ N(0, 1) and under bambi's default prior for β."""
     frame = reference_configuration(ctx, ctx.settings.figure_11)
     notes = substitution_notes(ctx.settings.figure_11, frame)
-    data = configuration_data(frame, "bias")
-    default = _bambi_default_treatment_prior(frame)
+    data = configuration_data(frame, "bias", ctx.settings.counts)
+    default = _bambi_default_treatment_prior(frame, ctx.settings.counts)
     draws = ctx.settings.figure_11.draws
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     numbers: dict[str, Any] = {**_configuration(ctx, frame), "bambi_default_prior": default, "panels": []}

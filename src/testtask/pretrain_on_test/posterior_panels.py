@@ -39,7 +39,7 @@ def fit_panel(
     **spec_overrides: Any,
 ) -> dict:
     """Fit one (m, n, effect), draw the posterior predictive, and collect the numbers for the JSON sidecar."""
-    data = configuration_data(frame, effect)
+    data = configuration_data(frame, effect, ctx.settings.counts)
     spec = spec_from(ctx.settings, **spec_overrides)
     outcome = fit_checked(
         data, spec, ctx.sampler, ctx.seed + seed_offset, ctx.cache_dir, ctx.limits(), ctx.settings.refit
