@@ -125,3 +125,18 @@ def test_tbt_epoch_checkpoints_and_data(ranks):
             assert not set(steps[step][0]) & set(steps[step][1]), f"step {step}: ranks share examples"
         seen = Counter(i for s in window for ids in steps[s] for i in ids)
         assert seen == Counter(range(worker.TBT_EXAMPLES)), f"epoch {epoch + 1} covers every example once"
+
+
+def test_a_rank_leaves_its_process_group_before_it_ends(tmp_path):
+    """The ranks' entry points destroy their process group before exiting (PyTorch asks every rank to; one left
+    alive at exit can abort the rank); leaving twice, or without having joined, does nothing."""
+    import torch.distributed as dist
+
+    from testtask.lm.finetune import leave_process_group
+
+    leave_process_group()  # never joined: nothing to do
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    assert dist.is_initialized()
+    leave_process_group()
+    assert not dist.is_initialized()
+    leave_process_group()

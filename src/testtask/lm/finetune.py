@@ -253,6 +253,13 @@ def start_deepspeed_distributed(recipe: Recipe, device: str) -> None:
     deepspeed.init_distributed(dist_backend="nccl" if device.startswith("cuda") else "gloo")
 
 
+def leave_process_group() -> None:
+    """Destroy this rank's process group, if it joined one, before the process ends: PyTorch asks every rank to,
+    and one left alive at exit can abort the rank ("terminate called without an active exception")."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def zero3_partition(model: Any) -> dict[str, int] | None:
     """This rank's ZeRO-3 shard (`ds_tensor` against `ds_numel`), or None for a model not partitioned."""
     params = list(model.parameters())

@@ -114,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = 1
     info["sequences"] = seen
     atomic_write_json(Path(spec["out"]) / f"rank{rank}.json", info)
+    from testtask.lm.finetune import leave_process_group
+
+    leave_process_group()
     return status
 
 

@@ -336,9 +336,19 @@ def train_job(job_file: str | Path) -> Any:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings_of(OmegaConf.load(job_file))
     path, parameters = model_source(settings)
-    return train_stage(
-        settings, settings.stage, path, parameters, pick_device(settings.device), training_examples(settings)
-    )
+    from testtask.lm.finetune import leave_process_group
+
+    try:
+        return train_stage(
+            settings,
+            settings.stage,
+            path,
+            parameters,
+            pick_device(settings.device),
+            training_examples(settings),
+        )
+    finally:
+        leave_process_group()
 
 
 def training_examples(settings: Settings) -> list:
