@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 _UMASK_LOCK = threading.Lock()
-_WRITTEN: list[Path] | None = (
-    None  # the files written inside `noting_writes` (a global: builders write in threads)
-)
+# The files written inside `noting_writes`: a module global, not a context variable, as builders write in threads.
+_WRITTEN: list[Path] | None = None
 
 
 @contextlib.contextmanager
