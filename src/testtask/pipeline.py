@@ -298,6 +298,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
         if not chosen:
             return []
     commit, dirty = provenance.code_git_state()
+    plain = schema.to_plain(config)  # what the reuse index compares an output's read settings with
     checksums: dict[str, dict[str, Any]] = {}  # data root -> its checksum entry, computed once per build
     known = {n for paper in chosen for n in papers.get(paper).outputs(kind)}
     if numbers is not None and not set(numbers) & known:
@@ -333,7 +334,7 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
                 settings=settings.record(),
                 cache=checksums,
             )
-            index = reuse.locate(ctx, config, kind, number, settings.user_files)
+            index = reuse.locate(ctx, plain, kind, number, settings.user_files)
             reused = index.restore(stamp)
             if reused is not None:
                 seconds = time.perf_counter() - start

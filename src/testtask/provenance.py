@@ -60,7 +60,7 @@ def command(fallback: str = FROM_PYTHON) -> str:
         return fallback
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -70,7 +70,7 @@ def tree_digest(root: Path) -> tuple[str, int]:
     files and folders whose name starts with a dot are left out."""
     root = Path(root)
     lines = sorted(
-        f"{p.relative_to(root).as_posix()}\t{_file_sha256(p)}\n"
+        f"{p.relative_to(root).as_posix()}\t{file_sha256(p)}\n"
         for p in root.rglob("*")
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )

@@ -71,8 +71,7 @@ def code_version() -> str:
 
 def _sha256(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        return provenance.file_sha256(path)
     except OSError:
         return None
 
@@ -166,8 +165,9 @@ class Output:
         return _sha256(target) or ""
 
 
-def locate(ctx: Any, config: Any, kind: str, number: Any, user_files: dict[str, str]) -> Output:
-    """Output `kind` `number` of the build of `ctx` under the typed `config` in the reuse index."""
+def locate(ctx: Any, settings: dict[str, Any], kind: str, number: Any, user_files: dict[str, str]) -> Output:
+    """Output `kind` `number` of the build of `ctx` in the reuse index; `settings`: the build's whole config,
+    plain (schema.to_plain, once per build)."""
     key = {
         "paper": ctx.paper,
         "output": f"{kind} {number}",
@@ -176,10 +176,8 @@ def locate(ctx: Any, config: Any, kind: str, number: Any, user_files: dict[str, 
         "roots": [str(Path(r).resolve()) for r in ctx.roots()],
         "code": code_version(),
         "user_files": user_files,
-        **{name: schema.to_plain(getattr(config, name)) for name in ("sampler", "seed", "diagnostics")},
+        **{name: settings[name] for name in ("sampler", "seed", "diagnostics")},
     }
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
-    with reads.paused():
-        settings = schema.to_plain(config)
-    index = resolve(config.figures_dir) / INDEX / ctx.paper / f"{kind}-{number}-{digest}.json"
+    index = resolve(settings["figures_dir"]) / INDEX / ctx.paper / f"{kind}-{number}-{digest}.json"
     return Output(index, Path(ctx.out_dir), settings)
