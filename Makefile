@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml constraints.txt
 	DS_ACCELERATOR=cpu $(BIN)/python -c "from deepspeed.accelerator import get_accelerator as a; a().create_op_builder('ShareMemCommBuilder').load()"
 	# The §6.1 fits' numba code (about 13 s on 2 cores), cached beside its source: otherwise a fresh clone's first
 	# posterior figure, and each test worker, compiles it.
-	$(BIN)/python -m testtask.pretrain_on_test.precompile
+	$(BIN)/python -c "from testtask.pretrain_on_test.precompile import precompile as p; print(f'numba code of the fits compiled and cached in {p():.1f} s')"
 	touch $(STAMP)
 
 # bitsandbytes (QLoRA) and deepspeed (ZeRO-3) are core dependencies: both run on the CPU, and the tests use them.

@@ -1,4 +1,4 @@
-"""`make install` compiles the §6.1 fits' numba code ahead of use (`python -m testtask.pretrain_on_test.precompile`):
+"""`make install` compiles the §6.1 fits' numba code ahead of use (`precompile.precompile()`):
 in an empty numba cache, it caches the callbacks and the predictive loop, and a fit and its predictive draws
 afterwards (one and two workers, thinned or not) compile nothing more."""
 
@@ -13,6 +13,11 @@ import pytest
 
 from tests.conftest import REPO
 
+MAKE_INSTALL_STEP = next(
+    line.strip().split(" -c ", 1)[1].strip('"')
+    for line in (REPO / "Makefile").read_text().splitlines()
+    if "precompile import precompile" in line
+)
 FIT_AND_DRAW = """
 from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data
 from testtask.pretrain_on_test import predictive
@@ -33,7 +38,7 @@ def _cached(folder: Path) -> set[str]:
 def test_a_fit_after_the_install_step_compiles_nothing(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     step = subprocess.run(
-        [sys.executable, "-m", "testtask.pretrain_on_test.precompile"],
+        [sys.executable, "-c", MAKE_INSTALL_STEP],
         env=env,
         cwd=REPO,
         capture_output=True,

@@ -1,5 +1,5 @@
-"""Compile the numba code of the §6.1 fits into numba's on-disk cache ahead of use: `make install` runs
-`python -m testtask.pretrain_on_test.precompile`, so that neither a fresh clone's first posterior figure nor each
+"""Compile the numba code of the §6.1 fits into numba's on-disk cache ahead of use: `make install` calls
+`precompile()`, so that neither a fresh clone's first posterior figure nor each
 test worker compiles it (about 10 s on 2 cores, once per process until the cache holds it).
 
 What is compiled is what a fit runs: nutpie's two C callbacks (`kernel.callbacks`, whose compilation also caches
@@ -25,7 +25,3 @@ def precompile() -> float:
     t, alpha = np.zeros((n_draws, n_j)), np.zeros((n_draws, n_i))
     predictive._draw_block(np.zeros((n_draws, n_j, n_k)), t, alpha, trials, seed=0)
     return time.perf_counter() - start
-
-
-if __name__ == "__main__":
-    print(f"numba code of the pretrain-on-test fits compiled and cached in {precompile():.1f} s")
