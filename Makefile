@@ -163,8 +163,11 @@ contamination-pretrain-on-test: assets ## §9.2 contamination test on CPU -> res
 # share a worker (--dist loadscope), so a module's fixtures are built once. TEST_WORKERS=0 runs them in one process.
 # Bytecode is cached even where the environment sets PYTHONDONTWRITEBYTECODE: otherwise every worker rewrites every
 # test module's asserts and every command a test starts compiles the package again (25-30 s of a run on 2 cores).
+# Each worker computes on one thread (OMP_NUM_THREADS=1, inherited by the commands and ranks tests start): the
+# workers already fill the cores, and torch's OpenMP threads in one worker spin against the other's (the ZeRO-3
+# fixture took 79 s and 82 s of CPU beside a busy core, 28 s and 34 s of CPU on one thread).
 TEST_WORKERS ?= auto
-PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope
+PYTEST       := PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 8 --dist loadscope
 test: install ## the test suite without the slow tests, on every core
 	$(PYTEST) $(ARGS)
 

@@ -233,9 +233,10 @@ def test_torch_is_a_requirement_pinned_only_in_the_constraints():
 
 
 @pytest.mark.parametrize("target", ["test", "test-slow"])
-def test_the_test_targets_cache_bytecode_where_the_environment_forbids_it(target):
+def test_the_test_targets_cache_bytecode_and_run_one_thread_a_worker(target):
     """With PYTHONDONTWRITEBYTECODE set, every xdist worker would rewrite every test module's asserts and every
-    command a test starts would compile the package again: the test targets' pytest caches bytecode anyway."""
+    command a test starts would compile the package again: the test targets' pytest caches bytecode anyway. Its
+    workers fill the cores, so each computes on one OpenMP thread (more spin against the other workers')."""
     import os
     import shlex
     import subprocess
@@ -255,9 +256,10 @@ def test_the_test_targets_cache_bytecode_where_the_environment_forbids_it(target
     words = shlex.split(line)
     # the command's own environment: the NAME=VALUE words before the interpreter
     assignments = words[: next(i for i, w in enumerate(words) if "=" not in w)]
-    probe = [*assignments, "python3", "-c", "import sys; print(sys.dont_write_bytecode)"]
+    script = "import os, sys; print(sys.dont_write_bytecode, os.environ.get('OMP_NUM_THREADS'))"
+    probe = [*assignments, "python3", "-c", script]
     printed = subprocess.run(["env", *probe], env=env, capture_output=True, text=True, check=True).stdout
-    assert printed.strip() == "False", line
+    assert printed.split() == ["False", "1"], line
 
 
 def test_make_help_lists_every_target_and_phony_is_declared_once():
