@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml constraints.txt
 	# ~/.cache/torch_extensions); the ZeRO-3 tests need them. Its CPU fused Adam (1 to 3.5 min) is built only where a
 	# run asks for it: the tests step ZeRO-3 with torch's AdamW (tests/fixtures/zero3.py).
 	DS_ACCELERATOR=cpu $(BIN)/python -c "from deepspeed.accelerator import get_accelerator as a; a().create_op_builder('ShareMemCommBuilder').load()"
-	# The §6.1 fits' numba code (about 13 s on 2 cores), cached beside its source: otherwise a fresh clone's first
+	# The §6.1 fits' numba code (10-13 s on 2 cores), cached beside its source: otherwise a fresh clone's first
 	# posterior figure, and each test worker, compiles it.
 	$(BIN)/python -c "from testtask.pretrain_on_test.precompile import precompile as p; print(f'numba code of the fits compiled and cached in {p():.1f} s')"
 	touch $(STAMP)

@@ -1,6 +1,6 @@
 """Compile the numba code of the §6.1 fits into numba's on-disk cache ahead of use: `make install` calls
-`precompile()`, so that neither a fresh clone's first posterior figure nor each
-test worker compiles it (about 10 s on 2 cores, once per process until the cache holds it).
+`precompile()`, so that neither a fresh clone's first posterior figure nor each test worker compiles it (10-13 s
+on 2 cores, once per process until the cache holds it).
 
 What is compiled is what a fit runs: nutpie's two C callbacks (`kernel.callbacks`, whose compilation also caches
 the kernel functions they call) and the posterior predictive loop (`predictive._draw`) on the contiguous arrays
