@@ -158,6 +158,20 @@ def test_tree_digest_leaves_dot_files_out(tmp_path):
     assert provenance.tree_digest(tmp_path) == before == (provenance.tree_digest(tmp_path)[0], 1)
 
 
+def test_tree_digest_reads_a_tree_below_a_dot_folder_and_leaves_out_named_folders(tmp_path):
+    """Only names below the root count, so a tree under `~/.work/` is read whole."""
+    root = tmp_path / ".work" / "package"
+    (root / "__pycache__").mkdir(parents=True)
+    (root / "module.py").write_text("x = 1\n")
+    (root / "__pycache__" / "module.pyc").write_bytes(b"compiled")
+    digest, files = provenance.tree_digest(root, leave_out={"__pycache__"})
+    assert files == 1 and provenance.tree_digest(root)[1] == 2
+    (root / "__pycache__" / "module.pyc").write_bytes(b"compiled again")
+    assert provenance.tree_digest(root, leave_out={"__pycache__"}) == (digest, 1)
+    (root / "module.py").write_text("x = 2\n")
+    assert provenance.tree_digest(root, leave_out={"__pycache__"})[0] != digest
+
+
 @pytest.fixture(scope="module")
 def compare_sidecars():
     spec = importlib.util.spec_from_file_location("compare_sidecars", SCRIPT)

@@ -150,3 +150,26 @@ def test_what_fits_no_model_does_not_read_the_counts_rule_and_is_shared(tmp_path
     (index,) = (tmp_path / "figures" / reuse.INDEX / "pretrain-on-test").glob("table-1-*.json")
     keys = [key for entry in json.loads(index.read_text())["entries"] for key, _ in entry["reads"]]
     assert keys and ["pretrain_on_test", "counts"] not in keys
+
+
+def test_the_code_version_reads_a_checkout_below_a_dot_folder_but_not_its_caches(tmp_path, monkeypatch):
+    """A checkout under `~/.work/` is hashed whole; bytecode and numba caches (`__pycache__`) are not code."""
+    import testtask
+
+    package, conf = tmp_path / ".work" / "src" / "testtask", tmp_path / ".work" / "conf"
+    (package / "__pycache__").mkdir(parents=True)
+    conf.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "figure.py").write_text("BINS = 10\n")
+    (package / "__pycache__" / "figure.cpython-311.pyc").write_bytes(b"compiled")
+    (conf / "config.yaml").write_text("seed: 1\n")
+    monkeypatch.setattr(testtask, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(reuse, "conf_dir", lambda: conf)
+    version = reuse.code_version.__wrapped__()
+    (package / "__pycache__" / "figure.cpython-311.pyc").write_bytes(b"compiled again")
+    assert reuse.code_version.__wrapped__() == version
+    (package / "figure.py").write_text("BINS = 20\n")
+    changed = reuse.code_version.__wrapped__()
+    assert changed != version
+    (conf / "config.yaml").write_text("seed: 2\n")
+    assert reuse.code_version.__wrapped__() not in {version, changed}

@@ -16,7 +16,7 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,14 +65,15 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def tree_digest(root: Path) -> tuple[str, int]:
+def tree_digest(root: Path, leave_out: Collection[str] = ()) -> tuple[str, int]:
     """(SHA-256 over the sorted "path<TAB>file SHA-256" lines of every file under `root`, number of files);
-    files and folders whose name starts with a dot are left out."""
+    files and folders below `root` whose name starts with a dot or is in `leave_out` are left out."""
     root = Path(root)
     lines = sorted(
         f"{p.relative_to(root).as_posix()}\t{file_sha256(p)}\n"
         for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        if p.is_file()
+        and not any(part.startswith(".") or part in leave_out for part in p.relative_to(root).parts)
     )
     return hashlib.sha256("".join(lines).encode()).hexdigest(), len(lines)
 

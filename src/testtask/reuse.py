@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from testtask import provenance, reads, schema
-from testtask.io import atomic_save, atomic_write_json, atomic_write_text
+from testtask.io import atomic_save, atomic_write_json
 from testtask.paths import conf_dir, in_repo, resolve
 
 log = logging.getLogger(__name__)
@@ -58,9 +58,8 @@ def code_version() -> str:
 
     h = hashlib.sha256()
     for root in (Path(testtask.__file__).resolve().parent, conf_dir()):
-        files = (p for p in root.rglob("*") if p.is_file())
-        for path in sorted(p for p in files if not any(s.startswith((".", "__pycache__")) for s in p.parts)):
-            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        # bytecode and numba's caches live in __pycache__ and change without the code changing
+        h.update(provenance.tree_digest(root, leave_out={"__pycache__"})[0].encode())
     for name in LIBRARIES:
         try:
             h.update(f"{name}={metadata.version(name)}".encode())
@@ -159,7 +158,7 @@ class Output:
             numbers = json.loads(source.read_text(encoding="utf-8"))
         if isinstance(numbers, dict) and provenance.KEY in numbers:
             numbers[provenance.KEY] = {**block, REUSED_FROM: in_repo(folder)}
-            atomic_write_text(target, json.dumps(numbers, indent=2, sort_keys=False) + "\n")
+            atomic_write_json(target, numbers)
         else:
             atomic_save(target, lambda tmp: shutil.copyfile(source, tmp))
         return _sha256(target) or ""
