@@ -24,16 +24,21 @@ help: ## list every target with what it does
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# torch first, pinned: locally this takes the CPU wheel, on users' machines the CUDA build.
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,jax]'
-	# DeepSpeed compiles its CPU shared-memory collectives on first use (about 20 s on 2 cores, cached in
+	# torch first, pinned: locally this takes the CPU wheel, on users' machines the CUDA build. Without bytecode:
+	# pip would compile every file of every package, one at a time (about 60 s on 2 cores, mostly modules nothing
+	# imports); testtask.bytecode caches that of the modules the code loads (about 30 s), below.
+	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
+	$(BIN)/python -m pip install -q --no-compile -c constraints.txt -e '.[dev,jax]'
+	# In the background, DeepSpeed compiles its CPU shared-memory collectives (about 25 s on 2 cores, cached in
 	# ~/.cache/torch_extensions); the ZeRO-3 tests need them. Its CPU fused Adam (1 to 3.5 min) is built only where a
-	# run asks for it: the tests step ZeRO-3 with torch's AdamW (tests/fixtures/zero3.py).
-	DS_ACCELERATOR=cpu $(BIN)/python -c "from deepspeed.accelerator import get_accelerator as a; a().create_op_builder('ShareMemCommBuilder').load()"
-	# The §6.1 fits' numba code (10-13 s on 2 cores), cached beside its source: otherwise a fresh clone's first
-	# posterior figure, and each test worker, compiles it.
-	$(BIN)/python -c "from testtask.pretrain_on_test.precompile import precompile as p; print(f'numba code of the fits compiled and cached in {p():.1f} s')"
+	# run asks for it: the tests step ZeRO-3 with torch's AdamW (tests/fixtures/zero3.py). Meanwhile the bytecode of
+	# every module the code loads is cached (written even where PYTHONDONTWRITEBYTECODE is set, as the commands then
+	# read it), and the §6.1 fits' numba code (10-13 s), beside its source: otherwise a fresh clone's first posterior
+	# figure, and each test worker, compiles it.
+	DS_ACCELERATOR=cpu PYTHONDONTWRITEBYTECODE= $(BIN)/python -c "from deepspeed.accelerator import get_accelerator as a; a().create_op_builder('ShareMemCommBuilder').load()" & ds=$$!; \
+	DS_ACCELERATOR=cpu PYTHONDONTWRITEBYTECODE= $(BIN)/python -c "from testtask.bytecode import compile_imported as c; print('bytecode of %d modules cached in %.1f s' % c())" \
+	  && $(BIN)/python -c "from testtask.pretrain_on_test.precompile import precompile as p; print(f'numba code of the fits compiled and cached in {p():.1f} s')"; \
+	status=$$?; wait $$ds && exit $$status
 	touch $(STAMP)
 
 # bitsandbytes (QLoRA) and deepspeed (ZeRO-3) are core dependencies: both run on the CPU, and the tests use them.

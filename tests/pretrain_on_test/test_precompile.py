@@ -5,6 +5,7 @@ afterwards (one and two workers, thinned or not) compile nothing more."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,11 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 
-MAKE_INSTALL_STEP = next(
-    line.strip().split(" -c ", 1)[1].strip('"')
-    for line in (REPO / "Makefile").read_text().splitlines()
-    if "precompile import precompile" in line
-)
+MAKE_INSTALL_STEP = re.search(r'-c "([^"]*precompile import precompile[^"]*)"', (REPO / "Makefile").read_text())[1]
 FIT_AND_DRAW = """
 from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data
 from testtask.pretrain_on_test import predictive
