@@ -14,7 +14,9 @@ import pytest
 
 from tests.conftest import REPO
 
-MAKE_INSTALL_STEP = re.search(r'-c "([^"]*precompile import precompile[^"]*)"', (REPO / "Makefile").read_text())[1]
+MAKE_INSTALL_STEP = re.search(
+    r'-c "([^"]*precompile import precompile[^"]*)"', (REPO / "Makefile").read_text()
+)[1]
 FIT_AND_DRAW = """
 from tests.conftest import SMALL_SAMPLER, model_spec, small_model_data
 from testtask.pretrain_on_test import predictive
