@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import Iterator
@@ -25,6 +26,22 @@ FAST_SAMPLER = {
     "target_accept": 0.8,
     "progressbar": False,
 }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what importing the libraries and collecting the tests allocated (millions of objects: torch,
+    transformers, PyMC, ...) out of the garbage collector's reach. Each full collection then scans only what the
+    tests allocate: otherwise the hundreds of full collections of a worker's session (many explicit, from
+    the libraries' memory clean-ups) each walk the whole heap, 0.4 s apiece."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave the heap to the process's exit: the interpreter's last full collection of a worker's heap took over
+    10 s, and pytest-xdist waits at most 10 s for a worker to exit before it kills it."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
