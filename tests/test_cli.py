@@ -432,3 +432,58 @@ def test_the_tests_run_with_the_collected_heap_frozen():
     import gc
 
     assert gc.get_freeze_count() > 100_000
+
+
+FIRST_MODULE = """
+import gc
+import sys
+import weakref
+from pathlib import Path
+
+class Node:
+    pass
+
+def test_keeps_objects_alive():
+    global kept
+    kept = [[i] for i in range(5000)]  # alive past the module's end: frozen there
+    node = Node()
+    node.itself = node  # a cycle, garbage at the module's end: collected there, not frozen
+    sys.cycle_ref = weakref.ref(node)
+    Path("frozen_in_first_module").write_text(str(gc.get_freeze_count()))
+"""
+SECOND_MODULE = """
+import gc
+import sys
+from pathlib import Path
+
+def test_sees_them_frozen():
+    before = int(Path("frozen_in_first_module").read_text())
+    assert before + 5000 <= gc.get_freeze_count(), (before, gc.get_freeze_count())
+    assert sys.cycle_ref() is None
+"""
+
+
+def test_what_outlives_a_test_module_is_frozen_at_its_end(tmp_path):
+    """The suite's hooks (tests/conftest.py), run by pytest in a fresh process on two modules: what the first
+    module leaves alive is out of the collector's reach in the second."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_collection_finish, pytest_runtest_teardown  # noqa: F401\n"
+    )
+    (tmp_path / "test_a_first.py").write_text(FIRST_MODULE)
+    (tmp_path / "test_b_second.py").write_text(SECOND_MODULE)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
