@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned: locally this takes the CPU wheel, on users' machines the CUDA build. Without bytecode:
 	# pip would compile every file of every package, one at a time (about 60 s on 2 cores, mostly modules nothing
-	# imports); testtask.bytecode caches that of the modules the code loads (about 30 s), below.
+	# imports); testtask.bytecode caches that of the modules the code loads (35-42 s), below.
 	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
 	$(BIN)/python -m pip install -q --no-compile -c constraints.txt -e '.[dev,jax]'
 	# In the background, DeepSpeed compiles its CPU shared-memory collectives (about 25 s on 2 cores, cached in

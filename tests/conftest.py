@@ -46,7 +46,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """After a module's last test and its module fixtures' teardown, freeze what outlives it (caches, loaded
     modules): its garbage is collected first, so nothing that is garbage is kept."""
     yield
-    if nextitem is None or nextitem.module is not item.module:
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
         _freeze_survivors()
 
 
