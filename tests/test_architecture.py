@@ -24,14 +24,14 @@ PAPERS = (
 )
 
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
     parts = list(path.relative_to(SRC).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def import_graph(root: Path = SRC / "testtask") -> dict[str, set[str]]:
     """module -> the `testtask` modules it imports (a `from package import name` names the submodule if one exists)."""
-    modules = {_module_name(p): p for p in root.rglob("*.py")}
+    modules = {module_name(p): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets: set[str] = set()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.test_architecture import module_name
 from testtask import bytecode
 
 SRC = REPO / "src" / "testtask"
@@ -58,11 +59,7 @@ def lazily_imported_libraries() -> set[str]:
 
 def test_every_module_of_the_package_is_imported_but_main_modules():
     modules = set(bytecode.package_modules())
-    on_disk = {
-        ".".join(("testtask", *p.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
-        for p in SRC.rglob("*.py")
-        if p.name != "__main__.py"
-    } - {"testtask"}
+    on_disk = {module_name(p) for p in SRC.rglob("*.py") if p.name != "__main__.py"} - {"testtask"}
     assert modules == on_disk
     assert "testtask.pretrain_on_test.kernel" in modules
     assert not any(m.endswith("__main__") for m in modules)
