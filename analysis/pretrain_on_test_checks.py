@@ -1,7 +1,9 @@
-"""Two checks behind categories of the pretrain-on-test ledger (conf/claims/pretrain-on-test.yaml), on the release.
+"""Checks behind categories of the pretrain-on-test ledger (conf/claims/pretrain-on-test.yaml) and its counts
+rule, on the release.
 
     python analysis/pretrain_on_test_checks.py null-spread [--permutations 5000]
     python analysis/pretrain_on_test_checks.py overtrained-p-values
+    python analysis/pretrain_on_test_checks.py truncated-counts [--root ../shared/data/pretrain_on_test]
 
 `null-spread` (Appendix F, Figure 8): the observed sd of the 200 BERT–GPT-2 Spearman correlations of subsample-level
 biases against the sd of permuted nulls: its percentile among `--permutations` nulls, and how often it falls inside
@@ -12,7 +14,10 @@ kddubey/pretrain-on-test@80fd183:analysis/dataset.ipynb:184-190,542 runs it (sci
 acc_test vs acc_extra, 10,000 resamples, alternative "greater"; Benjamini–Hochberg per configuration): per (m, n),
 how many of the 25 adjusted p-values exceed 0.5.
 
-Both read `data/published/pretrain-on-test/` (`make data PAPER=pretrain-on-test`, the complete release for m = 100).
+`truncated-counts` (`pretrain_on_test.counts`): how many of the counts the §6.1 model reads (accuracy × n of `base`,
+`extra` and `test`) the authors' truncation makes one lower than rounding does, per (collection, m, n) and in all.
+
+All read `data/published/pretrain-on-test/` (`make data PAPER=pretrain-on-test`, the complete release for m = 100).
 """
 
 from __future__ import annotations
@@ -85,16 +90,33 @@ def overtrained_p_values(root: Path) -> None:
         )
 
 
+def truncated_counts(root: Path) -> None:
+    data = accuracies.load(root)
+    columns = sorted({column for pair in accuracies.EFFECTS.values() for column in pair})
+    lowered = np.zeros(len(data), dtype=int)
+    for column in columns:
+        truncated = accuracies.model_counts(data, column, accuracies.Counts.truncate)
+        lowered += truncated != accuracies.model_counts(data, column, accuracies.Counts.round)
+    per = data.assign(lowered=lowered).groupby(["collection", "m", "n"], sort=True)["lowered"].sum()
+    for (collection, m, n), count in per[per > 0].items():
+        print(f"{collection} m = {m}, n = {n}: {count}")
+    print(
+        f"in all: {lowered.sum():,} of {len(data) * len(columns):,} counts one lower ({', '.join(columns)})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("check", choices=["null-spread", "overtrained-p-values"])
+    parser.add_argument("check", choices=["null-spread", "overtrained-p-values", "truncated-counts"])
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--permutations", type=int, default=5000)
     args = parser.parse_args()
     if args.check == "null-spread":
         null_spread(args.root, args.permutations)
+    elif args.check == "truncated-counts":
+        truncated_counts(args.root)
     else:
         overtrained_p_values(args.root)
 

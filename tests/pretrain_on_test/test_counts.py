@@ -44,3 +44,25 @@ def test_the_model_reads_the_model_counts(tmp_path: Path, counts: str, control: 
 def test_an_unknown_rule_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="counts = 'floor'"):
         paired_long(_frame(tmp_path), "boost", "floor")
+
+
+def test_the_check_lists_the_counts_truncation_lowers_per_configuration(tmp_path: Path, capsys) -> None:
+    """`analysis/pretrain_on_test_checks.py truncated-counts`, which the docs' counts of lowered counts quote."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "analysis" / "pretrain_on_test_checks.py"
+    spec = importlib.util.spec_from_file_location("pretrain_on_test_checks", script)
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    rows = {100: "0.57,0.29,0.5,0.5,2,0.5\n0.5,0.5,0.5,0.5,2,0.5\n", 50: "0.58,0.5,0.5,0.5,2,0.5\n"}
+    for n, body in rows.items():
+        for lm in ("bert", "gpt2"):
+            folder = tmp_path / "accuracies_from_paper" / "m50" / f"n{n}" / lm / "task"
+            folder.mkdir(parents=True)
+            (folder / "accuracies.csv").write_text(HEADER + body)
+    checks.truncated_counts(tmp_path)
+    assert capsys.readouterr().out.splitlines() == [
+        "accuracies_from_paper m = 50, n = 50: 2",
+        "accuracies_from_paper m = 50, n = 100: 4",
+        "in all: 6 of 18 counts one lower (base, extra, test)",
+    ]
