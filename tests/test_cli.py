@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import built, tmp_config, write_accuracies
+from tests.conftest import REPO, built, tmp_config, write_accuracies
 from testtask.pipeline import NothingBuilt, UsageError, compose, run
 from testtask.pretrain_on_test import fits
 
@@ -237,9 +242,7 @@ def test_the_test_targets_cache_bytecode_and_run_one_thread_a_worker(target):
     """With PYTHONDONTWRITEBYTECODE set, every xdist worker would rewrite every test module's asserts and every
     command a test starts would compile the package again: the test targets' pytest caches bytecode anyway. Its
     workers fill the cores, so each computes on one OpenMP thread (more spin against the other workers')."""
-    import os
     import shlex
-    import subprocess
 
     from testtask.paths import repo_root
 
@@ -264,7 +267,6 @@ def test_the_test_targets_cache_bytecode_and_run_one_thread_a_worker(target):
 
 def test_make_help_lists_every_target_and_phony_is_declared_once():
     import re
-    import subprocess
 
     import yaml
 
@@ -365,7 +367,6 @@ def test_assets_action_dequantises_each_configured_checkpoint(tmp_path, monkeypa
 def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch):
     """`make table-contamination PAPER=pretrain-on-test SOURCE=results` (README §9.2) once fetched the published
     release first and failed offline without a mirror, although it reads only committed results."""
-    import subprocess
 
     from tests.conftest import go_offline
     from testtask.paths import repo_root
@@ -403,7 +404,6 @@ def test_a_list_value_is_checked_like_any_override_and_a_sweep_is_left_to_hydra(
 def test_help_lists_the_config_groups_hydra_composes_from_without_hydras_help(capsys):
     """Our `--help` (no compose per option) names every group and option Hydra's own help lists, and the
     `hydra/...` groups (launchers) besides."""
-    import sys
 
     from testtask import cli
 
@@ -429,8 +429,6 @@ def test_help_lists_the_config_groups_hydra_composes_from_without_hydras_help(ca
 
 def test_the_tests_run_with_the_collected_heap_frozen():
     """tests/conftest.py freezes what collection allocated, so the collector's full passes skip it."""
-    import gc
-
     assert gc.get_freeze_count() > 100_000
 
 
@@ -463,30 +461,29 @@ def test_sees_them_frozen():
 """
 
 
+def _fresh_pytest(folder: Path, env: dict[str, str]) -> str:
+    """pytest's output on `folder` in a fresh process with `env` (this checkout importable as `tests`); fails the
+    calling test when that pytest fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(folder)],
+        cwd=folder,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def test_what_outlives_a_test_module_is_frozen_at_its_end(tmp_path):
     """The suite's hooks (tests/conftest.py), run by pytest in a fresh process on two modules: what the first
     module leaves alive is out of the collector's reach in the second."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
     (tmp_path / "conftest.py").write_text(
         "from tests.conftest import pytest_collection_finish, pytest_runtest_teardown  # noqa: F401\n"
     )
     (tmp_path / "test_a_first.py").write_text(FIRST_MODULE)
     (tmp_path / "test_b_second.py").write_text(SECOND_MODULE)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    assert "2 passed" in _fresh_pytest(tmp_path, dict(os.environ))
 
 
 OFFLINE_MODULE = """
@@ -504,22 +501,7 @@ def test_offline():
 def test_the_tests_reach_no_hub_whatever_the_shell_sets(tmp_path):
     """tests/conftest.py sets the hubs' offline switches before anything imports huggingface_hub, so a `make test`
     or `pytest` from a shell without them (CI's `.ci/run` sets HF_HUB_OFFLINE) waits on no network lookup."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
     (tmp_path / "conftest.py").write_text("import tests.conftest  # noqa: F401\n")
     (tmp_path / "test_offline.py").write_text(OFFLINE_MODULE)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
+    assert "1 passed" in _fresh_pytest(tmp_path, env)
