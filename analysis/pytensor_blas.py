@@ -12,7 +12,6 @@ bias): about what a BLAS would save the authors' way in that benchmark. Reads `d
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import io
 import re
 import warnings
@@ -33,7 +32,7 @@ def op_classes(m: int, n: int, effect: str, calls: int, root: Path = ROOT) -> li
     frame = accuracies.load(root, collection="accuracies_from_paper", m=m, n=n)
     settings = configured("pretrain-on-test")
     data = fits.configuration_data(frame, effect, settings.counts)
-    model = build_bambi(data.to_long(), dataclasses.replace(settings.model, backend="bambi"))
+    model = build_bambi(data.to_long(), fits.spec_from(settings, backend="bambi"))
     model.build()
     function = model.backend.model.logp_dlogp_function(ravel_inputs=True, profile=True)
     function.set_extra_values({})

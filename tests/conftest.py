@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -186,9 +188,18 @@ def write_accuracies(
             frame.to_csv(folder / "accuracies.csv", index=False)
 
 
+def analysis_script(name: str) -> ModuleType:
+    """`analysis/<name>.py` (a script folder, not a package) loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "analysis" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @contextmanager
 def offline_single_thread() -> Iterator[None]:
-    """One torch thread (the CPUs are shared), offline hubs, quiet progress bars; restored afterwards."""
+    """One torch thread (the CPUs are shared), quiet progress bars and tokenizers; restored afterwards (the hubs are
+    offline for every test, above)."""
     import datasets
     import torch
     import transformers
@@ -197,20 +208,18 @@ def offline_single_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     transformers.utils.logging.disable_progress_bar()
     datasets.disable_progress_bars()
-    keys = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    saved = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
         yield
     finally:
         torch.set_num_threads(threads)
         transformers.utils.logging.enable_progress_bar()
         datasets.enable_progress_bars()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        if saved is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = saved
 
 
 def write_json(path: Path, payload: object) -> Path:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-from tests.conftest import write_json
+from tests.conftest import analysis_script, write_json
 
-SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "compare_sidecars.py"
-spec = importlib.util.spec_from_file_location("compare_sidecars", SCRIPT)
-compare = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compare)
+compare = analysis_script("compare_sidecars")
 
 SIDECAR = {"theta": 0.0731, "panels": [{"n": 53, "ok": True, "label": "mmlu"}], "note": None}
 

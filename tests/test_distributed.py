@@ -44,7 +44,7 @@ def ranks(tmp_path_factory) -> list[dict]:
     env = dict(os.environ)
     src = str(Path(testtask.__file__).resolve().parents[1])  # the ranks import the testtask this test imports
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
-    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     out = root / "out"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}"]
     command += [str(WORKER), "--model", str(model), "--out", str(out)]

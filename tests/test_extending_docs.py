@@ -114,8 +114,6 @@ def clone(tmp_path) -> Clone:
     env.update(
         TESTTASK_ROOT=str(root),
         TESTTASK_DATA_MIRROR=str(mirror),
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         MPLBACKEND="Agg",

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _run(args: list[str], tmp_path: Path, full_error: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    env.update(HF_HUB_OFFLINE="1", MPLBACKEND="Agg")
+    env.update(MPLBACKEND="Agg")
     if full_error:
         env["HYDRA_FULL_ERROR"] = "1"
     hydra = [f"hydra.run.dir={tmp_path / 'hydra'}", "hydra.output_subdir=null"]

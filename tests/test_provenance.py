@@ -4,14 +4,13 @@ command; a figure drawn without part of its inputs says so on itself; compare_si
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import built, stamp_release, tmp_config, write_accuracies
+from tests.conftest import analysis_script, built, stamp_release, tmp_config, write_accuracies
 from testtask import provenance
 from testtask.context import Context
 from testtask.io import atomic_write_json
@@ -20,7 +19,6 @@ from testtask.pipeline import run
 from testtask.pretrain_on_test import boost_bias_figures
 
 FAST = ["sampler.draws=200", "sampler.tune=200", "sampler.chains=2", "sampler.progressbar=false", "seed=5"]
-SCRIPT = Path(__file__).resolve().parents[1] / "analysis" / "compare_sidecars.py"
 
 
 def _config(tmp_path: Path, *extra: str):
@@ -174,10 +172,7 @@ def test_tree_digest_reads_a_tree_below_a_dot_folder_and_leaves_out_named_folder
 
 @pytest.fixture(scope="module")
 def compare_sidecars():
-    spec = importlib.util.spec_from_file_location("compare_sidecars", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return analysis_script("compare_sidecars")
 
 
 def test_compare_sidecars_leaves_provenance_out_unless_asked(tmp_path, compare_sidecars, capsys):

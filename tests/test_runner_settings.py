@@ -62,8 +62,7 @@ def run_entry(monkeypatch, paper: str, tmp_path: Path, *overrides: str) -> None:
     from testtask.runners import main
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        monkeypatch.setenv(var, "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")  # the hubs' own switches: tests/conftest.py
     argv = [
         "run.py",
         *overrides,

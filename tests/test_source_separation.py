@@ -7,7 +7,6 @@ output folder (paths.output_dir), and every reader checks a sidecar's provenance
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import shutil
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import stamp_release
+from tests.conftest import analysis_script, stamp_release
 from tests.training_on_the_test_task.test_figures import make_tree
 from testtask.paths import output_dir, source_folder
 from testtask.pipeline import build, compose, run
@@ -220,10 +219,7 @@ def test_a_sidecar_without_provenance_is_accepted_with_a_warning(caplog):
 
 
 def test_compare_sidecars_refuses_a_pair_from_two_sources(tmp_path, capsys):
-    script = Path(__file__).resolve().parents[1] / "analysis" / "compare_sidecars.py"
-    spec = importlib.util.spec_from_file_location("compare_sidecars_sources", script)
-    compare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare)
+    compare = analysis_script("compare_sidecars")
     for side, block in (("old", _block("published")), ("new", _block("results", "a"))):
         (tmp_path / side).mkdir()
         (tmp_path / side / "figure-1.json").write_text(json.dumps(block))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import analysis_script
 from testtask.pretrain_on_test.accuracies import model_counts, paired_long, read_accuracies
 
 HEADER = "base,extra,test,majority,num_classes,majority_all\n"
@@ -48,12 +49,7 @@ def test_an_unknown_rule_is_refused(tmp_path: Path) -> None:
 
 def test_the_check_lists_the_counts_truncation_lowers_per_configuration(tmp_path: Path, capsys) -> None:
     """`analysis/pretrain_on_test_checks.py truncated-counts`, which the docs' counts of lowered counts quote."""
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[2] / "analysis" / "pretrain_on_test_checks.py"
-    spec = importlib.util.spec_from_file_location("pretrain_on_test_checks", script)
-    checks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(checks)
+    checks = analysis_script("pretrain_on_test_checks")
     rows = {100: "0.57,0.29,0.5,0.5,2,0.5\n0.5,0.5,0.5,0.5,2,0.5\n", 50: "0.58,0.5,0.5,0.5,2,0.5\n"}
     for n, body in rows.items():
         for lm in ("bert", "gpt2"):

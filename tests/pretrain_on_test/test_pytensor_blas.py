@@ -3,24 +3,18 @@ when no C BLAS is linked (the docs' caveat on `make bench-vs-authors` quotes it)
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import mirror_dir
-
-SCRIPT = Path(__file__).resolve().parents[2] / "analysis" / "pytensor_blas.py"
+from tests.conftest import analysis_script, mirror_dir
 
 
 def test_the_profile_is_read_by_op_class_and_gemv_runs_in_python_without_a_blas() -> None:
     mirror = mirror_dir()
     if mirror is None:
         pytest.skip("no data mirror (TESTTASK_DATA_MIRROR)")
-    spec = importlib.util.spec_from_file_location("pytensor_blas", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = analysis_script("pytensor_blas")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pytensor
