@@ -35,6 +35,7 @@ def test_every_claim_that_does_not_match_on_the_release_has_a_category(
     )
     assert summary["uncategorized"] == {}
     assert summary["unsupported"] == {}  # every category's evidence holds against our values
+    assert summary["unresolved_notes"] == {}  # every number a note quotes is read from the outputs
     found = summary["papers"][paper]["findings"]
     unexplained = found.get("unexplained", [])
     assert len(unexplained) <= 2, json.dumps(unexplained, indent=1)

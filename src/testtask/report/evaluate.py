@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from testtask import diagnostics
-from testtask.report import paths, rules
+from testtask.report import notes, paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
 from testtask.sidecars import Expected, read
 
@@ -146,10 +146,8 @@ class Verdict:
     unbuilt: tuple[str, ...] = ()  # the sidecars it reads that are not built
     failed_fits: tuple[str, ...] = ()  # sidecars read that record a fit outside the diagnostics limits
     user_files: Mapping[str, str] = dataclasses.field(default_factory=dict)  # own files read: name -> SHA-256
-
-    @property
-    def note(self) -> str | None:
-        return self.claim.note
+    note: str | None = None  # the claim's note with its references read (report/notes.py; None: no note)
+    unresolved: tuple[str, ...] = ()  # the note's references that could not be read, each with why
 
     def as_dict(self) -> dict[str, Any]:
         category = self.claim.category
@@ -166,7 +164,7 @@ class Verdict:
             "command": self.command,
             "reason": self.reason,
             "not_built": list(self.unbuilt),
-            "note": self.claim.note,
+            "note": self.note,
             "category": {"kind": category.kind, **thaw(category.fields)} if category else None,
             "failed_fits": list(self.failed_fits),
             "user_files": dict(self.user_files),
@@ -220,7 +218,7 @@ def evaluate_claim(
     sidecars.start_claim()
     verdict = _judge(claim, sidecars, data_root, functions, paper, source)
     failed = sidecars.with_failed_fits()
-    return dataclasses.replace(verdict, failed_fits=failed, user_files=sidecars.user_files())
+    return dataclasses.replace(verdict, failed_fits=failed, user_files=sidecars.user_files(), note=claim.note)
 
 
 def _judge(
@@ -297,6 +295,26 @@ def evaluate(
     return [
         evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims
     ]
+
+
+def with_notes(
+    verdicts: Mapping[str, list[Verdict]], outputs: Mapping[str, Sidecars]
+) -> dict[str, list[Verdict]]:
+    """Each preset's verdicts with their claims' notes read (report/notes.py) from the claims' values and the
+    sidecars `outputs` of every preset: a note may quote both presets, so it is read once all are judged."""
+    values: dict[str, dict[str, Any]] = {}
+    for preset, judged in verdicts.items():
+        for v in judged:
+            values.setdefault(v.claim.id, {})[preset] = v.value
+    shown: dict[str, list[Verdict]] = {}
+    for preset, judged in verdicts.items():
+        shown[preset] = []
+        for v in judged:
+            if v.claim.note is not None:
+                rendered = notes.render(v.claim.note, values[v.claim.id], outputs)
+                v = dataclasses.replace(v, note=rendered.text, unresolved=rendered.unresolved)
+            shown[preset].append(v)
+    return shown
 
 
 def counts(verdicts: list[Verdict]) -> dict[str, int]:

@@ -15,7 +15,9 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
     # ... or `ours: {function: <name>}`: a function of the paper's report hook (PAPER.report), given the sidecars
     rule: {kind: round, digits: 2}    # see report/rules.py
     needs: [accuracies_from_paper/m50]  # inputs under the paper's data root; absent -> "not computable"
-    note: "..."                       # optional: the known explanation when it differs
+    note: "..."                       # optional: the known explanation when it differs; it quotes the numbers
+                                      #   an output holds by reference, {ours|.3f} or {figure-15:panels[0].p},
+                                      #   not as written-down digits (report/notes.py)
     figure: table-1                   # optional: the output shown beside it (default: ours.output)
     category:                         # why it differs or is not computable on the authors' release (CATEGORIES)
       kind: text-vs-code              #   one of the fixed list below, with that kind's fields
@@ -55,7 +57,7 @@ from typing import Any
 import yaml
 
 from testtask.errors import InputError
-from testtask.report import paper_values, paths, rules
+from testtask.report import notes, paper_values, paths, rules
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _OUTPUT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -238,6 +240,11 @@ def _claim(raw: Any, file: Path, index: int, seen: set[str]) -> Claim:
             raise fail(optional, "must be a string")
     if raw.get("figure") is not None and not _OUTPUT.fullmatch(raw["figure"]):
         raise fail("figure", f"not an output name: {raw['figure']!r}")
+    if raw.get("note") is not None:
+        try:
+            notes.references(raw["note"])
+        except notes.NoteError as err:
+            raise fail("note", str(err)) from None
 
     ours_raw = raw.get("ours")
     if not isinstance(ours_raw, Mapping):

@@ -122,7 +122,7 @@ def _elsewhere(own: ledger.Ledger, source: str, configs: dict[str, Any], plugin:
         evaluate.Verdict(c, evaluate.NOT_COMPUTABLE, reason=reason, command=command) for c in own.claims
     ]
     protocols = [p for p in configs if p == AUTHORS or "analysis" in plugin.paper_text]
-    return _Judged({p: list(verdicts) for p in protocols}, {})
+    return _Judged(evaluate.with_notes({p: list(verdicts) for p in protocols}, {}), {})
 
 
 def _command(cfg: DictConfig) -> str:
@@ -169,6 +169,7 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             if c.figure and c.figure.startswith(("figure-", "table-"))
         }
         judged = _Judged({}, {})
+        outputs: dict[str, evaluate.Sidecars] = {}  # each preset's sidecars, for the notes' references
         for protocol, preset_cfg in configs.items():
             if protocol == PAPER_TEXT and "analysis" not in plugin.paper_text:
                 continue
@@ -184,9 +185,11 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             judged.verdicts[protocol] = evaluate.evaluate(
                 loaded, folder, data_root, plugin.report, source, expected, pages=pages
             )
+            outputs[protocol] = evaluate.Sidecars(folder, expected, pages)
             waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol)
             if waiting:
                 missing.append(waiting)
+        judged.verdicts = evaluate.with_notes(judged.verdicts, outputs)
         return judged
 
     for paper in chosen:
@@ -240,6 +243,16 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             for r in reports
         },
     }
+    summary["unresolved_notes"] = {
+        r.paper: {v.claim.id: list(v.unresolved) for v in r.verdicts if v.unresolved}
+        for r in reports
+        if any(v.unresolved for v in r.verdicts)
+    }
+    for unresolved in summary["unresolved_notes"].values():
+        for claim_id, why in unresolved.items():
+            log.warning(
+                "report: the note of claim %s quotes what cannot be read: %s", claim_id, "; ".join(why)
+            )
     for section in ("uncategorized", "unsupported"):
         ids = {
             r.paper: [line.claim.id for line in getattr(r.findings, section)] for r in reports if r.findings

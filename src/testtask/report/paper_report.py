@@ -85,8 +85,8 @@ def detail(v: Verdict, text: Verdict | None = None) -> str:
         parts.append(
             f"{category.kind}: {category.summary()}" + (f"; shown by: {shown_by}" if shown_by else "")
         )
-    if v.claim.note and v.status != MATCHES:
-        parts.append(f"note: {v.claim.note}")
+    if v.note and v.status != MATCHES:
+        parts.append(f"note: {v.note}")
     return "; ".join(parts)
 
 
