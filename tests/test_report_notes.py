@@ -44,6 +44,11 @@ def test_a_note_reads_into_the_claims_value_and_other_outputs():
     assert shown.text == "rise 0.053; θ̂ 6.8% (0.065); all [0.07, 0.17]"
 
 
+def test_a_brace_itself_is_written_twice():
+    shown = _render("qwen2-{{0.5b,7b}}-mmlu.json: {ours}, as {{ours}}", values={"authors": 3})
+    assert shown.text == "qwen2-{0.5b,7b}-mmlu.json: 3, as {ours}"
+
+
 def test_a_key_may_hold_the_bar_that_starts_a_format_spec():
     means = {"means": {"family|spearman|p_vocab": {"mean": 0.3181}}}
     outputs = {"authors": {"figure-4": means}}
@@ -104,6 +109,10 @@ def test_a_malformed_reference_names_file_claim_and_field(tmp_path, note, messag
     file.write_text(yaml.safe_dump({"paper": "p", "claims": [{**CLAIM, "note": note}]}))
     with pytest.raises(ledger.LedgerError, match=rf"claims\.yaml: claim c\.one, field 'note': .*{message}"):
         ledger.load(file)
+    category = {"kind": "release-gap", "missing": ["a", note], "toward": "b", "shown_by": "make figure-1"}
+    file.write_text(yaml.safe_dump({"paper": "p", "claims": [{**CLAIM, "category": category}]}))
+    with pytest.raises(ledger.LedgerError, match=rf"claim c\.one, field 'category\.missing': .*{message}"):
+        ledger.load(file)
 
 
 def test_the_verdicts_carry_their_notes_read_under_both_presets(tmp_path):
@@ -112,7 +121,13 @@ def test_the_verdicts_carry_their_notes_read_under_both_presets(tmp_path):
         (tmp_path / preset / "figure-1.json").write_text(json.dumps({"panels": [{"theta": theta}]}))
     file = tmp_path / "claims.yaml"
     note = "ours {ours|.2f}, under the text {paper_text ours|.2f}"
-    file.write_text(yaml.safe_dump({"paper": "p", "claims": [{**CLAIM, "note": note}]}))
+    category = {
+        "kind": "release-gap",
+        "missing": ["z: {ours|.1f}", "b"],
+        "toward": "c",
+        "shown_by": "{figure-1:x}",
+    }
+    file.write_text(yaml.safe_dump({"paper": "p", "claims": [{**CLAIM, "note": note, "category": category}]}))
     loaded = ledger.load(file)
     judged = {p: evaluate.evaluate(loaded, tmp_path / p, tmp_path) for p in ("authors", "paper_text")}
     assert judged["authors"][0].note == note  # unread until both presets are judged
@@ -121,10 +136,12 @@ def test_the_verdicts_carry_their_notes_read_under_both_presets(tmp_path):
     for preset in judged:
         assert shown[preset][0].note == "ours 0.50, under the text 0.61"
         assert shown[preset][0].as_dict()["note"] == "ours 0.50, under the text 0.61"
+        assert shown[preset][0].claim.category.fields["missing"] == ("z: 0.5", "b")
+        assert shown[preset][0].unresolved == ("category.shown_by: {figure-1:x} (x: no key 'x')",)
 
 
 def test_the_committed_notes_quote_outputs_the_paper_builds():
-    """Every reference of a committed note names `ours` or an output its paper builds (so it resolves once built)."""
+    """Every reference of a committed note or category names `ours` or an output its paper builds."""
     from testtask import papers
     from testtask.paths import conf_dir
 
@@ -133,6 +150,8 @@ def test_the_committed_notes_quote_outputs_the_paper_builds():
         plugin = papers.get(loaded.paper)
         outputs = {f"figure-{f}" for f in plugin.figures} | {f"table-{t}" for t in plugin.tables}
         for claim in loaded.claims:
-            for _, ref in notes.references(claim.note or ""):
+            fields = claim.category.fields.values() if claim.category else ()
+            texts = [claim.note or "", *(t for f in fields for t in (f if isinstance(f, tuple) else [f]))]
+            for _, ref in (r for t in texts if isinstance(t, str) for r in notes.references(t)):
                 name = ref.output.removesuffix(".json").removesuffix(".csv")
                 assert ref.output == notes.OURS or name in outputs, (file.name, claim.id, ref.output)

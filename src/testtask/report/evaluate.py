@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from testtask import diagnostics
@@ -297,11 +298,25 @@ def evaluate(
     ]
 
 
+def _read_text(
+    text: Any, values: Mapping[str, Any], outputs: Mapping[str, Sidecars], where: str, unresolved: list[str]
+):
+    """A text field (or list of them) with its references read; other values as they are."""
+    if isinstance(text, tuple):
+        return tuple(_read_text(t, values, outputs, where, unresolved) for t in text)
+    if not isinstance(text, str):
+        return text
+    rendered = notes.render(text, values, outputs)
+    unresolved.extend(f"{where}: {why}" for why in rendered.unresolved)
+    return rendered.text
+
+
 def with_notes(
     verdicts: Mapping[str, list[Verdict]], outputs: Mapping[str, Sidecars]
 ) -> dict[str, list[Verdict]]:
-    """Each preset's verdicts with their claims' notes read (report/notes.py) from the claims' values and the
-    sidecars `outputs` of every preset: a note may quote both presets, so it is read once all are judged."""
+    """Each preset's verdicts with the references (report/notes.py) of their claims' notes and categories read from
+    the claims' values and the sidecars `outputs` of every preset: a note may quote both presets, so it is read once
+    all are judged."""
     values: dict[str, dict[str, Any]] = {}
     for preset, judged in verdicts.items():
         for v in judged:
@@ -310,10 +325,16 @@ def with_notes(
     for preset, judged in verdicts.items():
         shown[preset] = []
         for v in judged:
-            if v.claim.note is not None:
-                rendered = notes.render(v.claim.note, values[v.claim.id], outputs)
-                v = dataclasses.replace(v, note=rendered.text, unresolved=rendered.unresolved)
-            shown[preset].append(v)
+            claim, unresolved = v.claim, []
+            note = _read_text(claim.note, values[claim.id], outputs, "note", unresolved)
+            if claim.category is not None:
+                fields = {
+                    name: _read_text(value, values[claim.id], outputs, f"category.{name}", unresolved)
+                    for name, value in claim.category.fields.items()
+                }
+                category = dataclasses.replace(claim.category, fields=MappingProxyType(fields))
+                claim = dataclasses.replace(claim, category=category)
+            shown[preset].append(dataclasses.replace(v, claim=claim, note=note, unresolved=tuple(unresolved)))
     return shown
 
 

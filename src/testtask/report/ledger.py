@@ -15,9 +15,9 @@ The file is a mapping `{paper: <key>, claims: [<claim>, ...]}`; each claim:
     # ... or `ours: {function: <name>}`: a function of the paper's report hook (PAPER.report), given the sidecars
     rule: {kind: round, digits: 2}    # see report/rules.py
     needs: [accuracies_from_paper/m50]  # inputs under the paper's data root; absent -> "not computable"
-    note: "..."                       # optional: the known explanation when it differs; it quotes the numbers
-                                      #   an output holds by reference, {ours|.3f} or {figure-15:panels[0].p},
-                                      #   not as written-down digits (report/notes.py)
+    note: "..."                       # optional: the known explanation when it differs; it (and a category's
+                                      #   texts) quotes the numbers an output holds by reference, {ours|.3f} or
+                                      #   {figure-15:panels[0].p}, not as written-down digits (report/notes.py)
     figure: table-1                   # optional: the output shown beside it (default: ours.output)
     category:                         # why it differs or is not computable on the authors' release (CATEGORIES)
       kind: text-vs-code              #   one of the fixed list below, with that kind's fields
@@ -383,6 +383,13 @@ def _category(raw: Any, fail: Any) -> Category:
                 raise fail("category.against", f"a number or a path into ours, got {value!r}")
         elif not isinstance(value, str) or not value.strip():
             raise fail(f"category.{name}", "a non-empty string is required")
+    for name, value in fields.items():  # its texts may quote our values as a note does
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                try:
+                    notes.references(text)
+                except notes.NoteError as err:
+                    raise fail(f"category.{name}", str(err)) from None
     for name in ("of", "against"):
         if isinstance(fields.get(name), str):
             try:

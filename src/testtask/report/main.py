@@ -251,7 +251,9 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     for unresolved in summary["unresolved_notes"].values():
         for claim_id, why in unresolved.items():
             log.warning(
-                "report: the note of claim %s quotes what cannot be read: %s", claim_id, "; ".join(why)
+                "report: claim %s quotes in its note or category what its outputs do not hold: %s",
+                claim_id,
+                "; ".join(why),
             )
     for section in ("uncategorized", "unsupported"):
         ids = {

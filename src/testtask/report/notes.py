@@ -1,5 +1,5 @@
-"""A claim's note quotes our numbers by reference, read from the outputs when the report is written, so that a
-rebuilt output cannot leave a note stating an old value.
+"""A claim's note (and its category's texts) quotes our numbers by reference, read from the outputs when the report
+is written, so that a rebuilt output cannot leave a note stating an old value.
 
 A reference is written in braces:
 
@@ -11,7 +11,7 @@ A reference is written in braces:
     {paper_text ours|.4f}              the same under the paper's-text preset (protocol=paper_text)
     {paper_text table-4:rows[benchmark=mmlu].coef|.4f}
 
-A key may hold `|` (`{figure-4:mean_over_tasks.family|spearman|p_vocab.mean|.3f}`): the text after the last `|` is
+A brace itself is written twice, `{{` and `}}`. A key may hold `|` (`{figure-4:mean_over_tasks.family|spearman|p_vocab.mean|.3f}`): the text after the last `|` is
 the format spec where it reads as one, part of the path otherwise.
 
 A reference that cannot be read is shown as `[...]` saying why: an output not built yet, a preset not evaluated, or
@@ -51,10 +51,21 @@ class Reference:
     spec: str
 
 
+def _masked(text: str) -> str:
+    """`text` with its escaped braces (`{{`, `}}`) masked, at the same positions."""
+    return text.replace("{{", "\x00\x00").replace("}}", "\x01\x01")
+
+
+def _unmasked(text: str) -> str:
+    return text.replace("\x00\x00", "{").replace("\x01\x01", "}")
+
+
 def references(note: str) -> list[tuple[re.Match[str], Reference]]:
-    """The references of `note` in order (NoteError for a brace that opens no valid reference, or a bad part)."""
+    """The references of `note` in order (NoteError for a brace that opens no valid reference, or a bad part); the
+    matches are on `note` with its escaped braces masked."""
     found = []
     position = 0
+    note = _masked(note)
     for match in _REFERENCE.finditer(note):
         _no_stray_brace(note[position : match.start()])
         position = match.end()
@@ -83,8 +94,8 @@ def references(note: str) -> list[tuple[re.Match[str], Reference]]:
 def _no_stray_brace(text: str) -> None:
     if "{" in text or "}" in text:
         raise NoteError(
-            f"a brace that is no reference in {text.strip()!r} (a reference: {{ours|.3f}}, "
-            "{figure-3:panels[0].beta.mean}, {paper_text ours})"
+            f"a brace that is no reference in {_unmasked(text).strip()!r} (a reference: {{ours|.3f}}, "
+            "{figure-3:panels[0].beta.mean}, {paper_text ours}; a brace itself: {{ or }})"
         )
 
 
@@ -129,8 +140,9 @@ def render(note: str, values: Mapping[str, Any], outputs: Mapping[str, Mapping[s
     shown as such; one that what is there cannot answer (a path it does not hold, a number format on a text) is
     also listed as unresolved: that is the ledger's error."""
     parts, unresolved, position = [], [], 0
+    masked = _masked(note)
     for match, ref in references(note):
-        parts.append(note[position : match.start()])
+        parts.append(_unmasked(masked[position : match.start()]))
         position = match.end()
         try:
             parts.append(_shown(_read(ref, values, outputs), ref.spec))
@@ -139,5 +151,5 @@ def render(note: str, values: Mapping[str, Any], outputs: Mapping[str, Mapping[s
         except (LookupError, TypeError) as err:
             unresolved.append(f"{match.group(0)} ({err})")
             parts.append(f"[{match.group(0)[1:-1]}: {err}]")
-    parts.append(note[position:])
+    parts.append(_unmasked(masked[position:]))
     return Rendered("".join(parts), tuple(unresolved))
