@@ -155,3 +155,27 @@ def test_the_committed_notes_quote_outputs_the_paper_builds():
             for _, ref in (r for t in texts if isinstance(t, str) for r in notes.references(t)):
                 name = ref.output.removesuffix(".json").removesuffix(".csv")
                 assert ref.output == notes.OURS or name in outputs, (file.name, claim.id, ref.output)
+
+
+def test_a_claim_whose_inputs_are_incomplete_quotes_nothing_from_outputs_of_other_data(tmp_path):
+    (tmp_path / "authors").mkdir()
+    (tmp_path / "authors" / "figure-1.json").write_text(json.dumps({"panels": [{"theta": 0.5}]}))
+    (tmp_path / "m50").mkdir()
+    file = tmp_path / "claims.yaml"
+    claims = [
+        {**CLAIM, "id": "c.whole", "needs": ["m50"], "note": "on all data {ours|.2f}"},
+        {
+            **CLAIM,
+            "id": "c.part",
+            "needs": ["m50", "m100"],
+            "note": "on all data {ours|.2f} in {figure-1:panels[0].theta}",
+        },
+    ]
+    file.write_text(yaml.safe_dump({"paper": "p", "claims": claims}))
+    judged = {"authors": evaluate.evaluate(ledger.load(file), tmp_path / "authors", tmp_path)}
+    whole, part = evaluate.with_notes(judged, {"authors": evaluate.Sidecars(tmp_path / "authors")})["authors"]
+    assert whole.note == "on all data 0.50"
+    assert part.value == 0.5  # computed on the data present, shown but not judged ...
+    assert part.note == "on all data [not on this data] in [not on this data]"
+    assert part.reason == "missing input m100"
+    assert part.unresolved == ()  # ... and no error of the ledger

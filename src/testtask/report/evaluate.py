@@ -299,14 +299,19 @@ def evaluate(
 
 
 def _read_text(
-    text: Any, values: Mapping[str, Any], outputs: Mapping[str, Sidecars], where: str, unresolved: list[str]
+    text: Any,
+    values: Mapping[str, Any],
+    outputs: Mapping[str, Sidecars],
+    where: str,
+    unresolved: list[str],
+    withheld: str | None,
 ):
     """A text field (or list of them) with its references read; other values as they are."""
     if isinstance(text, tuple):
-        return tuple(_read_text(t, values, outputs, where, unresolved) for t in text)
+        return tuple(_read_text(t, values, outputs, where, unresolved, withheld) for t in text)
     if not isinstance(text, str):
         return text
-    rendered = notes.render(text, values, outputs)
+    rendered = notes.render(text, values, outputs, withheld)
     unresolved.extend(f"{where}: {why}" for why in rendered.unresolved)
     return rendered.text
 
@@ -316,7 +321,8 @@ def with_notes(
 ) -> dict[str, list[Verdict]]:
     """Each preset's verdicts with the references (report/notes.py) of their claims' notes and categories read from
     the claims' values and the sidecars `outputs` of every preset: a note may quote both presets, so it is read once
-    all are judged."""
+    all are judged. A claim whose inputs this data lacks reads none: its outputs were built on other data than its
+    note speaks of."""
     values: dict[str, dict[str, Any]] = {}
     for preset, judged in verdicts.items():
         for v in judged:
@@ -326,10 +332,14 @@ def with_notes(
         shown[preset] = []
         for v in judged:
             claim, unresolved = v.claim, []
-            note = _read_text(claim.note, values[claim.id], outputs, "note", unresolved)
+            # a claim whose inputs (`needs`) this data lacks: its verdict says which
+            withheld = "not on this data" if any(m not in v.unbuilt for m in v.missing) else None
+            note = _read_text(claim.note, values[claim.id], outputs, "note", unresolved, withheld)
             if claim.category is not None:
                 fields = {
-                    name: _read_text(value, values[claim.id], outputs, f"category.{name}", unresolved)
+                    name: _read_text(
+                        value, values[claim.id], outputs, f"category.{name}", unresolved, withheld
+                    )
                     for name, value in claim.category.fields.items()
                 }
                 category = dataclasses.replace(claim.category, fields=MappingProxyType(fields))

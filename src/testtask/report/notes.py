@@ -11,12 +11,14 @@ A reference is written in braces:
     {paper_text ours|.4f}              the same under the paper's-text preset (protocol=paper_text)
     {paper_text table-4:rows[benchmark=mmlu].coef|.4f}
 
-A brace itself is written twice, `{{` and `}}`. A key may hold `|` (`{figure-4:mean_over_tasks.family|spearman|p_vocab.mean|.3f}`): the text after the last `|` is
-the format spec where it reads as one, part of the path otherwise.
+A brace itself is written twice, `{{` and `}}`. A key may hold `|`
+(`{figure-4:mean_over_tasks.family|spearman|p_vocab.mean|.3f}`): the text after the last `|` is the format spec
+where it reads as one, part of the path otherwise.
 
 A reference that cannot be read is shown as `[...]` saying why: an output not built yet, a preset not evaluated, or
 ours not computable; one that the built output cannot answer (a path it does not hold) is also listed among the
-report's unresolved notes, as the ledger's error.
+report's unresolved notes, as the ledger's error. A claim whose inputs the data lacks (its `needs`) reads none: its
+outputs hold values of other data than its note speaks of.
 """
 
 from __future__ import annotations
@@ -134,16 +136,25 @@ def _read(ref: Reference, values: Mapping[str, Any], outputs: Mapping[str, Mappi
     return paths.resolve(document, ref.path) if ref.path else document
 
 
-def render(note: str, values: Mapping[str, Any], outputs: Mapping[str, Mapping[str, Any]]) -> Rendered:
+def render(
+    note: str,
+    values: Mapping[str, Any],
+    outputs: Mapping[str, Mapping[str, Any]],
+    withheld: str | None = None,
+) -> Rendered:
     """`note` with its references replaced: `values[preset]` is the claim's value under a preset, `outputs[preset]`
     that preset's sidecars by output name (a missing preset: not evaluated). A reference to what is not there yet is
     shown as such; one that what is there cannot answer (a path it does not hold, a number format on a text) is
-    also listed as unresolved: that is the ledger's error."""
+    also listed as unresolved: that is the ledger's error. `withheld`: why no reference is read at all (the claim's
+    inputs are incomplete, so the outputs hold values of other data than the note speaks of)."""
     parts, unresolved, position = [], [], 0
     masked = _masked(note)
     for match, ref in references(note):
         parts.append(_unmasked(masked[position : match.start()]))
         position = match.end()
+        if withheld is not None:  # the verdict says what the data lacks
+            parts.append(f"[{withheld}]")
+            continue
         try:
             parts.append(_shown(_read(ref, values, outputs), ref.spec))
         except _Waiting as err:
