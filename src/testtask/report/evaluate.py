@@ -305,7 +305,7 @@ def _read_text(
     where: str,
     unresolved: list[str],
     withheld: str | None,
-):
+) -> Any:
     """A text field (or list of them) with its references read; other values as they are."""
     if isinstance(text, tuple):
         return tuple(_read_text(t, values, outputs, where, unresolved, withheld) for t in text)

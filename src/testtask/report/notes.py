@@ -131,8 +131,8 @@ def _read(ref: Reference, values: Mapping[str, Any], outputs: Mapping[str, Mappi
     else:
         try:
             document = outputs[ref.preset][ref.output]
-        except LookupError as err:  # MissingOutput (the file's name) or a plain mapping's KeyError
-            raise _Waiting(f"{str(err).strip(chr(39))} not built") from None
+        except LookupError as err:  # MissingOutput (argument: the file) or a plain KeyError
+            raise _Waiting(f"{err.args[0] if err.args else ref.output} not built") from None
     return paths.resolve(document, ref.path) if ref.path else document
 
 
