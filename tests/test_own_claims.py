@@ -80,15 +80,18 @@ def _claim(summary: dict, claim_id: str) -> dict:
 
 
 def test_an_own_claim_about_the_run_is_judged_on_it_and_nowhere_else(root):
-    _own(root, [CLAIM])
+    _own(root, [{**CLAIM, "note": "the group is {ours}"}])
     build(_cfg(root, "source=published+results"), "figure", [1])
     published = run(_cfg(root, "action=report", "source=published"))
     own = _claim(published, CLAIM["id"])
     assert own["status"] == "not computable"
     assert "make report PAPER=training-on-the-test-task SOURCE=published+results RUN=<run>" in own["reason"]
+    assert (
+        own["note"] == "the group is [not on this data]"
+    )  # its note quotes nothing from the release's outputs
     overlay = run(_cfg(root, "action=report", "source=published+results"))
     own = _claim(overlay, CLAIM["id"])
-    assert own["status"] == "matches" and own["value"] == 1
+    assert own["status"] == "matches" and own["value"] == 1 and own["note"] == "the group is 1"
     assert own["user_files"]["models.yaml"]  # its sidecar was built with the student's registry entry
     paper_claims = [c for c in overlay["papers"][PAPER]["claims"] if not c["id"].startswith("own.")]
     # the paper's claims are read from the release's own folder (not built here), never from the overlay's

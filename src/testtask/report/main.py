@@ -118,8 +118,10 @@ def _elsewhere(own: ledger.Ledger, source: str, configs: dict[str, Any], plugin:
         run = " RUN=<run>" if own.source != "published" else ""
         command = f"make report PAPER={plugin.key} SOURCE={own.source}{run}"
         reason = f"an own claim about source={own.source}, judged by `{command}` (this report reads {source})"
+    missing = (f"source={own.source}",)  # what this report does not read: the data the claims are about
     verdicts = [
-        evaluate.Verdict(c, evaluate.NOT_COMPUTABLE, reason=reason, command=command) for c in own.claims
+        evaluate.Verdict(c, evaluate.NOT_COMPUTABLE, reason=reason, command=command, missing=missing)
+        for c in own.claims
     ]
     protocols = [p for p in configs if p == AUTHORS or "analysis" in plugin.paper_text]
     return _Judged(evaluate.with_notes({p: list(verdicts) for p in protocols}, {}), {})
