@@ -77,7 +77,13 @@ def test_bench_vs_authors_fits_the_same_posterior_both_ways(config, tmp_path, ca
     seconds = authors["seconds"], ours["seconds"]
     assert result["speedup_total"] == pytest.approx(sum(seconds[0].values()) / sum(seconds[1].values()))
     assert result["speedup_fit"] == pytest.approx(seconds[0]["fit"] / seconds[1]["fit"])
-    assert "x faster per fit" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "x faster per fit" in printed
+    # which BLAS the authors' way ran with is recorded (pip gives PyTensor none: its Gemv runs in Python)
+    import pytensor  # here, not at the top: collecting this module in `make test` should not import PyTensor
+
+    assert result["pytensor_blas_ldflags"] == (pytensor.config.blas__ldflags or None)
+    assert "PyTensor's BLAS: " + (result["pytensor_blas_ldflags"] or "none") in printed
     # With more than one core, ours also runs on the authors' one core: the same chains, so the same draws.
     assert [row["beta_mean"] for row in one_core] in ([], [ours["beta_mean"]])
     assert (built(config("pretrain_on_test.bench.vs_authors.n=100")) / "bench-vs-authors.json").is_file()

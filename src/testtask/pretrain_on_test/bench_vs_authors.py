@@ -14,6 +14,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 import pandas as pd
+import pytensor
 
 from testtask.context import Context
 from testtask.io import atomic_write_json
@@ -115,12 +116,14 @@ def bench_vs_authors(ctx: Context, config: Any) -> dict[str, Any]:
     ratio = sum(authors.values()) / sum(ours.values())
     fit_ratio = authors["fit"] / ours["fit"]
     one_core = authors["fit"] / rows[-1]["seconds"]["fit"]
+    blas = pytensor.config.blas__ldflags or None  # the authors' way runs its Gemv in Python without one
     print(table.to_markdown(index=False))
     print(
         f"\nm={options.m} n={options.n} {options.effect} ({data.shape[0]} tasks, {int(data.observed[:, :, 0].sum())} "
         f"subsample × LM cells), {sampler['chains']} chains x {sampler['draws']} draws after {sampler['tune']} "
         f"tuning steps both ways: ours is {fit_ratio:.0f}x faster per fit ({one_core:.0f}x on one core), "
-        f"{ratio:.0f}x with the posterior predictive.\nmachine: {machine()}; {time.strftime('%Y-%m-%d')}"
+        f"{ratio:.0f}x with the posterior predictive.\nmachine: {machine()}; PyTensor's BLAS: "
+        f"{blas or 'none (its matrix-vector products run in Python)'}; {time.strftime('%Y-%m-%d')}"
     )
     result = {
         "configuration": {"m": int(options.m), "n": int(options.n), "effect": str(options.effect)},
@@ -131,6 +134,7 @@ def bench_vs_authors(ctx: Context, config: Any) -> dict[str, Any]:
         "speedup_total": ratio,
         "speedup_fit_one_core": one_core,
         "machine": machine(),
+        "pytensor_blas_ldflags": blas,
         "date": time.strftime("%Y-%m-%d"),
     }
     atomic_write_json(ctx.out_dir / "bench-vs-authors.json", result)
