@@ -292,7 +292,17 @@ def evaluate(
 ) -> list[Verdict]:
     """Every claim of `ledger` on the sidecars in `out_dir` and the inputs in `data_root`; `expected`: what each
     sidecar's provenance must say (None: not checked); `pages`: `make assess-model`'s pages of that source."""
-    sidecars = Sidecars(out_dir, expected, pages)
+    return evaluate_on(ledger, Sidecars(out_dir, expected, pages), data_root, functions, source)
+
+
+def evaluate_on(
+    ledger: Ledger,
+    sidecars: Sidecars,
+    data_root: Path,
+    functions: Mapping[str, Callable[[Any], Any]] | None = None,
+    source: str = "published",
+) -> list[Verdict]:
+    """`evaluate` on sidecars already opened (the report reads them again for the notes: each file once)."""
     return [
         evaluate_claim(c, sidecars, data_root, functions or {}, ledger.paper, source) for c in ledger.claims
     ]
@@ -321,30 +331,35 @@ def with_notes(
 ) -> dict[str, list[Verdict]]:
     """Each preset's verdicts with the references (report/notes.py) of their claims' notes and categories read from
     the claims' values and the sidecars `outputs` of every preset: a note may quote both presets, so it is read once
-    all are judged. A claim whose inputs this data lacks reads none: its outputs were built on other data than its
-    note speaks of."""
+    all are judged, and once for all of them. A claim whose inputs this data lacks reads none: its outputs were
+    built on other data than its note speaks of."""
     values: dict[str, dict[str, Any]] = {}
     for preset, judged in verdicts.items():
         for v in judged:
             values.setdefault(v.claim.id, {})[preset] = v.value
+    read: dict[str, tuple[Claim, str | None, tuple[str, ...]]] = {}  # claim id -> (claim, note, unresolved)
+    for v in (v for judged in verdicts.values() for v in judged):
+        if v.claim.id in read:
+            continue
+        claim, unresolved = v.claim, []
+        # a claim whose inputs (`needs`) this data lacks (the same under every preset): its verdict says which
+        withheld = "not on this data" if any(m not in v.unbuilt for m in v.missing) else None
+        note = _read_text(claim.note, values[claim.id], outputs, "note", unresolved, withheld)
+        if claim.category is not None:
+            fields = {
+                name: _read_text(value, values[claim.id], outputs, f"category.{name}", unresolved, withheld)
+                for name, value in claim.category.fields.items()
+            }
+            claim = dataclasses.replace(
+                claim, category=dataclasses.replace(claim.category, fields=MappingProxyType(fields))
+            )
+        read[v.claim.id] = (claim, note, tuple(unresolved))
     shown: dict[str, list[Verdict]] = {}
     for preset, judged in verdicts.items():
         shown[preset] = []
         for v in judged:
-            claim, unresolved = v.claim, []
-            # a claim whose inputs (`needs`) this data lacks: its verdict says which
-            withheld = "not on this data" if any(m not in v.unbuilt for m in v.missing) else None
-            note = _read_text(claim.note, values[claim.id], outputs, "note", unresolved, withheld)
-            if claim.category is not None:
-                fields = {
-                    name: _read_text(
-                        value, values[claim.id], outputs, f"category.{name}", unresolved, withheld
-                    )
-                    for name, value in claim.category.fields.items()
-                }
-                category = dataclasses.replace(claim.category, fields=MappingProxyType(fields))
-                claim = dataclasses.replace(claim, category=category)
-            shown[preset].append(dataclasses.replace(v, claim=claim, note=note, unresolved=tuple(unresolved)))
+            claim, note, unresolved = read[v.claim.id]
+            shown[preset].append(dataclasses.replace(v, claim=claim, note=note, unresolved=unresolved))
     return shown
 
 

@@ -184,10 +184,10 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
                 source, run_name, checksum, reader="the report", preset=protocol, settings=built.fingerprint
             )
             pages = output_dir(figures_dir, source, run_name, "assess-model", protocol)
-            judged.verdicts[protocol] = evaluate.evaluate(
-                loaded, folder, data_root, plugin.report, source, expected, pages=pages
-            )
             outputs[protocol] = evaluate.Sidecars(folder, expected, pages)
+            judged.verdicts[protocol] = evaluate.evaluate_on(
+                loaded, outputs[protocol], data_root, plugin.report, source
+            )
             waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol)
             if waiting:
                 missing.append(waiting)
