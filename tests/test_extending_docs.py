@@ -188,7 +188,8 @@ def test_doc_parses_into_its_examples():
 
 def test_example_1_own_model_in_figure_1_and_assess_model(clone):
     printed = run_example(clone, 1)
-    folder = clone.root / "figures" / "training-on-the-test-task" / "published+results-student"
+    # the registry entry changes the settings: a variant named after the file, the paper's folder left alone
+    folder = clone.root / "figures/variants/own=models/training-on-the-test-task/published+results-student"
     figure = json.loads((folder / "figure-1.json").read_text())
     points = {p["model"] for panel in figure["panels"] for p in panel["points"]}
     assert {"student-7b", "llama-2-7b"} <= points
@@ -219,7 +220,8 @@ def test_example_2_own_dataset_through_runner_and_figure_3(clone):
 
 def test_example_3_own_benchmarks_in_train_before_test(clone):
     run_example(clone, 3)
-    folder = clone.root / "figures" / "train-before-test" / "published+results-code"
+    assert not (clone.root / "figures" / "train-before-test").exists()  # the paper's own folder is left alone
+    folder = clone.root / "figures/variants/own=benchmarks/train-before-test/published+results-code"
     with (folder / "table-1.csv").open() as handle:
         rows = {r["benchmark"]: r for r in csv.DictReader(handle)}
     assert rows["HumanEval"]["category"] == "Code" and rows["HumanEval"]["n_models_direct"] == "6"
@@ -274,12 +276,9 @@ def test_example_6_own_score_matrix_in_proxy_tasks(clone):
     printed = run_example(clone, 6)
     (folder,) = (clone.root / "figures" / "variants").glob("*/proxy-tasks/published")  # the one variant built
     assert str(folder.relative_to(clone.root)) in printed  # the example's `ls` names it
-    stated = re.search(
-        r"fingerprint, `(proxy_tasks\.figure_1[^`+]*)\+<fingerprint>`", DOC.read_text(encoding="utf-8")
-    )
-    assert stated and folder.parent.parent.name.startswith(stated.group(1) + "+"), (
-        folder
-    )  # the folder the doc names
+    # the folder the doc names for a user folder holding only matrices.yaml (each example runs in a fresh copy)
+    stated = re.findall(r"`(own=matrices,[^`]*)\+<fingerprint>`", DOC.read_text())
+    assert len(stated) == 1 and folder.parent.parent.name.startswith(stated[0] + "+"), folder
     assert not (clone.root / "figures" / "proxy-tasks").exists()  # the preset's own folder is left alone
     label, source = "Our leaderboard: 12 models", "conf/user/data/board.csv"
     figure_1 = json.loads((folder / "figure-1.json").read_text())

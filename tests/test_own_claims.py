@@ -96,7 +96,10 @@ def test_an_own_claim_about_the_run_is_judged_on_it_and_nowhere_else(root):
     paper_claims = [c for c in overlay["papers"][PAPER]["claims"] if not c["id"].startswith("own.")]
     # the paper's claims are read from the release's own folder (not built here), never from the overlay's
     assert all(c["status"] == "not computable" for c in paper_claims)
-    assert "make figure-1 PAPER=training-on-the-test-task" in {c["command"] for c in paper_claims}
+    # built without the student's registry entry, which would make the command build a variant instead
+    assert "make figure-1 PAPER=training-on-the-test-task ARGS='own_files=false'" in {
+        c["command"] for c in paper_claims
+    }
     page = (root / "report" / "published+results-student" / "REPRODUCTION.md").read_text()
     assert "built with your own files: models.yaml (sha256 " in page
 
@@ -139,9 +142,9 @@ def test_an_own_claims_note_quotes_the_outputs_and_names_what_it_cannot_read(roo
     _own(root, [{**CLAIM, "note": note}])
     build(_cfg(root, "source=published+results"), "figure", [1])
     summary = run(_cfg(root, "action=report", "source=published+results"))
-    figure = json.loads(
-        (root / "figures" / PAPER / f"published+results-{RUN}" / "figure-1.json").read_text(encoding="utf-8")
-    )
+    # the student's registry entry changes the settings: a variant of the paper's build, named after the file
+    variant = root / "figures" / "variants" / "own=models" / PAPER / f"published+results-{RUN}"
+    figure = json.loads((variant / "figure-1.json").read_text(encoding="utf-8"))
     theta = next(p["theta"] for p in figure["panels"] if p["benchmark"] == "mmlu" and not p["adjusted"])
     shown = _claim(summary, CLAIM["id"])["note"]
     assert shown.startswith(f"1 is the group; θ̂ {theta:.3f}; [figure-2:x: figure-2.json not built]; ")

@@ -159,6 +159,36 @@ def releases(tmp_path_factory) -> Path:
     return data
 
 
+def test_own_files_make_a_variant_only_of_the_papers_that_read_them(tmp_path):
+    """A build that the user's own files change is a variant named after the files (the paper's own folder holds
+    only what its settings build); a file a paper does not read changes nothing of its builds, and own_files=false
+    builds the paper's settings alone."""
+    import hashlib
+
+    from testtask.pipeline import compose, typed, variant
+
+    user = tmp_path / "user"
+    benchmarks = {"mode": "add", "categories": {"Code": {"name": "Code", "benchmarks": ["humaneval"]}}}
+    path = write(user, "benchmarks.yaml", benchmarks)
+    write(user, "models.yaml", {"base": {"student-7b": STUDENT}})
+
+    def of(paper: str, *extra: str):
+        return variant(typed(compose([f"user_dir={user}", *extra])), paper, list(extra))
+
+    tbt = of("train-before-test")
+    assert tbt.name == "own=benchmarks" and tbt.user_files == {
+        "benchmarks.yaml": hashlib.sha256(path.read_bytes()).hexdigest()
+    }
+    assert set(tbt.differs) == {"train_before_test.categories.Code"}
+    assert of("proxy-tasks").name == "own=benchmarks+models"  # it reads both papers' settings
+    pot = of("pretrain-on-test")  # reads neither file
+    assert pot.name is None and pot.user_files == {} and pot.fingerprint == pot.preset_fingerprint
+    alone = of("train-before-test", "own_files=false")
+    assert alone.name is None and alone.user_files == {} and alone.fingerprint == tbt.preset_fingerprint
+    both = of("train-before-test", "train_before_test.pca.standardize=false")
+    assert both.name == "own=benchmarks,train_before_test.pca.standardize=false"
+
+
 def test_an_own_model_never_breaks_the_published_builds(releases, tmp_path, caplog):
     """With an own model registered, the papers that read the registry build from the authors' release (which
     has no results of it): the model is left out with one info line, the numbers are those of a build without it,
@@ -199,11 +229,14 @@ def test_an_own_model_never_breaks_the_published_builds(releases, tmp_path, capl
     for sidecar in sidecars:
         settings = json.loads(sidecar.read_text(encoding="utf-8"))["provenance"]["settings"]
         assert settings["user_files"] == {"models.yaml": digest}, sidecar
-    # the own model is in the preset too (the user files apply to it): the paper's build stays the preset's
+    # the own model changes the settings the papers read (their model registry): the builds are a variant named
+    # after the file, and the paper's own folder is left as it was (nothing built there)
+    assert all(folder.parts[-4:-2] == ("variants", "own=models") for folder in folders), folders
     assert all(
-        json.loads(p.read_text(encoding="utf-8"))["provenance"]["settings"]["variant"] is None
-        for p in folders[0].rglob("*.json")
+        json.loads(p.read_text(encoding="utf-8"))["provenance"]["settings"]["variant"] == "own=models"
+        for p in sidecars
     )
+    assert not (tmp_path / "figures" / "training-on-the-test-task").exists()
 
     alone = config("training-on-the-test-task", tmp_path / "no-user", "figures-alone")
     build(alone, "figure", [1, 3])

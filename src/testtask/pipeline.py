@@ -96,22 +96,52 @@ def with_protocol(overrides: Sequence[str], protocol: str) -> list[str]:
     return [*kept, f"protocol={protocol}"]
 
 
-def compose_preset(cfg: DictConfig, protocol: str) -> DictConfig:
-    """`cfg`'s own command line composed again under protocol preset `protocol` (Hydra's compose API)."""
-    return compose(with_protocol(overrides_of(cfg), protocol))
+def compose_preset(cfg: DictConfig, protocol: str, own_files: bool = True) -> DictConfig:
+    """`cfg`'s own command line composed again under protocol preset `protocol` (Hydra's compose API); without
+    the user's own files where `own_files` is false."""
+    overrides = with_protocol(overrides_of(cfg), protocol)
+    if not own_files:
+        overrides = [o for o in overrides if not re.match(r"^[+~]*own_files=", o)] + ["own_files=false"]
+    return compose(overrides)
 
 
 @functools.cache
-def _preset_config(protocol: str, user_dir: str, root: str, files: tuple[tuple[str, str], ...]) -> Any:
-    return typed(compose([f"protocol={protocol}", f"user_dir={user_dir}"]))
+def _preset_config(
+    protocol: str, user_dir: str, root: str, files: tuple[tuple[str, str], ...], own: tuple[str, ...]
+) -> Any:
+    from testtask import user_files
+
+    cfg = compose([f"protocol={protocol}", f"user_dir={user_dir}", "own_files=false"])
+    user_files.apply(cfg, {name: user_files.ANALYSIS[name] for name in own})
+    return typed(cfg)
 
 
-def preset_config(protocol: str, user_dir: str) -> Any:
-    """The typed config of protocol preset `protocol` as the YAML has it (the user's own files applied)."""
+def preset_config(protocol: str, user_dir: str, own: Sequence[str] = ()) -> Any:
+    """The typed config of protocol preset `protocol` as the YAML has it, with the user's own files `own` (names
+    in `user_files.ANALYSIS`) merged in."""
     from testtask import user_files
 
     files = user_files.digest(resolve(user_dir), user_files.ANALYSIS)
-    return _preset_config(str(protocol), str(user_dir), str(conf_dir()), tuple(sorted(files.items())))
+    chosen = tuple(sorted(name for name in own if name in files))
+    return _preset_config(str(protocol), str(user_dir), str(conf_dir()), tuple(sorted(files.items())), chosen)
+
+
+def own_files_read(config: Any, paper: str) -> dict[str, str]:
+    """The user's own files merged into `config` that change what a build of `paper` reads (name -> SHA-256): a
+    file that leaves the paper's settings as its preset has them (e.g. benchmark categories for a paper that has
+    none) is not among them."""
+    from testtask import user_files
+
+    if not config.own_files:
+        return {}
+    present = user_files.digest(resolve(config.user_dir), user_files.ANALYSIS)
+    protocol, user_dir = str(config.protocol), str(config.user_dir)
+    plain = schema.to_plain(read_settings(preset_config(protocol, user_dir), paper))
+    return {
+        name: sha
+        for name, sha in present.items()
+        if schema.to_plain(read_settings(preset_config(protocol, user_dir, [name]), paper)) != plain
+    }
 
 
 def read_settings(config: Any, paper: str) -> dict[str, Any]:
@@ -131,7 +161,9 @@ class Variant:
     preset_fingerprint: str
     differs: dict[str, Any]
     name: str | None
-    user_files: dict[str, str]  # the user's own files merged into the settings: name -> SHA-256
+    user_files: dict[
+        str, str
+    ]  # the user's own files that changed the settings: name -> SHA-256 (own_files_read)
 
     def record(self) -> dict[str, Any]:
         """The sidecars' provenance entry `settings`."""
@@ -145,26 +177,28 @@ class Variant:
 
 
 def variant(config: Any, paper: str, overrides: Sequence[str] = ()) -> Variant:
-    """Whether a build of `paper` under `config` is its preset's own build or a variant of it, and which."""
-    from testtask import user_files
-
+    """Whether a build of `paper` under `config` is its preset's own build or a variant of it, and which. The
+    preset is the papers' YAML alone: a build that the user's own files change is a variant too."""
     mine = schema.to_plain(read_settings(config, paper))
     theirs = schema.to_plain(read_settings(preset_config(str(config.protocol), config.user_dir), paper))
     ours, preset = schema.fingerprint(mine), schema.fingerprint(theirs)
-    own = user_files.digest(resolve(config.user_dir), user_files.ANALYSIS)
     if ours == preset:
-        return Variant(ours, preset, {}, None, own)
+        return Variant(ours, preset, {}, None, {})
+    own = own_files_read(config, paper)
     differs = {key: new for key, (_, new) in schema.differences(theirs, mine).items()}
-    return Variant(ours, preset, differs, variant_name(overrides, differs, ours), own)
+    return Variant(ours, preset, differs, variant_name(overrides, differs, ours, own), own)
 
 
 def _is_group(key: str) -> bool:
     return (conf_dir() / key).is_dir()
 
 
-def variant_name(overrides: Sequence[str], differs: dict[str, Any], fingerprint: str) -> str:
-    """The variant folder's name: the overrides that changed the settings, else the settings that differ (a
-    config changed in Python); long names end in the fingerprint."""
+def variant_name(
+    overrides: Sequence[str], differs: dict[str, Any], fingerprint: str, own: Sequence[str] = ()
+) -> str:
+    """The variant folder's name: the user's own files that changed the settings (`own=benchmarks`) and the
+    overrides that did, else the settings that differ (a config changed in Python); long names end in the
+    fingerprint."""
     roots = {key.split(".")[0] for key in differs}
     chosen = []
     for override in overrides:
@@ -174,7 +208,8 @@ def variant_name(overrides: Sequence[str], differs: dict[str, Any], fingerprint:
             continue
         if (_is_group(key) and key not in LOCATIONS) or (root in roots and root not in LOCATIONS):
             chosen.append(override.lstrip("+"))
-    words = chosen or [f"{key}={value}" for key, value in differs.items()]
+    files = [f"own={'+'.join(sorted(Path(name).stem for name in own))}"] if own else []
+    words = files + chosen or [f"{key}={value}" for key, value in differs.items()]
     name = re.sub(r"[^A-Za-z0-9_.,=+@-]+", "_", ",".join(sorted(words))).replace("_,", ",").strip("_")
     if len(name) > 100:
         name = f"{name[:80]}+{fingerprint[:12]}"
@@ -462,8 +497,13 @@ class Builds:
     def typed(self, cfg: DictConfig) -> Any:
         return typed(cfg)
 
-    def preset(self, cfg: DictConfig, protocol: str) -> DictConfig:
-        return cfg if str(typed(cfg).protocol) == protocol else compose_preset(cfg, protocol)
+    def preset(self, cfg: DictConfig, protocol: str, own_files: bool = True) -> DictConfig:
+        """`cfg` under preset `protocol`; without the user's own files where `own_files` is false (a paper's
+        claims are about the paper's settings)."""
+        config = typed(cfg)
+        if str(config.protocol) == protocol and bool(config.own_files) == own_files:
+            return cfg
+        return compose_preset(cfg, protocol, own_files and bool(config.own_files))
 
     def variant(self, cfg: DictConfig, paper: str) -> Variant:
         return variant(typed(cfg), paper, overrides_of(cfg))
@@ -601,8 +641,10 @@ def precheck(args: Sequence[str], config_name: str, checker: Callable[[DictConfi
 
 
 def with_user_files(cfg: DictConfig) -> DictConfig:
-    """`cfg` with the user's own files merged in (in place), once where it is composed, before it is typed."""
+    """`cfg` with the user's own files merged in (in place; none with own_files=false), once where it is composed,
+    before it is typed."""
     from testtask import user_files
 
-    user_files.apply(cfg, user_files.ANALYSIS)
+    if cfg.get("own_files", True):
+        user_files.apply(cfg, user_files.ANALYSIS)
     return cfg

@@ -162,6 +162,7 @@ class Top:
     figures_dir: Name
     cache_dir: Name | None
     user_dir: Name
+    own_files: bool
     seed: NonNegativeInt
     log_level: LogLevel
     protocol: Protocol
@@ -191,6 +192,7 @@ LOCATIONS = (
     "figures_dir",
     "cache_dir",
     "user_dir",
+    "own_files",
     "log_level",
     "protocol",
     "assess",

@@ -134,8 +134,8 @@ def test_train_before_test_ranks(assessed):
 def test_overlay_figure_1_reads_both_roots(release, tmp_path):
     results = tmp_path / "results"
     make_run(release, results, RUN, SOURCE, RAISED, DELTA)
-    # the run's own model joins the registry as the user's own (conf/user/models.yaml): the preset's settings, so
-    # the outputs go to the source's folder (an override of the registry would make a variant folder)
+    # the run's own model joins the registry as the user's own (conf/user/models.yaml): a setting the paper reads,
+    # so the outputs go to the variant named after the file, within it to the source's folder
     user = tmp_path / "user"
     user.mkdir()
     fields = _entry(SOURCE) | {"paper_name": RAISED, "family": RAISED, "language": "EN", "hf_repo": None}
@@ -153,10 +153,9 @@ def test_overlay_figure_1_reads_both_roots(release, tmp_path):
     )
     build(cfg, "figure", [1])
     # the overlay's outputs have a folder of their own (paths.output_dir), never the release's
-    assert not (tmp_path / "figures" / TOTT / "published").exists()
-    figure = json.loads(
-        (tmp_path / "figures" / TOTT / f"published+results-{RUN}" / "figure-1.json").read_text()
-    )
+    variant = tmp_path / "figures" / "variants" / "own=models"
+    assert not (variant / TOTT / "published").exists() and not (tmp_path / "figures" / TOTT).exists()
+    figure = json.loads((variant / TOTT / f"published+results-{RUN}" / "figure-1.json").read_text())
     points = {p["model"] for panel in figure["panels"] for p in panel["points"]}
     assert RAISED in points and SOURCE in points
     data = figure["provenance"]["data"]

@@ -19,6 +19,7 @@ from typing import Any
 from testtask import diagnostics
 from testtask.report import notes, paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
+from testtask.sidecars import KEY as PROVENANCE
 from testtask.sidecars import Expected, read
 
 MATCHES, DIFFERS, NOT_COMPUTABLE = "matches", "differs", "not computable"
@@ -72,6 +73,16 @@ class Sidecars(Mapping[str, Any]):
         self.pages = pages  # `make assess-model`'s pages of this source (<pages>/<model>/<model>.json)
         self._cache: dict[str, Any] = {}
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
+        # every sidecar read: its provenance block (how it was built)
+        self.built: dict[str, dict[str, Any]] = {}
+
+    def _read(self, key: str, path: Path) -> Any:
+        """The sidecar at `path`, checked against `expected`, its provenance block kept under `key`."""
+        document = read(path, self.expected)
+        block = document.get(PROVENANCE) if isinstance(document, dict) else None
+        if isinstance(block, dict):
+            self.built[key] = block
+        return document
 
     def page(self, model: str) -> Any:
         """The JSON of `make assess-model`'s page of `model` (MissingOutput when it has not been made)."""
@@ -80,7 +91,7 @@ class Sidecars(Mapping[str, Any]):
             path = (self.pages or self.folder) / model / f"{model}.json"
             if self.pages is None or not path.is_file():
                 raise MissingOutput(key)
-            self._cache[key] = read(path, self.expected)
+            self._cache[key] = self._read(key, path)
         self.touched.add(key)
         return self._cache[key]
 
@@ -89,7 +100,7 @@ class Sidecars(Mapping[str, Any]):
         found: dict[str, str] = {}
         for name in self.touched:
             document = self._cache.get(name)
-            block = document.get("provenance") if isinstance(document, dict) else None
+            block = document.get(PROVENANCE) if isinstance(document, dict) else None
             settings = (block or {}).get("settings") or {}
             found.update(settings.get("user_files") or {})
         return dict(sorted(found.items()))
@@ -107,13 +118,13 @@ class Sidecars(Mapping[str, Any]):
             if path.suffix == ".csv":
                 beside = path.with_suffix(".json")  # a table's CSV has no provenance; its JSON sidecar does
                 if beside.is_file():
-                    read(beside, self.expected)
+                    self._read(beside.name, beside)
                 with path.open(newline="", encoding="utf-8") as handle:
                     self._cache[file] = [
                         {k: _cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
                     ]
             else:
-                self._cache[file] = read(path, self.expected)
+                self._cache[file] = self._read(file, path)
         self.touched.add(file)
         return self._cache[file]
 

@@ -100,6 +100,14 @@ def _build_missing(
             log.warning("report: could not build %s of %s: %s", file, paper, err)
 
 
+def _with_args(verdict: evaluate.Verdict, args: tuple[str, ...]) -> evaluate.Verdict:
+    """`verdict` whose build command (`make figure-3 PAPER=...`) carries `args` too."""
+    command = verdict.command
+    if not args or not command or not command.startswith(("make figure", "make table")) or "ARGS=" in command:
+        return verdict
+    return dataclasses.replace(verdict, command=f"{command} ARGS='{' '.join(args)}'")
+
+
 def _data_root(config: Any, paper: str, source: str) -> Path:
     """Where a claim's `needs` are checked: the release (also for an overlay) or our run (as make_context)."""
     if source in ("published", OVERLAY):
@@ -137,10 +145,14 @@ def _command(cfg: DictConfig) -> str:
 
 @dataclasses.dataclass
 class _Judged:
-    """One ledger judged on one source: verdicts and the sidecars' folder per protocol preset."""
+    """One ledger judged on one source: verdicts and the sidecars' folder per protocol preset, the provenance
+    blocks of the sidecars read (by preset/file), and whether their data checksums were compared (None: no
+    release)."""
 
     verdicts: dict[str, list[evaluate.Verdict]]
     folders: dict[str, Path]
+    built: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    compared: bool | None = None
 
 
 def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
@@ -155,12 +167,21 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         raise ledger.LedgerError(
             f"report.protocols = {wanted}: the authors' preset and optionally {PAPER_TEXT}"
         )
-    configs = {protocol: builds.preset(cfg, protocol) for protocol in dict.fromkeys(wanted)}
+    protocols = list(dict.fromkeys(wanted))
+    # A paper's claims are about the paper's settings: judged on outputs built without the user's own files, which
+    # make a build a variant (figures/variants/own=<files>/); own claims on the outputs built with them.
+    configs = {
+        own_files: {protocol: builds.preset(cfg, protocol, own_files) for protocol in protocols}
+        for own_files in (False, True)
+    }
+    present = user_files.digest(user_files.folder(config), user_files.ANALYSIS) if config.own_files else {}
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
+    read: list[provenance.Outputs] = []  # how each paper's outputs were built
 
-    def judge(paper: str, loaded: ledger.Ledger, source: str) -> _Judged:
-        """`loaded`'s claims on the outputs built from `source`, under each preset the paper has."""
+    def judge(paper: str, loaded: ledger.Ledger, source: str, own_files: bool = False) -> _Judged:
+        """`loaded`'s claims on the outputs built from `source`, under each preset the paper has (with the user's
+        own files where `own_files`)."""
         plugin = papers.get(paper)
         data_root = _data_root(config, paper, source)
         checksum = release_checksum(data_root, "published" if source == OVERLAY else source)
@@ -172,7 +193,7 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
         }
         judged = _Judged({}, {})
         outputs: dict[str, evaluate.Sidecars] = {}  # each preset's sidecars, for the notes' references
-        for protocol, preset_cfg in configs.items():
+        for protocol, preset_cfg in configs[own_files].items():
             if protocol == PAPER_TEXT and "analysis" not in plugin.paper_text:
                 continue
             built = builds.variant(preset_cfg, paper)
@@ -185,13 +206,22 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             )
             pages = output_dir(figures_dir, source, run_name, "assess-model", protocol)
             outputs[protocol] = evaluate.Sidecars(folder, expected, pages)
-            judged.verdicts[protocol] = evaluate.evaluate_on(
-                loaded, outputs[protocol], data_root, plugin.report, source
+            verdicts = evaluate.evaluate_on(loaded, outputs[protocol], data_root, plugin.report, source)
+            # the paper's outputs, where the user's own files would make its commands build a variant of them
+            variant_with_own = (
+                present and not own_files and builds.variant(configs[True][protocol], paper).name
             )
-            waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol)
+            without = ("own_files=false",) if variant_with_own and built.name is None else ()
+            judged.verdicts[protocol] = [_with_args(v, without) for v in verdicts]
+            waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol, without)
             if waiting:
                 missing.append(waiting)
         judged.verdicts = evaluate.with_notes(judged.verdicts, outputs)
+        where = "" if source == "published" else f"{source}:"  # an own ledger may read another source
+        judged.built = {
+            f"{where}{p}/{name}": b for p, sidecars in outputs.items() for name, b in sidecars.built.items()
+        }
+        judged.compared = checksum is not None if source in ("published", OVERLAY) else None
         return judged
 
     for paper in chosen:
@@ -210,10 +240,14 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             parts.append(judge(paper, paper_ledger, paper_ledger.source or default))
         if own is not None:
             if own.source in (str(config.source), "published") and (own.source != OVERLAY or plugin.overlay):
-                parts.append(judge(paper, own, own.source))
+                parts.append(judge(paper, own, own.source, own_files=True))
             else:
-                parts.append(_elsewhere(own, str(config.source), configs, plugin))
+                parts.append(_elsewhere(own, str(config.source), configs[True], plugin))
         verdicts = [v for part in parts for v in part.verdicts[AUTHORS]]
+        built = {name: block for part in parts for name, block in part.built.items()}
+        compared = [part.compared for part in parts if part.built and part.compared is not None]
+        if built:
+            read.append(provenance.outputs(paper, built, all(compared) if compared else None))
         texts = [part.verdicts.get(PAPER_TEXT) for part in parts]
         text = [v for t in texts if t is not None for v in t] if any(t is not None for t in texts) else None
         own_ids = frozenset(c.id for c in own.claims) if own is not None else frozenset()
@@ -228,8 +262,12 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     notice = unbuilt.notice(missing, overrides, tried=settings.build_missing)
     for line in notice:  # on the console too, not only at the top of the page
         log.warning("report: %s", line)
+    for line in (w for outputs in read for w in outputs.warnings()):
+        log.warning("report: %s", line)
     sources = schema.to_plain(config.data.sources)
-    prov = provenance.collect(chosen, _command(cfg), figures_dir, resolve(config.data.dest), sources)
+    prov = provenance.collect(
+        chosen, _command(cfg), figures_dir, resolve(config.data.dest), sources, tuple(read)
+    )
     page, md = render.write(reports, prov, out_dir, notice)
     summary = {
         "provenance": prov.as_dict(),

@@ -112,6 +112,9 @@ class PaperSection:
 @dataclass(frozen=True)
 class Page:
     notice: Sequence[str]  # a heading and the commands that build what is not built (empty: none)
+    cautions: Sequence[
+        str
+    ]  # what the outputs' provenance says a reader should know (report/provenance.Outputs)
     findings: list[FindingsBlock]
     provenance: list[tuple[str, str]]
     statuses: Sequence[str]
@@ -123,6 +126,7 @@ def page(reports: list[PaperReport], prov: Provenance, out_dir: Path, notice: Se
     """The page's data; copies the figures of `reports` into `out_dir`/figures/."""
     return Page(
         notice,
+        prov.cautions(),
         [_findings(r, r.findings) for r in reports if r.findings is not None],
         provenance_rows(prov),
         STATUSES,

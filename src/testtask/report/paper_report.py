@@ -128,4 +128,5 @@ def provenance_rows(prov: Provenance) -> list[tuple[str, str]]:
                 f"subsets present: {', '.join(r.subsets) or 'none'}"
             )
         rows.append((f"release of {r.paper}", text))
+    rows += [(f"outputs of {o.paper}", o.text()) for o in prov.outputs]
     return rows

@@ -12,7 +12,17 @@ from typing import Any
 
 from testtask.provenance import git_state
 
-__all__ = ["Provenance", "Release", "collect", "git_state", "release", "shown", "subsets"]
+__all__ = [
+    "Outputs",
+    "Provenance",
+    "Release",
+    "collect",
+    "git_state",
+    "outputs",
+    "release",
+    "shown",
+    "subsets",
+]
 
 SUBSET_DEPTH = 2  # folders this deep below a release root name its subsets (e.g. accuracies_from_paper/m50)
 
@@ -49,6 +59,56 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Outputs:
+    """How the sidecars one paper's claims read were built, as their provenance blocks say."""
+
+    paper: str
+    read: int  # sidecars read (those with a provenance block)
+    commits: tuple[str, ...]  # the code's commits they were built at
+    uncommitted: tuple[str, ...]  # those built from a tree with uncommitted changes (preset/file)
+    checksums: tuple[str, ...]  # the data checksums they record
+    compared: bool | None  # checksums compared with the release here; None: not a release (our runs)
+
+    def warnings(self) -> list[str]:
+        """What a reader should know before trusting these outputs as built from committed code and this data."""
+        found = []
+        if self.uncommitted:
+            found.append(
+                f"{self.paper}: {len(self.uncommitted)} of the {self.read} outputs read were built from uncommitted "
+                f"changes ({', '.join(self.uncommitted)}): their code is not in any commit; rebuild them from a "
+                "clean tree to make them reproducible"
+            )
+        if self.compared is False and self.checksums:
+            found.append(
+                f"{self.paper}: the release is not fetched here, so the data checksums the outputs record "
+                f"({', '.join(c[:19] + '…' for c in self.checksums)}) were not compared with it; "
+                f"`make data PAPER={self.paper}` lets the report check them"
+            )
+        return found
+
+    def text(self) -> str:
+        commits = ", ".join(c[:12] for c in self.commits) or "no commit recorded"
+        line = f"{self.read} sidecars read, built at {commits}"
+        if self.compared:
+            line += "; their data checksum agrees with the release here"
+        return "; ".join([line, *(w.split(": ", 1)[1] for w in self.warnings())])
+
+
+def outputs(paper: str, built: dict[str, dict[str, Any]], compared: bool | None) -> Outputs:
+    """`paper`'s `Outputs` from the provenance blocks of the sidecars read (`evaluate.Sidecars.built`, keyed by
+    preset/file)."""
+    checksums = {str((b.get("data") or {}).get("checksum")) for b in built.values()} - {"None"}
+    return Outputs(
+        paper,
+        len(built),
+        tuple(sorted({str(b["git_commit"]) for b in built.values() if b.get("git_commit")})),
+        tuple(sorted(name for name, b in built.items() if b.get("dirty"))),
+        tuple(sorted(checksums)),
+        compared,
+    )
+
+
+@dataclass(frozen=True)
 class Provenance:
     git_commit: str
     git_dirty: bool
@@ -56,6 +116,11 @@ class Provenance:
     built_at: str
     figures_dir: Path
     releases: tuple[Release, ...] = field(default_factory=tuple)
+    outputs: tuple[Outputs, ...] = field(default_factory=tuple)
+
+    def cautions(self) -> list[str]:
+        """What the outputs read say a reader should know before trusting them (empty: nothing)."""
+        return [line for o in self.outputs for line in o.warnings()]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +134,10 @@ class Provenance:
                     "subsets": list(r.subsets),
                 }
                 for r in self.releases
+            ],
+            "outputs": [
+                {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(o).items()}
+                for o in self.outputs
             ],
         }
 
@@ -114,10 +183,16 @@ def release(paper: str, folder: Path, source: dict[str, Any] | None) -> Release:
 
 
 def collect(
-    papers: list[str], command: str, figures_dir: Path, data_dest: Path, sources: dict[str, Any]
+    papers: list[str],
+    command: str,
+    figures_dir: Path,
+    data_dest: Path,
+    sources: dict[str, Any],
+    read: tuple[Outputs, ...] = (),
 ) -> Provenance:
-    """Provenance of a report on `papers` (each paper's own release and, where it has none, nothing)."""
+    """Provenance of a report on `papers` (each paper's own release and, where it has none, nothing), and how the
+    outputs it `read` were built."""
     commit, dirty = git_state()
     releases = tuple(release(p, data_dest / p, sources.get(p)) for p in papers if p in sources)
     built_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    return Provenance(commit, dirty, command, built_at, figures_dir, releases)
+    return Provenance(commit, dirty, command, built_at, figures_dir, releases, read)

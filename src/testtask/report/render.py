@@ -64,6 +64,8 @@ def markdown(reports: list[PaperReport], prov: Provenance, notice: Sequence[str]
     lines = ["# Reproduction report", ""]
     if notice:
         lines += [f"> **Not built yet.** {notice[0]}", ">", *(f"> - `{line}`" for line in notice[1:]), ""]
+    if prov.cautions():
+        lines += ["> **Check the outputs.**", ">", *(f"> - {_md(line)}" for line in prov.cautions()), ""]
     lines += _findings_md(reports)
     lines += ["## Provenance", ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in provenance_rows(prov)]

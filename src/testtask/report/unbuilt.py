@@ -24,9 +24,14 @@ class Unbuilt:
     claims: int  # how many claims wait for them
     preset: str = AUTHORS  # the protocol preset they are missing under (testtask.settings.Protocol)
     own_commands: tuple[str, ...] = ()  # outputs built by a command of their own (a sensitivity variant)
+    overrides: tuple[
+        str, ...
+    ] = ()  # what the build command adds (own_files=false: the paper's settings alone)
 
 
-def collect(paper: str, source: str, verdicts: Sequence[Verdict], preset: str = AUTHORS) -> Unbuilt | None:
+def collect(
+    paper: str, source: str, verdicts: Sequence[Verdict], preset: str = AUTHORS, overrides: Sequence[str] = ()
+) -> Unbuilt | None:
     """The outputs of `paper` its claims read that are not built under `preset` (None when all are); a
     release-gap claim waits for nothing a build could make."""
     waiting = [
@@ -37,7 +42,7 @@ def collect(paper: str, source: str, verdicts: Sequence[Verdict], preset: str = 
     # a sidecar of the paper's own folder is a bare file name; one elsewhere (variants/<name>/...) has its command
     files = tuple(sorted({f for v in waiting for f in v.unbuilt if "/" not in f}))
     own = tuple(sorted({v.command for v in waiting if v.command and any("/" in f for f in v.unbuilt)}))
-    return Unbuilt(paper, source, files, len(waiting), preset, own)
+    return Unbuilt(paper, source, files, len(waiting), preset, own, tuple(overrides))
 
 
 def place_overrides(overrides: Sequence[str]) -> list[str]:
@@ -66,7 +71,7 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
     for u in unbuilt:
         if u.files:
             build = f"make figures tables PAPER={u.paper} SOURCE={u.source}"
-            lines.append(_under_preset(build, u.preset, overrides))
+            lines.append(_under_preset(build, u.preset, [*overrides, *u.overrides]))
         lines += [_under_preset(command, u.preset) for command in u.own_commands]
     return lines
 
