@@ -128,7 +128,7 @@ run-training-on-the-test-task: install ## the training-on-the-test-task runner (
 	$(BIN)/python experiments/training_on_the_test_task/run.py $(ARGS)
 
 # One line per (model, stage) of the paper sweep (three size classes): GPUs, precision, batch, lr, GPU-hours.
-# ARGS: testtask overrides, e.g. ARGS='training_on_the_test_task.plan.train_tflops=400' (conf/training_on_the_test_task/analysis.yaml).
+# ARGS: testtask overrides, e.g. ARGS='training_on_the_test_task.plan.measured.use=false training_on_the_test_task.plan.train_tflops=400' (conf/training_on_the_test_task/analysis.yaml).
 plan-training-on-the-test-task: install ## the paper sweep's jobs, GPUs, batch arithmetic and GPU-hours
 	$(TT) action=plan paper=training-on-the-test-task $(ARGS)
 

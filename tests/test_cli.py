@@ -392,13 +392,22 @@ def test_source_results_fetches_nothing_and_builds_offline(tmp_path, monkeypatch
     assert "action=data paper=pretrain-on-test source=results" in dry
 
 
-def test_a_list_value_is_checked_like_any_override_and_a_sweep_is_left_to_hydra():
-    """A comma inside a list value is no sweep: `key=[a,b]` is prechecked (an unknown key is one line naming it);
-    `key=a,b` and `key=range(3)` sweep, which Hydra's multirun runs."""
-    from testtask.pipeline import plain_overrides
+def test_a_list_value_is_checked_like_any_override_and_a_sweep_by_its_first_job():
+    """A comma inside a list value is no sweep: `key=[a,b]` is prechecked as it is; `key=a,b` and `key=range(3)`
+    sweep, and the precheck composes their first job; Hydra's own settings and flags change no job's config, and
+    a flag that picks another config (or asks for help) leaves the command line to Hydra."""
+    from testtask.pipeline import checked_overrides
 
-    assert plain_overrides(["proxy_tasks.table_3.matrices=[tbt_direct,tott_base]", "x='a,b'"])
-    assert not plain_overrides(["sampler.draws=10,20"]) and not plain_overrides(["sampler.draws=range(3)"])
+    listed = ["proxy_tasks.table_3.matrices=[tbt_direct,tott_base]", "x='a,b'"]
+    assert checked_overrides(listed) == listed
+    assert checked_overrides(["-m", "sampler.draws=10,20", "+seed=range(3,9)"]) == [
+        "sampler.draws=10",
+        "+seed=3",
+    ]
+    hydra_own = ["hydra/launcher=slurm", "hydra.launcher.partition=gpu", "--cfg", "job", "paper=all"]
+    assert checked_overrides(hydra_own) == ["paper=all"]
+    assert checked_overrides(["-cn", "other", "paper=all"]) is None
+    assert checked_overrides(["--config-dir=/x", "paper=all"]) is None
 
 
 def test_help_lists_the_config_groups_hydra_composes_from_without_hydras_help(capsys):

@@ -180,6 +180,35 @@ def test_train_before_test_runner_rejects_bad_sweep_before_loading_anything(monk
             "benchmark = 'arc_easyy': expected a key of benchmarks",
         ),
         ("train-before-test", ["epochz=3"], "epochz: unknown key (did you mean epochs?)"),
+        # a misspelled experiment is an error naming the presets, never the default single job
+        (
+            "training-on-the-test-task",
+            ["experiment=training_on_the_test_task/papr"],
+            "experiment = 'training_on_the_test_task/papr': expected one of training_on_the_test_task/cpu_mini, ",
+        ),
+        # a cluster sweep with Hydra's own settings and a multirun flag: checked before anything is submitted
+        (
+            "training-on-the-test-task",
+            [
+                "-m",
+                "experiment=training_on_the_test_task/paper",
+                "hydra.launcher.partition=gpu",
+                "recipe.precision=fp8",
+            ],
+            "recipe.precision = 'fp8': expected one of bf16, bf16-mixed, fp32",
+        ),
+        (
+            "pretrain-on-test",
+            ["experiment=pretrain_on_test/paper", "hydra/launcher=slurm", "stratification=foo"],
+            "stratification = 'foo': expected one of balanced_floor, proportional",
+        ),
+        (
+            "train-before-test",
+            ["experiment=train_before_test/tiny", "epcohs=2"],
+            "epcohs: unknown key (did you mean epochs?)",
+        ),
+        # a sweep on the command line: its first value checked like any override
+        ("train-before-test", ["-m", "epochs=0,2"], "epochs = 0: expected a positive integer"),
     ],
 )
 def test_a_command_line_of_overrides_is_refused_before_hydra_starts(

@@ -13,7 +13,7 @@ from testtask import papers
 from testtask.errors import reported
 from testtask.hydra_loads import keep_loaded_configs
 from testtask.paths import conf_dir
-from testtask.pipeline import CORE_ACTIONS, check, plain_overrides, precheck, run, with_user_files
+from testtask.pipeline import CORE_ACTIONS, check, checked_overrides, precheck, run, with_user_files
 
 
 @hydra.main(version_base=None, config_path=str(conf_dir()), config_name="config")
@@ -71,7 +71,8 @@ def main() -> None:
         print(usage())
         return
     keep_loaded_configs()  # the check below and Hydra's two composes read each YAML file once
-    if plain_overrides(args):
+    overrides = checked_overrides(args)
+    if overrides is not None:
         with reported():
-            precheck(args, "config", check)
+            precheck(overrides, "config", check)
     _hydra_main()

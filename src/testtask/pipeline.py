@@ -573,16 +573,38 @@ def compose(overrides: Sequence[str] | None = None, config_name: str = "config")
     return cfg
 
 
-def plain_overrides(args: Sequence[str]) -> bool:
-    """Whether `args` holds only overrides of the config (no Hydra flag, sweep or setting): then the command
-    checks them itself, before Hydra starts."""
-    return all(
-        not a.startswith("-")
-        and "=" in a
-        and not a.lstrip("+~").startswith(("hydra.", "hydra/"))
-        and not _sweeps(a)
-        for a in args
-    )
+# Hydra flags after which the command composes another config, or none: the precheck leaves those to Hydra.
+_OTHER_CONFIG = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--help", "-h")
+_OTHER_CONFIG += ("--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc")
+
+
+def checked_overrides(args: Sequence[str]) -> list[str] | None:
+    """The overrides of the config that a command line's precheck composes: a sweep (`a=1,2`, launched with
+    -m or by an experiment's sweeper) by its first value, Hydra's own settings (`hydra.launcher.partition=...`,
+    `hydra/launcher=slurm`) and flags (-m, --cfg job) left out, as they change no job's config; None when a flag
+    picks another config or asks for help (Hydra answers those)."""
+    if any(a.partition("=")[0] in _OTHER_CONFIG for a in args):
+        return None
+    out = []
+    for arg in args:
+        if (
+            arg.startswith("-")
+            or "=" not in arg
+            or arg.lstrip("+~").startswith(("hydra.", "hydra/", "hydra="))
+        ):
+            continue
+        out.append(_first_value(arg) if _sweeps(arg) else arg)
+    return out
+
+
+def _first_value(arg: str) -> str:
+    """`key=<first value>` of sweep override `arg` (its first job)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    override = OverridesParser.create().parse_override(arg)
+    first = next(iter(override.sweep_iterator()))
+    prefix = arg[: len(arg) - len(arg.lstrip("+~"))]
+    return f"{prefix}{override.key_or_group}={first}"
 
 
 def _sweeps(arg: str) -> bool:
@@ -610,9 +632,8 @@ def compose_checked(
         try:
             return compose(wanted, config_name), lines
         except MissingConfigException as err:
-            group, _, option = str(err.missing_cfg_file or "").rpartition("/")
-            choices = ", ".join(err.options or [])
-            lines.append(f"{group} = {option!r}: expected one of {choices}")
+            group, option, choices = _missing_option(str(err.missing_cfg_file or ""), wanted, err.options)
+            lines.append(f"{group} = {option!r}: expected one of {', '.join(choices)}")
             wanted = [o for o in wanted if not re.match(rf"^[+~]*{re.escape(group)}=", o)]
         except ConfigCompositionException as err:
             match = re.search(r"Could not override '([^']+)'", str(err))
@@ -625,6 +646,25 @@ def compose_checked(
             lines.append(f"an override does not parse: {str(err).splitlines()[0]}")
             return None, lines
     return None, lines
+
+
+def _missing_option(
+    missing: str, overrides: Sequence[str], options: Sequence[str] | None
+) -> tuple[str, str, list[str]]:
+    """(group, option, its choices) of a config group option that does not exist: `missing` is its path
+    (`experiment/pretrain_on_test/papr`); a nested option (`experiment=pretrain_on_test/papr`) is named as on the
+    command line, with the files of its folder as the choices."""
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        if missing == f"{key}/{value}" and "/" in value:
+            folder = Path(conf_dir()) / key / value.rpartition("/")[0]
+            found = sorted(
+                p.relative_to(Path(conf_dir()) / key).with_suffix("").as_posix()
+                for p in folder.glob("*.yaml")
+            )
+            return key, value, found
+    group, _, option = missing.rpartition("/")
+    return group, option, list(options or [])
 
 
 def precheck(args: Sequence[str], config_name: str, checker: Callable[[DictConfig], Any]) -> None:

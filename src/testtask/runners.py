@@ -87,12 +87,13 @@ def main(paper: str, argv: Sequence[str] | None = None) -> Any:
         with reported():
             return load(spec.subcommands[args[0]])(*args[1:])
     from testtask.hydra_loads import keep_loaded_configs
-    from testtask.pipeline import plain_overrides
+    from testtask.pipeline import checked_overrides
 
     keep_loaded_configs()  # the check below and Hydra's two composes read each YAML file once
-    if plain_overrides(args):
+    overrides = checked_overrides(args)
+    if overrides is not None:  # a sweep too: its first job, before anything is launched or submitted
         with reported():
-            precheck(paper, args)
+            precheck(paper, overrides)
     job = load(spec.run)
 
     def task(cfg: Any) -> Any:

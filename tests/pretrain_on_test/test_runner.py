@@ -721,9 +721,11 @@ def test_resume_refuses_changed_settings(stub, tiny_models, data_dir, tmp_path):
 
     base = ("bert", tiny_models["bert"], data_dir, tmp_path)
     csv = run_cell(run_config(*base, "repetitions=1"))
-    with pytest.raises(ResumeError, match="'seed'"):
+    with pytest.raises(ResumeError, match=r"other settings: seed \(20240521 then, 1 now\)"):
         run_cell(run_config(*base, "repetitions=2", "seed=1"))
-    with pytest.raises(ResumeError, match="'lm'"):
+    with pytest.raises(
+        ResumeError, match=r"other settings: lm\.pretrain\.learning_rate \("
+    ):  # the key, not 'lm'
         run_cell(run_config(*base, "repetitions=2", "lm.pretrain.learning_rate=1e-3"))
     assert len(pd.read_csv(csv)) == 1 and stub.calls == 1
     run_cell(run_config(*base, "repetitions=2"))  # the old settings resume
@@ -738,8 +740,25 @@ def test_resume_refuses_changed_data(stub, tiny_models, tmp_path):
     fixture_frame().to_csv(assets / "fixture.csv", index=False)
     run_cell(run_config("bert", tiny_models["bert"], assets, tmp_path, "repetitions=1"))
     fixture_frame().iloc[10:].to_csv(assets / "fixture.csv", index=False)
-    with pytest.raises(ResumeError, match="dataset changed"):
+    with pytest.raises(ResumeError, match="dataset fixture changed"):
         run_cell(run_config("bert", tiny_models["bert"], assets, tmp_path, "repetitions=2"))
+
+
+def test_resume_refuses_changed_texts_under_the_same_labels(stub, tiny_models, tmp_path):
+    """The subsample depends on the labels alone: an own CSV whose texts were edited would redraw the same rows,
+    so each repetition records its data's digest and a resumption compares it."""
+    from testtask.pretrain_on_test.runner.cell import ResumeError
+
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    frame = fixture_frame()
+    frame.to_csv(assets / "fixture.csv", index=False)
+    csv = run_cell(run_config("bert", tiny_models["bert"], assets, tmp_path, "repetitions=1"))
+    frame.loc[0, "text"] = "an edited text"
+    frame.to_csv(assets / "fixture.csv", index=False)
+    with pytest.raises(ResumeError, match="dataset fixture changed \\(its texts or labels\\)"):
+        run_cell(run_config("bert", tiny_models["bert"], assets, tmp_path, "repetitions=2"))
+    assert len(pd.read_csv(csv)) == 1 and stub.calls == 1
 
 
 def test_an_unknown_dataset_or_protocol_stops_the_cell_before_it_writes(tiny_models, data_dir, tmp_path):

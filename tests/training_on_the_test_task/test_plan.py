@@ -118,3 +118,32 @@ def test_the_plan_action_prints_the_report_with_the_configs_settings(tmp_path, c
         )
     )
     assert text == plan.report(jobs, settings)
+
+
+def test_a_per_device_batch_a_launcher_cannot_divide_names_the_model_and_the_setting():
+    from testtask.errors import SettingUnusable
+
+    runner = ["recipe.per_device_batch_size=8"]  # 64 / (8 x 16) for llama-2-70b's 16 training processes
+    with pytest.raises(SettingUnusable) as err:
+        plan.plan(_settings(models=["pythia-70m", "llama-2-70b"], runner_overrides=runner))
+    message = str(err.value)
+    assert message.startswith(
+        "training_on_the_test_task.plan.runner_overrides = ['recipe.per_device_batch_size=8']"
+    )
+    assert "llama-2-70b" in message and "16 training processes" in message and "divides 64 / 16" in message
+
+
+def test_an_assumed_rate_beside_a_measured_one_says_it_is_not_used(tmp_path):
+    """With a GPU bench file the plan uses its measured rate; a `plan.train_tflops` given beside it is named as
+    unused (it once changed nothing without a word)."""
+    import json
+
+    bench = tmp_path / "gpu-bench"
+    bench.mkdir()
+    step = {"name": "tott_finetune", "status": "passed", "numbers": {"achieved_tflops": 400.0}}
+    (bench / "gpu.json").write_text(json.dumps({"device": "cuda", "gpu": {"name": "GPU"}, "steps": [step]}))
+    settings = _settings(train_tflops=123)
+    measured = dataclasses.replace(settings.measured, use=True, dir=str(bench), file=None)
+    rates = plan.throughput(dataclasses.replace(settings, measured=measured))
+    assert rates.train_tflops == 400.0
+    assert "plan.train_tflops = 123 is not used (plan.measured.use=false uses it)" in rates.train_source

@@ -3,7 +3,7 @@
 The authors' release and our runner write the same layout. Scores must be finite numbers within the range of
 the benchmark's metric (the metric each benchmark is run with, conf/train_before_test/benchmarks/*.yaml: accuracy
 in [0, 1], CoLA's MCC in [-1, 1], bits per byte >= 0); standard errors are finite numbers >= 0 or missing (lm-eval's
-`"N/A"`, or null as our runner writes it, as for the perplexity corpora of the release), which become NaN. A model
+`"N/A"` as the release and our runner write it for the perplexity corpora, or null), which become NaN. A model
 absent from a benchmark is kept as NaN: each analysis says whether it uses pairwise-complete or common models, and
 names the models it leaves out.
 """

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from testtask.errors import InputError
@@ -66,17 +68,40 @@ def baseline_columns(labels: np.ndarray, test: np.ndarray, num_classes: int) -> 
     }
 
 
+def _changed(before: Any, now: Any, key: str = "") -> list[str]:
+    """The dotted keys (`lm.classify.epochs`) whose values differ between two nested mappings."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        keys = sorted(set(before) | set(now), key=str)
+        return [c for k in keys for c in _changed(before.get(k), now.get(k), f"{key}.{k}" if key else str(k))]
+    return [] if before == now else [key]
+
+
 def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
     path = store.directory / "cell.yaml"
     if path.exists():
         before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
         if before != identity and store.done() > 0:
-            changed = sorted(k for k in identity if before.get(k) != identity[k])
+            changed = ", ".join(
+                f"{k} ({_leaf(before, k)!r} then, {_leaf(identity, k)!r} now)"
+                for k in _changed(before, identity)
+            )
             raise ResumeError(
-                f"{store.directory} holds {store.done()} repetitions run with a different {changed}; "
+                f"{store.directory} holds {store.done()} repetitions run with other settings: {changed}; "
                 "move it away or restore the old settings to resume"
             )
     atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
+
+
+def _leaf(tree: Any, key: str) -> Any:
+    for part in key.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+
+def data_digest(data: pd.DataFrame) -> str:
+    """SHA-256 of a data set's texts and labels in order: a repetition records it, and a resumed cell whose data
+    changed (an own CSV edited, labels or not) is refused instead of pairing rows of two data sets."""
+    return hashlib.sha256(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes()).hexdigest()
 
 
 def run_cell(settings: Settings, config: DictConfig) -> Path:
@@ -102,12 +127,17 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
             labels, m, n, seed=seed, dataset=spec.key, repetition=k, stratification=settings.stratification
         )
 
+    digest = data_digest(data)
     records = store.log_records()
     if records:  # the same seed and data must redraw the same subsample, else the rows would not pair
         last = records[-1]
-        if draw(int(last["repetition"])).as_dict() != last.get("subsample"):
+        if (
+            draw(int(last["repetition"])).as_dict() != last.get("subsample")
+            or last.get("data_sha256", digest) != digest
+        ):
             raise ResumeError(
-                f"{store.log}: the dataset changed since repetition {last['repetition']} was drawn"
+                f"{store.log}: the dataset {spec.key} changed (its texts or labels) since repetition "
+                f"{last['repetition']} was drawn; move the cell away or restore the data to resume"
             )
     device = pick_device(settings.device)
     protocol = make_protocol(lm, spec, device, settings.show_step_progress)
@@ -127,7 +157,8 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
         acc, record = protocol.run(data, sub, subsampling.training_seed(seed, k))
         seconds = time.perf_counter() - start
         row = {**acc, **baseline_columns(labels, sub.test, spec.num_classes)}
-        store.append(k, row, {"seconds": seconds, "device": device, "subsample": sub.as_dict(), **record})
+        meta = {"seconds": seconds, "device": device, "subsample": sub.as_dict(), "data_sha256": digest}
+        store.append(k, row, {**meta, **record})
         bar.set_postfix(
             base=f"{acc['base']:.2f}",
             extra=f"{acc['extra']:.2f}",

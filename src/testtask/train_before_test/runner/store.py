@@ -96,9 +96,15 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def collect(results_dir: Path) -> dict[str, dict[str, dict[str, float | None]]]:
+def _published_stderr(value: float | None) -> float | str:
+    """A standard error as the release writes it: lm-eval's "N/A" where none was computed (the perplexity
+    corpora), never null."""
+    return "N/A" if value is None else value
+
+
+def collect(results_dir: Path) -> dict[str, dict[str, dict[str, float | str | None]]]:
     """The published-format matrices from every cell record below `results_dir`."""
-    merged: dict[str, dict[str, dict[str, float | None]]] = {k: {} for k in KEYS}
+    merged: dict[str, dict[str, dict[str, float | str | None]]] = {k: {} for k in KEYS}
     for path in sorted((Path(results_dir) / "cells").glob("*/*.json")):
         record = json.loads(path.read_text())
         try:
@@ -106,8 +112,8 @@ def collect(results_dir: Path) -> dict[str, dict[str, dict[str, float | None]]]:
             values = {
                 "train_before_test": record["train_before_test"]["test"],
                 "direct_eval": record["direct_eval"]["test"],
-                "train_before_test_stderr": record["train_before_test"]["stderr"],
-                "direct_eval_stderr": record["direct_eval"]["stderr"],
+                "train_before_test_stderr": _published_stderr(record["train_before_test"]["stderr"]),
+                "direct_eval_stderr": _published_stderr(record["direct_eval"]["stderr"]),
             }
         except KeyError as err:
             raise ValueError(f"{path}: cell record lacks field {err}") from None

@@ -9,8 +9,9 @@ learning rate, remote code, and an estimate of its GPU-hours. The plan's setting
 `training_on_the_test_task.plan` (conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are Hydra
 overrides of the runner's config, each quoted as it holds `=`:
 
-    testtask action=plan paper=training-on-the-test-task training_on_the_test_task.plan.train_tflops=400
-        "training_on_the_test_task.plan.runner_overrides=['recipe.per_device_batch_size=8']"   (one command)
+    testtask action=plan paper=training-on-the-test-task training_on_the_test_task.plan.measured.use=false
+        training_on_the_test_task.plan.train_tflops=400
+        "training_on_the_test_task.plan.runner_overrides=['recipe.per_device_batch_size=2']"   (one command)
 
 The estimate is arithmetic, not a measurement: training FLOPs = 6 x N x tokens, with tokens = optimizer steps x 64
 x tokens per example (`recipe.max_length` when every example is padded to it, as the authors' collator does, else
@@ -146,7 +147,13 @@ def throughput(settings: Plan) -> Throughput:
         if not measured.use:
             why = "plan.measured.use is false"
         found = _measured_step(settings, step) if measured.use else None
-        rates[key] = found or (getattr(settings, f"{key}_tflops"), f"assumed: plan.{key}_tflops ({why})")
+        assumed = getattr(settings, f"{key}_tflops")
+        if found is not None:  # an assumed rate given on the command line would otherwise pass unnoticed
+            found = (
+                found[0],
+                f"{found[1]}; plan.{key}_tflops = {assumed:g} is not used (plan.measured.use=false uses it)",
+            )
+        rates[key] = found or (assumed, f"assumed: plan.{key}_tflops ({why})")
     return Throughput(rates["train"][0], rates["eval"][0], rates["train"][1], rates["eval"][1])
 
 
@@ -268,7 +275,17 @@ def job(
         raise ValueError(f"{experiment}: {ranks} training processes but the launcher holds {gpus} GPUs")
     per_device = recipe.per_device_batch_size
     batch = recipe.batch_size
-    accumulation = ft.gradient_accumulation(batch, per_device, ranks)
+    try:
+        accumulation = ft.gradient_accumulation(batch, per_device, ranks)
+    except ValueError as err:  # a per-device batch of the overrides that this model's launcher cannot divide
+        from testtask.errors import SettingUnusable
+
+        raise SettingUnusable(
+            "training_on_the_test_task.plan.runner_overrides",
+            list(settings.runner_overrides),
+            f"{model} ({experiment}, {ranks} training processes): {err}",
+            f"pick a recipe.per_device_batch_size that divides {batch} / {ranks}",
+        ) from None
     zero3 = bool(recipe.deepspeed) or (
         distributed and "zero3" in str(dist.accelerate_config) and bool(recipe.zero3_config)
     )
@@ -341,7 +358,7 @@ def _row(job: Job) -> list[str]:
         job.stage,
         job.finetune or "—",
         f"{job.params_b:g}",
-        f"{job.gpus}x{job.nodes}",
+        f"{job.gpus} ({job.nodes})",
         "ZeRO-3" if job.zero3 else "—",
         job.precision or "—",
         batch,
@@ -359,7 +376,7 @@ HEADER = [
     "stage",
     "data",
     "N (B)",
-    "GPUs x nodes",
+    "GPUs (nodes)",
     "sharding",
     "precision",
     "batch: per-device x accum x ranks",
