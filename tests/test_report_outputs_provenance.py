@@ -123,3 +123,25 @@ def test_outputs_state_counts_commits_uncommitted_files_and_checksums():
     (warning,) = state.warnings()  # our runs (compared=None) have no release checksum to compare
     assert warning.startswith("toy: 2 of the 3 outputs read were built from uncommitted changes")
     assert provenance.outputs("toy", {}, compared=False).warnings() == []  # nothing read, nothing to say
+
+
+def test_a_sidecar_built_before_an_own_file_was_edited_is_refused_naming_the_file(tmp_path):
+    from testtask.sidecars import Expected, ProvenanceMismatch, check
+
+    block = {
+        "source": "published",
+        "protocol": "authors",
+        "settings": {"fingerprint": "old", "user_files": {"models.yaml": "h1", "benchmarks.yaml": "h2"}},
+    }
+    expected = Expected.of(
+        "published",
+        settings="new",
+        reader="the report",
+        user_files={"models.yaml": "h9", "matrices.yaml": "h3"},
+    )
+    with pytest.raises(ProvenanceMismatch) as err:
+        check(tmp_path / "figure-1.json", {"provenance": block}, expected)
+    assert "your own files changed since it was built (benchmarks.yaml removed, matrices.yaml added, " in str(
+        err.value
+    )
+    assert "models.yaml edited)" in str(err.value)

@@ -144,6 +144,46 @@ def test_training_on_the_test_task_runner_rejects_bad_recipe_before_loading_anyt
     assert written(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("paper", "overrides", "message"),
+    [
+        (
+            "training-on-the-test-task",
+            ["model=pythia-41m"],
+            "model = 'pythia-41m': not a model of the registry (the config's `models`, and the user folder's "
+            "models.yaml), and no model_path is given; did you mean pythia-410m?",
+        ),
+        (
+            "training-on-the-test-task",
+            ["model=student-x", "model_path=/nonexistent/model"],
+            "model_path = '/nonexistent/model': no such folder",
+        ),
+        (
+            "train-before-test",
+            ["model=EleutherAI/pythia-70m-deduped", "model_path=/nonexistent/model", "benchmark=arc_easy"],
+            "model_path = '/nonexistent/model': no such folder",
+        ),
+    ],
+)
+def test_an_unknown_model_or_a_missing_model_folder_is_one_line_before_anything_loads(
+    monkeypatch, tmp_path, paper, overrides, message
+):
+    """Once a traceback about Hub repository names after the start-up (or `llama-1 has none`); now the setting,
+    its value and what to give instead, and nothing written."""
+    from testtask.errors import SettingUnusable
+
+    places = [f"results_dir={tmp_path / 'results'}"]
+    places += (
+        [f"checkpoints_dir={tmp_path / 'checkpoints'}"]
+        if paper == "training-on-the-test-task"
+        else [f"work_dir={tmp_path / 'work'}"]
+    )
+    with pytest.raises(SettingUnusable) as err:
+        run_entry(monkeypatch, paper, tmp_path, *overrides, *places)
+    assert str(err.value).startswith(message), str(err.value)
+    assert written(tmp_path) == []
+
+
 def test_train_before_test_runner_rejects_bad_sweep_before_loading_anything(monkeypatch, tmp_path):
     with pytest.raises(ValueError) as err:
         run_entry(

@@ -120,3 +120,22 @@ def unique_keys_hook(path: Path, error: type[Exception]) -> Callable[[list[tuple
         return seen
 
     return hook
+
+
+@contextlib.contextmanager
+def held_unless_taken(path: Path) -> Iterator[bool]:
+    """An exclusive advisory lock on `path` (created when absent) for the block, taken without waiting: yields
+    True when this process holds it, False when another does (the lock ends with its holder, a killed one too)."""
+    import fcntl
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

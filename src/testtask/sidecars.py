@@ -39,6 +39,7 @@ class Expected:
     reader: str = "the reader"  # who asked, for the message: "the report", "compare_sidecars"
     preset: str = AUTHORS  # the protocol preset (testtask.settings.Protocol) the reader reads the outputs of
     settings: str | None = None  # the fingerprint of the settings the outputs must be built with (None: any)
+    user_files: dict[str, str] | None = None  # the user's own files in those settings (name -> SHA-256)
 
     @classmethod
     def of(
@@ -49,9 +50,11 @@ class Expected:
         reader: str = "the reader",
         preset: object = AUTHORS,
         settings: str | None = None,
+        user_files: dict[str, str] | None = None,
     ):
         """`run` as configured (results_run): dropped for source=published, where it names nothing."""
-        return cls(str(source), run_of(str(source), run), checksum, reader, str(preset or AUTHORS), settings)
+        run = run_of(str(source), run)
+        return cls(str(source), run, checksum, reader, str(preset or AUTHORS), settings, user_files)
 
     def describe(self) -> str:
         return _described(self.source, self.run, self.preset)
@@ -119,6 +122,12 @@ def _other_settings(built: dict[str, Any], expected: Expected) -> str:
             f"of the preset, whose outputs belong in figures/variants/{built.get('variant')}/); rebuild it with "
             "the preset's settings or read the variant's folder"
         )
+    own = _own_files_changed(built.get("user_files") or {}, expected.user_files)
+    if own:
+        return (
+            f"built with other settings than {expected.reader} reads for {expected.describe()}: your own files "
+            f"changed since it was built ({own}); rebuild it with `make figures tables` and the report's overrides"
+        )
     return (
         f"built with other settings than {expected.reader} reads for {expected.describe()} (fingerprint "
         f"{str(built.get('fingerprint'))[:12]}…, expected {expected.settings[:12]}…"
@@ -129,6 +138,18 @@ def _other_settings(built: dict[str, Any], expected: Expected) -> str:
         )
         + "); rebuild it with `make figures tables` and the report's overrides"
     )
+
+
+def _own_files_changed(built: dict[str, str], now: dict[str, str] | None) -> str:
+    """The user's own files that differ between a sidecar's build and now, in words ('' when none or not known)."""
+    if now is None:
+        return ""
+    changed = [
+        f"{name} {'added' if name not in built else 'removed' if name not in now else 'edited'}"
+        for name in sorted(set(built) | set(now))
+        if built.get(name) != now.get(name)
+    ]
+    return ", ".join(changed)
 
 
 def read(path: Path, expected: Expected | None) -> Any:

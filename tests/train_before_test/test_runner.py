@@ -180,3 +180,5 @@ def test_an_interrupted_cell_resumes_without_retraining(runs, monkeypatch):
     assert scored == [lost]
     for key in ("curve", "counts", "direct_eval", "train_before_test"):
         assert again[key] == record[key]
+    # the record says it was resumed: its `seconds` are the second attempt's alone
+    assert (record["attempts"], again["attempts"]) == (1, 2)

@@ -390,14 +390,16 @@ def test_lora_checkpoints_are_evaluated_with_their_own_adapter(tmp_path, monkeyp
         "evaluate",
         lambda model, tasks, stage, model_args=None, **kw: calls.append((model, stage, model_args)) or {},
     )
+    base = tmp_path / "base"  # a folder that exists (a missing one stops the job before it loads anything)
+    base.mkdir()
     cfg = _compose(
         "model=tiny",
-        "model_path=/base",
+        f"model_path={base}",
         "parameters=1000000",
         "stage=e1",
         "evaluate_checkpoints=true",
         "lora.enabled=true",
-        "add_bos_token=false",  # /base has no config to read the model type from
+        "add_bos_token=false",  # the empty base folder has no config to read the model type from
         "device=cpu",
         f"checkpoints_dir={tmp_path}",
         f"results_dir={tmp_path / 'results'}",
@@ -412,9 +414,9 @@ def test_lora_checkpoints_are_evaluated_with_their_own_adapter(tmp_path, monkeyp
     calls[:] = calls_all
     flags = {"trust_remote_code": False, "add_bos_token": False}  # outside the registry: no remote code
     assert calls == [
-        ("/base", "intermediate/mmluaux/evals/tiny/step_2", {**flags, "peft": str(work / "checkpoint-2")}),
-        ("/base", "intermediate/mmluaux/evals/tiny/step_4", {**flags, "peft": str(work / "checkpoint-4")}),
-        ("/base", "e1/mmluaux", {**flags, "peft": str(work / "final")}),
+        (str(base), "intermediate/mmluaux/evals/tiny/step_2", {**flags, "peft": str(work / "checkpoint-2")}),
+        (str(base), "intermediate/mmluaux/evals/tiny/step_4", {**flags, "peft": str(work / "checkpoint-4")}),
+        (str(base), "e1/mmluaux", {**flags, "peft": str(work / "final")}),
     ]
 
 
@@ -454,3 +456,37 @@ def test_a_real_two_process_accelerate_launch_from_the_job(setup, tmp_path, monk
     if "batch" in record:  # finetune records its batch arithmetic
         assert record["batch"]["world_size"] == 2 and record["batch"]["effective"] == 4
     assert Path(out["files"]["arc_challenge_mc"]).is_file()
+
+
+def test_a_base_job_whose_model_another_job_is_evaluating_leaves_at_once(setup, tmp_path):
+    """The paper's sweep starts a base job per fine-tuning set; in a SLURM array two may start together. The
+    second, finding the first's lock held (here by another process), evaluates nothing; once the lock is free a
+    base job evaluates."""
+    import subprocess
+    import sys
+
+    root, local, train, model = setup
+    results = tmp_path / "results"
+    lock = results / "evaluations" / "base" / ".tiny.base.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; h = open(sys.argv[1], 'a'); fcntl.flock(h, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(60)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        skipped = run(_config(root, local, train, model, "stage=base", f"results_dir={results}"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert skipped["files"] == {} and skipped["evaluated_by"] == "another job"
+    assert sorted(p.name for p in lock.parent.iterdir()) == [lock.name]  # no result file written
+    done = run(_config(root, local, train, model, "stage=base", f"results_dir={results}"))
+    assert done["files"]["arc_challenge_mc"] == str(lock.parent / "tiny-arc_challenge_mc.json")

@@ -202,7 +202,13 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
             if settings.build_missing:
                 _build_missing(preset_cfg, paper, source, needed, folder, builds)
             expected = Expected.of(
-                source, run_name, checksum, reader="the report", preset=protocol, settings=built.fingerprint
+                source,
+                run_name,
+                checksum,
+                reader="the report",
+                preset=protocol,
+                settings=built.fingerprint,
+                user_files=built.user_files,
             )
             pages = output_dir(figures_dir, source, run_name, "assess-model", protocol)
             outputs[protocol] = evaluate.Sidecars(folder, expected, pages)

@@ -37,6 +37,7 @@ from testtask.train_before_test.runner.settings import PER_RUN, ChatTemplate, Ke
 from testtask.train_before_test.runner.store import (
     check_settings,
     claim,
+    count_attempt,
     merge,
     read_record,
     record_path,
@@ -260,6 +261,7 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
     started = time.time()
     work = Path(cc.work_dir) / spec.name / slug(cc.model)
     claim(work, settings)
+    attempts = count_attempt(work)  # a resumed cell's earlier attempts ran for times no record holds
     cache = work / "hf_cache"
     manager = build_manager([spec.task], cc.include_paths)
     prepared = prepare(
@@ -309,7 +311,8 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
         },
         "base_validation": {p.variant: p.score for p in base_points(cell.points)},
         "finetune": cell.runs,
-        "seconds": round(time.time() - started, 1),
+        "seconds": round(time.time() - started, 1),  # of this attempt only
+        "attempts": attempts,  # > 1: resumed, the earlier attempts' time not in `seconds`
         "versions": _versions(),
     }
     write_record(record_file, record)

@@ -76,6 +76,14 @@ def claim(work_dir: Path, settings: Mapping[str, Any]) -> None:
         atomic_write_json(path, _canonical(settings))
 
 
+def count_attempt(work_dir: Path) -> int:
+    """Count one more attempt at the cell of `work_dir` (its `attempts.json`); the attempts so far, this one too."""
+    path = Path(work_dir) / "attempts.json"
+    count = int(json.loads(path.read_text()).get("attempts", 0)) + 1 if path.is_file() else 1
+    atomic_write_json(path, {"attempts": count})
+    return count
+
+
 def read_record(path: Path) -> dict[str, Any] | None:
     return json.loads(Path(path).read_text()) if Path(path).is_file() else None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import inspect
 import logging
 import os
@@ -36,7 +37,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from testtask import runners
-from testtask.lm.hf import pick_device
+from testtask.io import held_unless_taken
+from testtask.lm.hf import check_local_path, pick_device
 from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
 from testtask.training_on_the_test_task.runner.settings import (
@@ -86,12 +88,28 @@ def registry_entry(settings: Settings) -> Any:
 
 def model_source(settings: Settings) -> tuple[str, float]:
     """What to load (local path or Hub id) and the parameter count that picks the learning rate."""
+    from testtask.errors import SettingUnusable
+    from testtask.lm.models import ModelRegistry
+
     info = registry_entry(settings)
-    path = settings.model_path or (info.hf_repo if info else None)
+    if info is None and not settings.model_path:
+        names = (_FIXED_REGISTRY or ModelRegistry.from_models(settings.models)).names()
+        close = difflib.get_close_matches(str(settings.model), names, n=1)
+        raise SettingUnusable(
+            "model",
+            settings.model,
+            "not a model of the registry (the config's `models`, and the user folder's models.yaml), and no "
+            "model_path is given",
+            (f"did you mean {close[0]}? " if close else "")
+            + "name a registered model, or give model_path=<a local folder or Hub id>",
+        )
+    path = settings.model_path or info.hf_repo
     if not path:
-        raise ValueError(
-            f"model {settings.model!r}: no model_path given and the registry has no hf_repo for it "
-            "(llama-1 has none: pass model_path=<a conversion>)"
+        raise SettingUnusable(
+            "model_path",
+            None,
+            f"the registry has no hf_repo for model {settings.model!r} (llama-1 has none)",
+            "pass model_path=<a conversion>",
         )
     # a model outside the registry without `parameters`: counted as small (the size rule's small rate)
     parameters = float(info.params_b) * 1e9 if info else float(settings.parameters or 0)
@@ -367,6 +385,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     device = pick_device(settings.device)
     path, parameters = model_source(settings)
+    if settings.model_path:  # before a job loads anything (a Hub id would fail on the repository's name)
+        check_local_path("model_path", path)
     results = resolve(settings.results_dir)
     base_args = eval_model_args(settings, path)
     eval_kwargs = {
@@ -383,7 +403,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     }
     out: dict[str, Any] = {"model": settings.model, "stage": settings.stage}
     if settings.stage == BASE:
-        files = evaluate(path, list(settings.benchmarks), stage=stage_folder(settings), **eval_kwargs)
+        # The paper's sweep has a base job per fine-tuning set, which a SLURM array may start at once: the first
+        # evaluates, one started meanwhile leaves at once (a later one finds the result files and skips them).
+        lock = results / "evaluations" / stage_folder(settings) / f".{settings.model}.base.lock"
+        with held_unless_taken(lock) as held:
+            if not held:
+                log.info(
+                    "%s: another job is evaluating the base model (%s); nothing to do here",
+                    settings.model,
+                    lock,
+                )
+                return {**out, "files": {}, "evaluated_by": "another job"}
+            files = evaluate(path, list(settings.benchmarks), stage=stage_folder(settings), **eval_kwargs)
         return {**out, "files": {k: str(v) for k, v in files.items()}}
     if distributed_launch_needed(settings):
         launch_training(settings, cfg, settings.stage)

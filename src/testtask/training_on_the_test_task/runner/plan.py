@@ -418,7 +418,8 @@ def report(jobs: Sequence[Job], settings: Plan, rates: Throughput | None = None)
     lines += [
         "",
         f"{len(jobs)} jobs ({len(trained)} fine-tuning, {len(jobs) - len(trained)} base evaluations; the sweeps "
-        "launch base once per finetune dataset, the second run finds the result files); "
+        "launch base once per finetune dataset, and a second base task of a model exits at once: it finds the "
+        "result files, or the first task's lock while that evaluates); "
         f"effective batch {', '.join(str(b) for b in batches)}",
         f"estimated GPU-hours: fine-tuning {train:,.0f}, evaluation {evaluation:,.0f} (compute at the throughput "
         f"above); held by the jobs (wall time x GPUs held) {held:,.0f}",
