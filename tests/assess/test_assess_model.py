@@ -94,6 +94,15 @@ def test_page_written_and_verdict_printed(assessed):
     data = page["provenance"]["data"][TOTT]
     assert [Path(d["root"]).name for d in data] == [TOTT, RUN]
     assert all(d["checksum"].startswith("sha256:") for d in data)
+    # the model file the entries came from, by its SHA-256 (another file would assess other entries)
+    import hashlib
+
+    read = page["provenance"]["model_file"]
+    model_file = folder.parents[2] / "models.yaml"
+    assert (
+        read["path"] == str(model_file)
+        and read["sha256"] == hashlib.sha256(model_file.read_bytes()).hexdigest()
+    )
 
 
 def test_residuals_before_and_after_adjustment(assessed):

@@ -4,6 +4,7 @@ the row or column, or the key to change."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -435,6 +436,12 @@ def test_every_analysis_names_the_matrix_by_the_students_label(tmp_path):
         (LABEL, "code"),
     ]
     assert sidecars["table-robustness"]["matrices"]["board"]["matrix"]["label"] == LABEL
+    # every output names the CSV it read by its SHA-256 (the tables once recorded neither path nor hash)
+    digest = hashlib.sha256((user / "data" / "board.csv").read_bytes()).hexdigest()
+    for name in ("table-3", "table-loo"):
+        matrix = sidecars[name]["matrices"]["board"]
+        assert matrix["source"] == str(user / "data" / "board.csv"), name
+        assert any(digest in note for note in matrix["notes"]), name
     table = pd.read_csv(folder / "table-loo.csv")
     assert set(table["matrix"]) == {"board"}
     for name, sidecar in sidecars.items():

@@ -35,7 +35,7 @@ def own_models_file(cfg: DictConfig) -> Path | None:
     return None if file is None else file.path
 
 
-def _model_file(cfg: DictConfig) -> Path:
+def model_file(cfg: DictConfig) -> Path:
     """`assess.model_file`, else the user folder's `models.yaml`; an error saying how to give one."""
     value = cfg.assess.get("model_file")
     if not value:
@@ -55,7 +55,7 @@ def _model_file(cfg: DictConfig) -> Path:
 
 def read_models(cfg: DictConfig) -> dict[str, dict[str, Any]]:
     """name -> registry entry of every base model of the model file, validated as the registry validates its own."""
-    path = _model_file(cfg)
+    path = model_file(cfg)
     data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     sections = set(KINDS) if path == own_models_file(cfg) else {SECTION}
     if not isinstance(data, dict) or not set(data) <= sections or not isinstance(data.get(SECTION), dict):

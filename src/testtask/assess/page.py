@@ -14,9 +14,10 @@ from omegaconf import DictConfig
 
 from testtask import provenance
 from testtask.assess import cohort, ranks
-from testtask.assess.models import ModelFileError, read_models, with_models
+from testtask.assess.models import ModelFileError, model_file, read_models, with_models
 from testtask.context import Context
 from testtask.io import atomic_save, atomic_write_json, atomic_write_text
+from testtask.paths import in_repo
 from testtask.sources import OVERLAY, run_root
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,9 @@ def _tbt_context(cfg: DictConfig, make_context: MakeContext) -> Context | None:
     return make_context(cfg, TBT)
 
 
-def _provenance(ctxs: list[Any]) -> dict[str, Any]:
-    """The code, command and every root read, with its checksum (both roots of an overlay)."""
+def _provenance(ctxs: list[Any], model_file: Path) -> dict[str, Any]:
+    """The code, command, the model file read (by its SHA-256) and every root read, with its checksum (both roots
+    of an overlay)."""
     commit, dirty = provenance.code_git_state()
     data = {
         ctx.paper: [
@@ -135,6 +137,7 @@ def _provenance(ctxs: list[Any]) -> dict[str, Any]:
         "dirty": dirty,
         "command": provenance.command(),
         "source": ctxs[0].source,
+        "model_file": {"path": in_repo(model_file), "sha256": provenance.file_sha256(model_file)},
         "data": data,
     }
 
@@ -168,7 +171,7 @@ def run(cfg: DictConfig, make_context: MakeContext) -> list[dict[str, Any]]:
             "training_on_the_test_task": records,
             "train_before_test": rank,
             "verdict": lines,
-            provenance.KEY: _provenance([c for c in (ctx, tbt) if c is not None]),
+            provenance.KEY: _provenance([c for c in (ctx, tbt) if c is not None], model_file(cfg)),
         }
         folder = page_dir(cfg, model)
         atomic_save(

@@ -77,6 +77,8 @@ def table_3(ctx: Context) -> dict:
         "target": target,
         "what": "Algorithm 1: s (overlap with the all-model top t) / r (overlap between subsets' top t)",
         "repeats": repeats,
+        # what each matrix was read from (an own CSV by its SHA-256 in `notes`), as the figures record it
+        "matrices": {str(key): matrix.describe() for key, matrix, _ in loaded},
         "rows": details,
     }
     save_numbers(ctx.out_dir / "table-3.json", numbers)

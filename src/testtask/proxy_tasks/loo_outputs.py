@@ -237,6 +237,8 @@ def table_loo(ctx: Context) -> dict:
         "table": "loo",
         **_common(ctx, settings),
         "settings": settings_dict(settings) if settings else None,
+        # what each matrix was read from (an own CSV by its SHA-256 in `notes`), as the figures record it
+        "matrices": {str(key): matrix.describe() for key, matrix, _ in loaded},
         "summary": summary,
         "rows": details,
     }
