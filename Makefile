@@ -72,7 +72,7 @@ tables: data ## every table of PAPER under each protocol preset of PROTOCOLS
 # report/<source>/REPRODUCTION.md (<source>: published, or results-<run>; README "Where outputs go"). Evaluates the outputs already built (run `make figures tables` first for complete
 # verdicts; when some are missing, the report and the console start with the command that builds them);
 # ARGS='report.build_missing=true' builds the absent ones first.
-report: data ## the reproduction report of what is built -> report/<source>/
+report: data ## the reproduction report of what is built -> report/<source>/ (PAPER=<key>: report/<source>/<key>/)
 	$(TT) action=report paper=$(PAPER) source=$(SOURCE) $(ARGS)
 
 # The same in minutes from a clean checkout: builds what the claims read into figures-fast/ with smaller settings

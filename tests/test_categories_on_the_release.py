@@ -39,5 +39,5 @@ def test_every_claim_that_does_not_match_on_the_release_has_a_category(
     found = summary["papers"][paper]["findings"]
     unexplained = found.get("unexplained", [])
     assert len(unexplained) <= 2, json.dumps(unexplained, indent=1)
-    page = (tmp_path / "report" / "published" / "index.html").read_text()
+    page = (tmp_path / "report" / "published" / paper / "index.html").read_text()  # one paper's own folder
     assert page.index('<section id="findings">') < page.index("<h2>Provenance</h2>")

@@ -237,13 +237,15 @@ def test_example_4_own_claim_in_a_ledger(clone):
     claim = "own.fig3.every_category_agrees_after"
     rows = [
         line
-        for line in (clone.root / "report/published/REPRODUCTION.md").read_text().splitlines()
+        for line in (clone.root / "report/published/train-before-test/REPRODUCTION.md")
+        .read_text()
+        .splitlines()
         if claim in line
     ]
     assert len(rows) == 1 and "| matches |" in rows[0] and "6 of 6 > 0.7" in rows[0]
     # the row the doc shows is the row the report writes
     assert rows[0] in DOC.read_text(encoding="utf-8"), rows[0]
-    assert f'id="{claim}"' in (clone.root / "report/published/index.html").read_text()
+    assert f'id="{claim}"' in (clone.root / "report/published/train-before-test/index.html").read_text()
 
 
 @pytest.mark.slow

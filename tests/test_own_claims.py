@@ -100,7 +100,7 @@ def test_an_own_claim_about_the_run_is_judged_on_it_and_nowhere_else(root):
     assert "make figure-1 PAPER=training-on-the-test-task ARGS='own_files=false'" in {
         c["command"] for c in paper_claims
     }
-    page = (root / "report" / "published+results-student" / "REPRODUCTION.md").read_text()
+    page = (root / "report" / "published+results-student" / PAPER / "REPRODUCTION.md").read_text()
     assert "built with your own files: models.yaml (sha256 " in page
 
 

@@ -715,7 +715,7 @@ def test_the_command_line_report_repeats_the_overrides_that_place_outputs(tmp_pa
         [sys.executable, "-c", code, *args, *hydra], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads((out / "published" / "report.json").read_text())
+    report = json.loads((out / "published" / "proxy-tasks" / "report.json").read_text())
     command = f"make figures tables PAPER=proxy-tasks SOURCE=published ARGS='figures_dir={figures}'"
     assert report["not_built"][1:] == [command]
     assert command in done.stdout + done.stderr  # the console says it too

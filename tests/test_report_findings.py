@@ -126,7 +126,7 @@ def test_a_report_run_evaluates_both_presets_and_refuses_uncategorized_claims(tm
     with pytest.raises(ledger.LedgerError) as err:
         run(_cfg(root, "action=report", "source=published"))
     assert "field 'category'" in str(err.value) and "the report is written" in str(err.value)
-    summary = json.loads((root / "report" / "published" / "report.json").read_text())
+    summary = json.loads((root / "report" / "published" / PAPER / "report.json").read_text())
     claims = {c["id"]: c for c in summary["papers"][PAPER]["claims"]}
     theta = claims["tott.fig1.mmlu.theta"]
     assert theta["status"] in ("matches", "differs") and theta["paper_text"]["status"] in (

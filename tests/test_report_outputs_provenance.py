@@ -66,7 +66,7 @@ def test_outputs_from_committed_code_on_the_release_here_are_reported_without_a_
     entry = _outputs(summary)
     assert entry["paper"] == PAPER and entry["read"] == 1 and entry["commits"] == ["a" * 40]
     assert entry["uncommitted"] == [] and entry["compared"] is True and len(entry["checksums"]) == 1
-    markdown = (built / "report" / "published" / "REPRODUCTION.md").read_text()
+    markdown = (built / "report" / "published" / PAPER / "REPRODUCTION.md").read_text()
     assert (
         f"**outputs of {PAPER}**: 1 sidecars read, built at aaaaaaaaaaaa; their data checksum agrees"
         in markdown
@@ -84,7 +84,7 @@ def test_outputs_built_from_uncommitted_changes_are_warned_about(built, caplog):
     assert _outputs(summary)["uncommitted"] == ["authors/figure-1.json"]
     warning = f"{PAPER}: 1 of the 1 outputs read were built from uncommitted changes (authors/figure-1.json)"
     assert any(r.getMessage().startswith(f"report: {warning}") for r in caplog.records)
-    out = built / "report" / "published"
+    out = built / "report" / "published" / PAPER
     markdown = (out / "REPRODUCTION.md").read_text()
     assert markdown.index("**Check the outputs.**") < markdown.index("## Provenance")
     assert f"> - {warning}" in markdown

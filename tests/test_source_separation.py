@@ -93,7 +93,7 @@ def test_a_results_build_is_never_read_by_the_published_report(root):
     summary = run(_cfg(root, "action=report", "source=published", "report.require_categories=false"))
     (theta,) = [c for c in _figure_1_claims(summary) if c["id"] == "tott.fig1.mmlu.theta"]
     assert theta["value"] == pytest.approx(_theta(published_figure))
-    assert (root / "report" / "published" / "index.html").is_file()
+    assert (root / "report" / "published" / PAPER / "index.html").is_file()
     assert results_figure.parent == output_dir(root / "figures", "results", RUN, PAPER)
     assert published_figure.parent == output_dir(root / "figures", "published", None, PAPER)
 

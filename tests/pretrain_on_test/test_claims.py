@@ -115,7 +115,7 @@ def test_every_claim_resolves_or_says_why(built):
 
 def test_report_page_and_markdown(built):
     tmp_path, summary = built
-    out = tmp_path / "report" / "published"  # paths.output_dir
+    out = tmp_path / "report" / "published" / PAPER  # paths.output_dir, then the paper's own folder
     images = check_page(out / "index.html")
     assert {i.name for i in images} == {"figure-3.png", "figure-6.png", "figure-8.png"}
     markdown = (out / "REPRODUCTION.md").read_text()
@@ -136,7 +136,7 @@ def test_report_page_in_a_headless_browser(built):
     one (none is installed here, and its browsers do not come from PyPI) the page is parsed and each image is
     opened with PIL instead."""
     tmp_path, _ = built
-    page_file = tmp_path / "report" / "published" / "index.html"
+    page_file = tmp_path / "report" / "published" / PAPER / "index.html"
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -124,7 +124,9 @@ def test_table_5_claims_on_a_fresh_build(tmp_path):
     assert table_3["status"] == evaluate.NOT_COMPUTABLE and table_3["missing"] == ["table-3.json"]
     assert table_3["command"] == "make table-3 PAPER=proxy-tasks"
     assert summary["papers"][PAPER]["counts"] == {"matches": 4, "differs": 16, "not computable": 1}
-    assert "`pt.table5.cmnli.r`" in (tmp_path / "report" / "published" / "REPRODUCTION.md").read_text()
+    assert (
+        "`pt.table5.cmnli.r`" in (tmp_path / "report" / "published" / PAPER / "REPRODUCTION.md").read_text()
+    )
 
 
 def test_report_on_the_real_sidecars():

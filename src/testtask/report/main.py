@@ -162,6 +162,8 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     figures_dir = resolve(config.figures_dir)
     run_name = config.results_run
     out_dir = output_dir(settings.out_dir, str(config.source), run_name)
+    if config.paper != "all":  # one paper's report beside the whole one, never over it
+        out_dir = out_dir / str(config.paper)
     wanted = [str(p) for p in settings.protocols]
     if AUTHORS not in wanted:
         raise ledger.LedgerError(
