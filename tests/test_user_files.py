@@ -474,3 +474,34 @@ def test_the_shipped_examples_are_valid_user_files(tmp_path):
     assert user_specs(read(user, "datasets.yaml"))["mytopics"]["path"] == str(user / "data" / "mytopics.csv")
     own = own_claims("pretrain-on-test", load_ledger("pretrain-on-test"), user)
     assert own.claims[-1].id == "own.figure3.boost_m50_n50_positive" and own.source == "published"
+    family = make_context(cfg, "downstream-predictability").settings.families["my-135m"]
+    assert family.model == "my-135m" and [m.name for m in family.members] == ["base", "fine-tuned"]
+
+
+def test_own_families_join_the_configured_ones_and_a_bad_field_names_the_file(tmp_path):
+    from testtask.pipeline import compose, typed, variant
+
+    user = tmp_path / "user"
+    family = {
+        "label": "Mine",
+        "paper": "training-on-the-test-task",
+        "samples_dir": "samples",
+        "model": "mine",
+        "members": [
+            {"name": "a", "samples": "base", "compute": 1e20},
+            {"name": "b", "samples": "e1", "compute": 2e20},
+        ],
+    }
+    write(user, "families.yaml", {"mine": family})
+    config = typed(compose([f"user_dir={user}"]))
+    assert set(config.downstream_predictability.families) == {"smollm2-135m-cpu-mini", "mine"}
+    assert config.downstream_predictability.families["mine"].compute is None
+    assert (
+        variant(config, "downstream-predictability").name == "own=families"
+    )  # a variant of the paper's build
+    path = write(user, "families.yaml", {"mine": {**family, "members": "all", "colour": "red"}})
+    with pytest.raises(UserFileError) as err:
+        compose([f"user_dir={user}"])
+    lines = str(err.value).splitlines()
+    assert all(line.startswith(f"{path}: mine.") for line in lines) and len(lines) == 2, lines
+    assert any("mine.colour" in line for line in lines) and any("mine.members" in line for line in lines)

@@ -33,6 +33,7 @@ ANALYSIS = {
     "models.yaml": "testtask.lm.models:merge_user_models_into_analysis",
     "benchmarks.yaml": "testtask.train_before_test.user_benchmarks:merge",
     "matrices.yaml": "testtask.proxy_tasks.user_matrices:merge",
+    "families.yaml": "testtask.downstream_predictability.user_families:merge",
 }
 
 

@@ -121,7 +121,12 @@ def test_a_checkpoint_cut_short_while_saving_is_not_resumed_from(tmp_path, tiny_
     (out / "finished.json").unlink()
     (out / "checkpoint-8" / "trainer_state.json").unlink()
     resumed = finetune(model, texts, out, recipe, **kwargs)
-    assert json.loads((out / "finished.json").read_text())["resumed_from"] == "checkpoint-4"
+    record = json.loads((out / "finished.json").read_text())
+    assert record["resumed_from"] == "checkpoint-4"
+    # what ran: the seed, the step budget and this process's training time (since the checkpoint)
+    assert (
+        record["seed"] == 3 and record["max_steps"] == recipe.max_steps == 12 and record["train_seconds"] > 0
+    )
     assert resumed.losses == whole.losses
     again = _weights(out / "final")
     assert all(torch.equal(weights[k], again[k]) for k in weights)

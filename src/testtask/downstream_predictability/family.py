@@ -183,7 +183,8 @@ def load_family(name: str, spec: FamilySpec, paper_root: Callable[[str], Path]) 
             )
     if len(members) < 2:
         raise InputsUnavailable(
-            f"family {name}: {len(members)} member(s) with samples under {root}; a correlation needs 2"
+            f"family {name}: {len(members)} member(s) with samples under {root} (folders <stage>/{model}-<benchmark>/, "
+            f"{model} being the family's `model`); a correlation needs 2"
         )
     members.sort(key=lambda m: (m.compute, m.name))
     return Family(name, spec.label, model, members, notes)

@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -524,7 +525,11 @@ def finetune(
     resume = _resumable(output_dir)
     if resume:
         log.info("resuming %s from %s", output_dir, resume.name)
+    started = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    seconds = (
+        time.perf_counter() - started
+    )  # this process's training (a resumed run's earlier ones not included)
     trainer.save_model(str(final))
     main = trainer.is_world_process_zero()
     trained = trained_with(trainer)
@@ -561,6 +566,9 @@ def finetune(
         "device": device,
         "batch": batch,
         "resumed_from": resume.name if resume else None,  # the checkpoint continued (null: from step 0)
+        "seed": seed,
+        "max_steps": args.max_steps if args.max_steps and args.max_steps > 0 else None,  # null: by epochs
+        "train_seconds": round(seconds, 1),  # since `resumed_from` where set
     }
     if main:
         atomic_write_text(done, json.dumps(record) + "\n")
