@@ -30,7 +30,9 @@ def merge(cfg: Any, file: Any) -> None:
     lines: list[str] = []
     families = cfg.downstream_predictability.families
     for key, fields in file.data.items():
-        entry = {"compute": None, **plain(fields)} if isinstance(fields, dict) else fields  # compute: optional
+        entry = (
+            {"compute": None, **plain(fields)} if isinstance(fields, dict) else fields
+        )  # compute: optional
         typed, problems = violations(FamilySpec, entry, str(key))
         lines += dict.fromkeys(problems)  # once each: a union's alternatives say the same
         if typed is not None:
