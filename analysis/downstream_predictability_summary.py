@@ -18,9 +18,11 @@ statements (the ordering of the chain, Figure 3's shares, Figures 5 and 6) is ju
 conf/claims/downstream-predictability.yaml: `make report PAPER=downstream-predictability SOURCE=results`.
 
     python analysis/downstream_predictability_summary.py [figures_dir] [--run RUN] [--method NAME] [--per-task]
+        [--variant NAME]
 
 `figures_dir` is the folder holding `downstream-predictability/` (default: the repository's `figures/`); the
-sidecars are read from its `results-<RUN>/` folder (testtask.paths.output_dir; RUN default cpu-mini, `simulated`
+sidecars are read from its `results-<RUN>/` folder, or where only a variant was built (a build with overrides: its
+`variants/<name>/` folder) from that one (`--variant` picks among several), (testtask.paths.output_dir; RUN default cpu-mini, `simulated`
 for `build_simulated`), each checked to be built from that run (testtask.sidecars.check).
 """
 
@@ -361,14 +363,33 @@ def print_ordering(fig4: dict[str, Any] | None, method: str | None) -> None:
         print()
 
 
+def sidecar_folder(figures_dir: Path, run: str, variant: str | None) -> Path:
+    """Where the sidecars of `run` are: the preset's folder, else the one variant built (a build with overrides
+    goes to figures_dir/variants/<overrides>/); several variants and no --variant: SystemExit naming them."""
+    if variant is not None:
+        return output_dir(figures_dir, "results", run, SUBDIR, variant=variant)
+    folder = output_dir(figures_dir, "results", run, SUBDIR)
+    if folder.is_dir():
+        return folder
+    found = sorted(p.parent.parent.name for p in (figures_dir / "variants").glob(f"*/{SUBDIR}/{folder.name}"))
+    if len(found) > 1:
+        raise SystemExit(
+            f"{folder} is not built; variants of it are: {', '.join(found)}: pick one with --variant"
+        )
+    return output_dir(figures_dir, "results", run, SUBDIR, variant=found[0]) if found else folder
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("figures_dir", nargs="?", default=str(REPO / "figures"))
     parser.add_argument("--run", default="cpu-mini", help="the results run the figures were built from")
     parser.add_argument("--method", default=None, help="correlation method (default: that of Figures 2/3)")
     parser.add_argument("--per-task", action="store_true", help="also print the mean correlation per task")
+    parser.add_argument(
+        "--variant", default=None, help="a variant folder's name (figures_dir/variants/<name>/)"
+    )
     args = parser.parse_args(argv)
-    folder = output_dir(Path(args.figures_dir), "results", args.run, SUBDIR)
+    folder = sidecar_folder(Path(args.figures_dir), args.run, args.variant)
     sidecars = load_sidecars(folder, Expected.of("results", args.run, reader="the summary"))
     print(f"# downstream-predictability: summary of {short(folder)}\n")
     if not sidecars:
