@@ -97,7 +97,7 @@ def test_round_rule_matches_and_differs_by_how_much():
     assert rules.apply("round", -0.001, 0.0, {"digits": 2}).matches  # "-0.00" is the paper's 0.00
     out = rules.apply("round", 0.1848, 0.19, {"digits": 2})
     assert not out.matches
-    assert out.ours == "0.18 (exact 0.1848)"
+    assert out.ours == "0.18 (0.1848 before rounding)"
     assert out.difference == "-0.0052"
     pair = rules.apply("round", [4.127, 0.1848], [4.13, 0.19], {"digits": 2})
     assert not pair.matches and pair.difference == "1: -0.0052"
@@ -461,7 +461,7 @@ def test_evaluation_matches_differs_and_not_computable(tmp_path):
     loaded, figures, data = _toy(tmp_path)
     verdicts = {v.claim.id: v for v in evaluate.evaluate(loaded, figures, data, FUNCTIONS)}
     assert verdicts["t.match"].status == evaluate.MATCHES
-    assert verdicts["t.match"].ours == "4.1 (exact 4.127)"
+    assert verdicts["t.match"].ours == "4.1 (4.127 before rounding)"
     differ = verdicts["t.differ"]
     assert (
         differ.status == evaluate.DIFFERS
@@ -471,7 +471,7 @@ def test_evaluation_matches_differs_and_not_computable(tmp_path):
     need = verdicts["t.need"]
     assert need.status == evaluate.NOT_COMPUTABLE and need.missing == ("few/m100",)
     assert need.reason == "missing input few/m100" and "make data PAPER=toy" in need.command
-    assert need.ours == "4.1 (exact 4.127)"  # shown on the data present, not judged
+    assert need.ours == "4.1 (4.127 before rounding)"  # shown on the data present, not judged
     sidecar = verdicts["t.sidecar"]
     assert sidecar.status == evaluate.NOT_COMPUTABLE and sidecar.missing == ("figure-3.json",)
     assert sidecar.command == "make figure-3 PAPER=toy"

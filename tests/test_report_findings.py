@@ -83,7 +83,7 @@ def test_every_non_matching_claim_is_found_under_its_category(tmp_path):
         findings.headline(found) == "1 of 7 claims match under the authors' code (1 under the paper's text)"
     )
     assert findings.shown(found.sections["release-gap"][0]) == (
-        "paper 4.2; ours 4.1 (exact 4.127) (authors' code), 4.3 (exact 4.310) (paper's text)"
+        "paper 4.2; ours 4.1 (4.127 before rounding) (authors' code), 4.3 (4.310 before rounding) (paper's text)"
     )
     # our own runs: the categories are about the authors' release, nothing is uncategorized
     assert "uncategorized" not in findings.collect("toy", verdicts, text, categorize=False).sections

@@ -280,7 +280,12 @@ def test_canonical_errors_name_the_field():
     # a 1-based label column whose spec forgot `label_offset: -1`
     with pytest.raises(DatasetError, match=r"field 'label' gives labels .*1.*2.*\], expected 0\.\.1"):
         canonical(spec(), pd.DataFrame({"text": ["a", "b"], "label": [1, 2]}))
-    with pytest.raises(DatasetError, match=r"field 'sentiment' has values not in label_map: \['maybe'\]"):
+    # the setting to change is named with its key (a student's datasets.yaml entry), beside the file and column
+    with pytest.raises(
+        DatasetError,
+        match=r"field 'sentiment' has values not in the spec's label_map \(datasets\.\w+\.label_map: "
+        r"\['neg', 'pos'\]\): \['maybe'\]; add them",
+    ):
         canonical(
             spec(label="sentiment", label_map={"neg": 0, "pos": 1}),
             pd.DataFrame({"text": ["a", "b", "c"], "sentiment": ["neg", "maybe", "pos"]}),

@@ -172,11 +172,14 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
     protocols = list(dict.fromkeys(wanted))
     # A paper's claims are about the paper's settings: judged on outputs built without the user's own files, which
     # make a build a variant (figures/variants/own=<files>/); own claims on the outputs built with them.
-    configs = {
-        own_files: {protocol: builds.preset(cfg, protocol, own_files) for protocol in protocols}
-        for own_files in (False, True)
-    }
     present = user_files.digest(user_files.folder(config), user_files.ANALYSIS) if config.own_files else {}
+    configs = {True: {protocol: builds.preset(cfg, protocol) for protocol in protocols}}
+    # without own files to leave out, the paper's settings are those composed already
+    configs[False] = (
+        {protocol: builds.preset(cfg, protocol, own_files=False) for protocol in protocols}
+        if present
+        else configs[True]
+    )
     reports: list[render.PaperReport] = []
     missing: list[unbuilt.Unbuilt] = []
     read: list[provenance.Outputs] = []  # how each paper's outputs were built

@@ -143,7 +143,11 @@ def _labels(spec: DatasetSpec, frame: pd.DataFrame, where: str) -> pd.Series:
         mapped = raw.map(dict(spec.label_map))
         unknown = sorted(set(raw[mapped.isna()].astype(str)))
         if unknown:
-            raise DatasetError(f"{where}: field {spec.label!r} has values not in label_map: {unknown[:5]}")
+            raise DatasetError(
+                f"{where}: field {spec.label!r} has values not in the spec's label_map "
+                f"(datasets.{spec.key}.label_map: {sorted(map(str, spec.label_map))}): {unknown[:5]}; add them "
+                "to label_map, or filter those rows out with keep"
+            )
         raw = mapped
     if raw.isna().any():
         raise DatasetError(f"{where}: field {spec.label!r} has {int(raw.isna().sum())} missing labels")
