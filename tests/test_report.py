@@ -689,6 +689,11 @@ def test_built_outputs_leave_no_notice_and_a_tried_build_says_what_failed(tmp_pa
     tried = unbuilt.notice([waiting], tried=True)
     assert "could not be built although report.build_missing=true" in tried[0]
     assert tried[1] == "toy: figure-3.json, figure-9.json"
+    variant_only = unbuilt.Unbuilt(
+        "toy", "published", (), 1, own_commands=("make figure-6 PAPER=toy ARGS='x=1'",)
+    )
+    # a variant's output is named by its command, never an empty line
+    assert unbuilt.notice([variant_only], tried=True)[1] == "toy: make figure-6 PAPER=toy ARGS='x=1'"
     (figures / "figure-3.json").write_text(json.dumps({"panels": [{"m": 50}]}))
     (figures / "figure-9.json").write_text(json.dumps({"x": 1}))
     verdicts = evaluate.evaluate(loaded, figures, data, FUNCTIONS)

@@ -61,7 +61,8 @@ def notice(unbuilt: Sequence[Unbuilt], overrides: Sequence[str] = (), tried: boo
             f"{claims} claims read outputs that could not be built although report.build_missing=true "
             "(their inputs are not available; the log says why):"
         )
-        return [head, *(f"{u.paper}{_under(u)}: {', '.join(u.files)}" for u in unbuilt)]
+        # a variant's outputs are not built by build_missing: its own command says how
+        return [head, *(f"{u.paper}{_under(u)}: {', '.join([*u.files, *u.own_commands])}" for u in unbuilt)]
     head = (
         f"{claims} verdicts read outputs that are not built yet. Build them, then run `make report` again "
         "(or `make report ARGS=report.build_missing=true` to build only what the claims read, or "
