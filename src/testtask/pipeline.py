@@ -161,9 +161,8 @@ class Variant:
     preset_fingerprint: str
     differs: dict[str, Any]
     name: str | None
-    user_files: dict[
-        str, str
-    ]  # the user's own files that changed the settings: name -> SHA-256 (own_files_read)
+    # the user's own files that changed the settings: name -> SHA-256 (own_files_read)
+    user_files: dict[str, str]
 
     def record(self) -> dict[str, Any]:
         """The sidecars' provenance entry `settings`."""

@@ -527,9 +527,8 @@ def finetune(
         log.info("resuming %s from %s", output_dir, resume.name)
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    seconds = (
-        time.perf_counter() - started
-    )  # this process's training (a resumed run's earlier ones not included)
+    # this process's training (a resumed run's earlier processes not included)
+    seconds = time.perf_counter() - started
     trainer.save_model(str(final))
     main = trainer.is_world_process_zero()
     trained = trained_with(trainer)

@@ -31,8 +31,9 @@ def check_local_path(key: str, path: str) -> None:
 
     from testtask.errors import SettingUnusable
 
-    local = (
-        path.startswith(("/", "./", "../", "~")) or os.sep in path and os.path.exists(path.split(os.sep)[0])
+    # a folder path by its form, or a relative path whose first part exists here (a Hub id's owner does not)
+    local = path.startswith(("/", "./", "../", "~")) or (
+        os.sep in path and os.path.isdir(path.split(os.sep)[0])
     )
     if local and not os.path.isdir(os.path.expanduser(path)):
         raise SettingUnusable(

@@ -10,7 +10,7 @@ import csv
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -44,12 +44,14 @@ class NotComputable(LookupError):
         self.command = command
 
 
-def build_command(file: str, paper: str, source: str = "published") -> str:
-    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`)."""
+def build_command(file: str, paper: str, source: str = "published", args: Sequence[str] = ()) -> str:
+    """The command that builds the output whose sidecar is `file` (`figure-3.json` -> `make figure-3 ...`), with
+    the overrides `args` that place it in the folder read."""
     stem = Path(file).stem
     match = re.fullmatch(r"(figure|table)-(.+)", stem)
     target = f"{match.group(1)}-{match.group(2)}" if match else "figures tables"
-    return f"make {target} PAPER={paper}" + ("" if source == "published" else f" SOURCE={source}")
+    command = f"make {target} PAPER={paper}" + ("" if source == "published" else f" SOURCE={source}")
+    return command + (f" ARGS='{' '.join(args)}'" if args else "")
 
 
 def _cell(text: str) -> Any:
@@ -67,10 +69,17 @@ class Sidecars(Mapping[str, Any]):
     """The outputs of one paper by file name (a bare name means its JSON; a CSV is a list of row dicts), loaded on
     first use and checked against `expected` (ProvenanceMismatch, never "not computable"); MissingOutput if absent."""
 
-    def __init__(self, folder: Path, expected: Expected | None = None, pages: Path | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        expected: Expected | None = None,
+        pages: Path | None = None,
+        build_args: Sequence[str] = (),
+    ):
         self.folder = Path(folder)
         self.expected = expected
         self.pages = pages  # `make assess-model`'s pages of this source (<pages>/<model>/<model>.json)
+        self.build_args = tuple(build_args)  # what a command that builds into `folder` adds (own_files=false)
         self._cache: dict[str, Any] = {}
         self.touched: set[str] = set()  # read since the last `start_claim`: the files one claim rests on
         # every sidecar read: its provenance block (how it was built)
@@ -99,9 +108,7 @@ class Sidecars(Mapping[str, Any]):
         """The user's own files (name -> SHA-256) the sidecars read since `start_claim` were built with."""
         found: dict[str, str] = {}
         for name in self.touched:
-            document = self._cache.get(name)
-            block = document.get(PROVENANCE) if isinstance(document, dict) else None
-            settings = (block or {}).get("settings") or {}
+            settings = self.built.get(name, {}).get("settings") or {}
             found.update(settings.get("user_files") or {})
         return dict(sorted(found.items()))
 
@@ -252,7 +259,7 @@ def _judge(
         shown = rules.fmt(value)
     except MissingOutput as err:
         unbuilt, reason = (err.file,), f"{err.file} has not been built"
-        command = build_command(err.file, paper, source)
+        command = build_command(err.file, paper, source, sidecars.build_args)
     except NotComputable as err:
         unbuilt, command, reason = err.unbuilt, err.command, str(err)
     except LookupError as err:  # a path the sidecar does not hold, rows it lacks

@@ -100,14 +100,6 @@ def _build_missing(
             log.warning("report: could not build %s of %s: %s", file, paper, err)
 
 
-def _with_args(verdict: evaluate.Verdict, args: tuple[str, ...]) -> evaluate.Verdict:
-    """`verdict` whose build command (`make figure-3 PAPER=...`) carries `args` too."""
-    command = verdict.command
-    if not args or not command or not command.startswith(("make figure", "make table")) or "ARGS=" in command:
-        return verdict
-    return dataclasses.replace(verdict, command=f"{command} ARGS='{' '.join(args)}'")
-
-
 def _data_root(config: Any, paper: str, source: str) -> Path:
     """Where a claim's `needs` are checked: the release (also for an overlay) or our run (as make_context)."""
     if source in ("published", OVERLAY):
@@ -216,14 +208,15 @@ def run(cfg: DictConfig, builds: Builds) -> dict[str, Any]:
                 user_files=built.user_files,
             )
             pages = output_dir(figures_dir, source, run_name, "assess-model", protocol)
-            outputs[protocol] = evaluate.Sidecars(folder, expected, pages)
-            verdicts = evaluate.evaluate_on(loaded, outputs[protocol], data_root, plugin.report, source)
             # the paper's outputs, where the user's own files would make its commands build a variant of them
             variant_with_own = (
                 present and not own_files and builds.variant(configs[True][protocol], paper).name
             )
             without = ("own_files=false",) if variant_with_own and built.name is None else ()
-            judged.verdicts[protocol] = [_with_args(v, without) for v in verdicts]
+            outputs[protocol] = evaluate.Sidecars(folder, expected, pages, build_args=without)
+            judged.verdicts[protocol] = evaluate.evaluate_on(
+                loaded, outputs[protocol], data_root, plugin.report, source
+            )
             waiting = unbuilt.collect(paper, source, judged.verdicts[protocol], protocol, without)
             if waiting:
                 missing.append(waiting)

@@ -112,9 +112,8 @@ class PaperSection:
 @dataclass(frozen=True)
 class Page:
     notice: Sequence[str]  # a heading and the commands that build what is not built (empty: none)
-    cautions: Sequence[
-        str
-    ]  # what the outputs' provenance says a reader should know (report/provenance.Outputs)
+    # what the outputs' provenance says a reader should know (report/provenance.Outputs)
+    cautions: Sequence[str]
     findings: list[FindingsBlock]
     provenance: list[tuple[str, str]]
     statuses: Sequence[str]

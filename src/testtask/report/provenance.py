@@ -69,35 +69,38 @@ class Outputs:
     checksums: tuple[str, ...]  # the data checksums they record
     compared: bool | None  # checksums compared with the release here; None: not a release (our runs)
 
-    def warnings(self) -> list[str]:
-        """What a reader should know before trusting these outputs as built from committed code and this data."""
+    def _cautions(self) -> list[str]:
         found = []
         if self.uncommitted:
             found.append(
-                f"{self.paper}: {len(self.uncommitted)} of the {self.read} outputs read were built from uncommitted "
-                f"changes ({', '.join(self.uncommitted)}): their code is not in any commit; rebuild them from a "
-                "clean tree to make them reproducible"
+                f"{len(self.uncommitted)} of the {self.read} outputs read were built from uncommitted changes "
+                f"({', '.join(self.uncommitted)}): their code is not in any commit; rebuild them from a clean tree "
+                "to make them reproducible"
             )
         if self.compared is False and self.checksums:
             found.append(
-                f"{self.paper}: the release is not fetched here, so the data checksums the outputs record "
+                f"the release is not fetched here, so the data checksums the outputs record "
                 f"({', '.join(c[:19] + '…' for c in self.checksums)}) were not compared with it; "
                 f"`make data PAPER={self.paper}` lets the report check them"
             )
         return found
+
+    def warnings(self) -> list[str]:
+        """What a reader should know before trusting these outputs as built from committed code and this data."""
+        return [f"{self.paper}: {line}" for line in self._cautions()]
 
     def text(self) -> str:
         commits = ", ".join(c[:12] for c in self.commits) or "no commit recorded"
         line = f"{self.read} sidecars read, built at {commits}"
         if self.compared:
             line += "; their data checksum agrees with the release here"
-        return "; ".join([line, *(w.split(": ", 1)[1] for w in self.warnings())])
+        return "; ".join([line, *self._cautions()])
 
 
 def outputs(paper: str, built: dict[str, dict[str, Any]], compared: bool | None) -> Outputs:
     """`paper`'s `Outputs` from the provenance blocks of the sidecars read (`evaluate.Sidecars.built`, keyed by
     preset/file)."""
-    checksums = {str((b.get("data") or {}).get("checksum")) for b in built.values()} - {"None"}
+    checksums = {str(c) for b in built.values() if (c := (b.get("data") or {}).get("checksum"))}
     return Outputs(
         paper,
         len(built),

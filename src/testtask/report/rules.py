@@ -98,9 +98,8 @@ def rule_round(ours: Any, paper: Any, digits: int) -> Outcome:
         if round_half_away(o, digits) != round_half_away(p, digits):
             bad.append((label, o, p))
     shown, exact = fmt(ours, digits), fmt(ours, digits + 2)
-    ours_text = (
-        shown if shown == exact else f"{shown} ({exact} before rounding)"
-    )  # two more places, not "exact"
+    # two more places than the paper prints: not the exact value (an output may itself be of rounded numbers)
+    ours_text = shown if shown == exact else f"{shown} ({exact} before rounding)"
     return Outcome(not bad, ours_text, _differences(bad, digits + 2) if bad else None)
 
 

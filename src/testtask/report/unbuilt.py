@@ -24,9 +24,8 @@ class Unbuilt:
     claims: int  # how many claims wait for them
     preset: str = AUTHORS  # the protocol preset they are missing under (testtask.settings.Protocol)
     own_commands: tuple[str, ...] = ()  # outputs built by a command of their own (a sensitivity variant)
-    overrides: tuple[
-        str, ...
-    ] = ()  # what the build command adds (own_files=false: the paper's settings alone)
+    # what the build command adds (own_files=false: the paper's settings alone)
+    overrides: tuple[str, ...] = ()
 
 
 def collect(
