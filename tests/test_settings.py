@@ -173,3 +173,23 @@ def test_the_top_level_schema_declares_no_paper_key():
     sections = {papers.get(k).config_key for k in papers.keys()}
     assert sections <= declared
     assert not sections & set(schema.field_types(Top))
+
+
+@pytest.mark.parametrize("overrides", COMPOSITIONS, ids=lambda o: " ".join(o) or "default")
+def test_plain_values_are_those_of_the_node_by_node_walk(overrides, monkeypatch):
+    """`schema.plain` converts a config that resolves in one call; the values are those the walk (which names each
+    value that does not resolve) reads."""
+    cfg = compose(overrides)
+    fast = schema.plain(cfg, exclude=("hydra",))
+    monkeypatch.setattr(schema, "_container", lambda node, exclude: 1 / 0)
+    assert fast == schema.plain(cfg, exclude=("hydra",))
+    assert "hydra" not in fast and fast["pretrain_on_test"]["collections"]["few_shot"]
+
+
+def test_a_value_that_does_not_resolve_is_named_and_the_others_kept():
+    cfg = compose([])
+    cfg.seed, cfg.sampler.draws = "${nowhere}", "???"
+    problems: list[str] = []
+    values = schema.plain(cfg, problems=problems, exclude=("hydra",))
+    assert [p.split(":")[0] for p in problems] == ["sampler.draws", "seed"]
+    assert "seed" not in values and "draws" not in values["sampler"] and values["figure"] == 3
