@@ -50,6 +50,14 @@ def code_git_state() -> tuple[str, bool]:
     return git_state(Path(__file__).resolve().parent)
 
 
+def code_record(root: Path | None = None) -> dict[str, Any]:
+    """The code a raw result was computed with, for its record: {"commit", "dirty"} of this package's checkout (or
+    of `root`); both None outside a checkout."""
+    commit, dirty = git_state(root) if root is not None else code_git_state()
+    known = commit != "unknown"  # outside a checkout, or git missing
+    return {"commit": commit if known else None, "dirty": dirty if known else None}
+
+
 def command(fallback: str = FROM_PYTHON) -> str:
     """The running `testtask <overrides>` (Hydra's record; the library reads no `sys.argv`), else `fallback`."""
     try:

@@ -37,6 +37,7 @@ from testtask.pretrain_on_test.runner.datasets import (
 )
 from testtask.pretrain_on_test.runner.settings import Stratification, effective_lm, for_task, repetitions_for
 from testtask.pretrain_on_test.runner.store import COLUMNS, CellStore, cell_dir, majority_share
+from testtask.provenance import code_record
 from testtask.schema import ConfigError
 
 M, N = 9, 12
@@ -554,6 +555,7 @@ def check_cell(
         )
         assert sub == drawn.as_dict()
         assert record["seconds"] > 0 and record["device"] == "cpu"
+        assert record["code"] == code_record() and len(record["code"]["commit"]) == 40  # the checkout's
         assert frame["majority"][k] == pytest.approx(majority_share(labels[sub["test"]]))  # test's own share
     cell = OmegaConf.load(csv.parent / "cell.yaml")
     assert (cell.dataset, cell.m, cell.n, cell.seed, cell.lm.lm_type) == ("fixture", M, N, 20240521, lm_type)

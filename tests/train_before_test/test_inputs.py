@@ -8,7 +8,7 @@ import math
 import pytest
 
 from testtask.context import InputsUnavailable
-from testtask.train_before_test.inputs import ResultsFormatError, load_results
+from testtask.train_before_test.inputs import ResultsFormatError, load_results, overlay
 from testtask.train_before_test.layout import layout, present_corpora, present_downstream
 from testtask.train_before_test.settings import Category, Perplexity, Regime
 
@@ -48,6 +48,16 @@ def test_valid_file_becomes_frames_with_nan_for_absent_models_and_missing_errors
     assert math.isnan(frame.loc["m2", "wiki_2025"])  # absent model -> NaN
     assert math.isnan(res.stderr["direct"].loc["m1", "wiki_2025"])  # "N/A" -> NaN
     assert res.benchmarks() == {"a1", "a2", "b1", "wiki_2025"}
+
+
+def test_a_run_laid_over_the_release_names_both_files(tmp_path):
+    release = load_results(_write(tmp_path, _valid()), REGIMES)
+    # the run scores a model the release lacks
+    run = {field: {bench: {"m3": 0.4} for bench in scores} for field, scores in _valid().items()}
+    (tmp_path / "run").mkdir()
+    both = overlay(release, load_results(_write(tmp_path / "run", run), REGIMES))
+    assert both.files == [tmp_path / "all_results.json", tmp_path / "run" / "all_results.json"]
+    assert list(both.scores["direct"].index) == ["m1", "m2", "m3"]
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import offline_single_thread
 from tests.fixtures.tbt_runner import chat_tokenizer, cheap_env_info, compose_run, tiny_config, typed_run
+from testtask.provenance import code_record
 from testtask.schema import ConfigError
 from testtask.train_before_test.runner import splits
 from testtask.train_before_test.runner.benchmarks import lookup, spec_of
@@ -236,6 +237,7 @@ def test_perplexity_scoring_yields_bits_per_byte_on_the_8_1_1_split(corpus_run):
         assert merged[f"{regime}_stderr"]["wiki_2025"]["tiny/llama"] == "N/A"
     assert record["finetune"]["plain/lr_0.001"]["training_texts"] == 24  # whole documents of the train part
     assert record["versions"]["lm_eval"] != "absent"
+    assert record["code"] == code_record() and len(record["code"]["commit"]) == 40  # the checkout's
 
 
 def test_corpus_selection_picks_the_lowest_validation_bits_per_byte(corpus_run):

@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from tests.fixtures.lm_eval_data import arc_rows, build_model, write_datasets, write_jsonl
 from testtask.lm.results import load_results
 from testtask.paths import conf_dir
+from testtask.provenance import code_record
 from testtask.training_on_the_test_task.runner.main import model_source, run, settings_of
 
 
@@ -83,6 +84,8 @@ def test_base_and_fine_tuned_runs_write_the_published_layout(setup):
     assert (
         tuned["finetune"]["steps"] == 4 and tuned["finetune"]["last_loss"] < tuned["finetune"]["first_loss"]
     )
+    finished = json.loads((root / "checkpoints" / "mmluaux" / "tiny" / "e3" / "finished.json").read_text())
+    assert finished["code"] == code_record() and len(finished["code"]["commit"]) == 40  # the checkout's
     for step in (2, 4):
         assert (
             evaluations

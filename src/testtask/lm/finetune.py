@@ -27,6 +27,7 @@ from transformers import TrainerCallback
 from testtask.io import atomic_write_text
 from testtask.lm.hf import load_tokenizer
 from testtask.lm.settings import FinetunePrecision, Lora, LossOn, Recipe, Side, recipe_record
+from testtask.provenance import code_record
 from testtask.schema import to_plain
 
 log = logging.getLogger("testtask.finetune")
@@ -568,6 +569,7 @@ def finetune(
         "seed": seed,
         "max_steps": args.max_steps if args.max_steps and args.max_steps > 0 else None,  # null: by epochs
         "train_seconds": round(seconds, 1),  # since `resumed_from` where set
+        "code": code_record(),  # the checkout's commit; not in the fingerprint, so a new commit resumes
     }
     if main:
         atomic_write_text(done, json.dumps(record) + "\n")

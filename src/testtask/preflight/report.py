@@ -15,6 +15,7 @@ from typing import Any
 
 from testtask.io import atomic_write_json
 from testtask.preflight.runner import Context, Outcome, counts
+from testtask.provenance import code_record
 
 SCHEMA = 1
 DEFAULT_OUT = "results/gpu-preflight"
@@ -98,14 +99,6 @@ def file_name(gpu: dict[str, Any] | None, device: str) -> str:
     return f"{slug(gpu['name'])}{suffix}.json"
 
 
-def git_commit(root: Path | None = None) -> dict[str, Any]:
-    from testtask.provenance import git_state
-
-    commit, dirty = git_state(root)
-    known = commit != "unknown"  # outside a checkout, or git missing
-    return {"commit": commit if known else None, "dirty": dirty if known else None}
-
-
 def runs_on(needs: frozenset[str] | set[str]) -> str:
     """`cpu` for a check that also runs on the CPU (`--cpu`), `cuda-only` for one that needs CUDA itself."""
     return "cuda-only" if "cuda" in needs else "cpu"
@@ -162,7 +155,7 @@ def record(
 def environment(argv: Sequence[str]) -> dict[str, Any]:
     return {
         "versions": versions(),
-        "git": git_commit(),
+        "git": code_record(),
         "platform": platform.platform(),
         "command": " ".join([Path(sys.executable).name, "-m", "testtask.preflight", *argv]),
     }

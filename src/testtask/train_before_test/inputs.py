@@ -39,10 +39,16 @@ class ResultsFormatError(InputError, ValueError):
 class Results:
     """Scores and standard errors per regime: DataFrames indexed by model id, one column per benchmark."""
 
-    path: Path
+    path: Path  # the file read; with source=published+results, the release's
     scores: dict[str, pd.DataFrame]
     stderr: dict[str, pd.DataFrame]
     regimes: dict[str, Regime] = field(default_factory=dict)
+    laid_over: tuple[Path, ...] = ()  # the runs' files laid over `path` (source=published+results)
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file the scores were read from."""
+        return [self.path, *self.laid_over]
 
     def benchmarks(self) -> set[str]:
         """Benchmarks present in every regime's scores."""
@@ -170,7 +176,8 @@ def overlay(release: Results, run: Results) -> Results:
             raise OverlayConflict(what, release.path, run.path)
         scores[key] = ours.combine_first(theirs).sort_index()
         stderr[key] = release.stderr[key].combine_first(run.stderr[key]).sort_index()
-    return Results(path=release.path, scores=scores, stderr=stderr, regimes=release.regimes)
+    laid_over = (*release.laid_over, *run.files)
+    return Results(release.path, scores, stderr, release.regimes, laid_over)
 
 
 _CACHE: dict[tuple, Results] = {}

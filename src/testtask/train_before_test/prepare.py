@@ -46,7 +46,7 @@ def base_numbers(ctx: Context, prep: Prepared, kind: str, number: int) -> dict[s
         "paper": ctx.paper,
         kind: number,
         "source": ctx.source,
-        "results_file": str(prep.results.path),
+        "results_files": [str(path) for path in prep.results.files],
         "regimes": {k: {"field": r.field, "label": r.label} for k, r in prep.regimes.items()},
     }
 

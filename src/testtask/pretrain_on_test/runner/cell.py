@@ -27,6 +27,7 @@ from testtask.pretrain_on_test.runner.settings import (
     effective_lm,
 )
 from testtask.pretrain_on_test.runner.store import CellStore, cell_dir, majority_share
+from testtask.provenance import code_record
 
 log = logging.getLogger("testtask.runner")
 
@@ -139,6 +140,8 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
                 f"{store.log}: the dataset {spec.key} changed (its texts or labels) since repetition "
                 f"{last['repetition']} was drawn; move the cell away or restore the data to resume"
             )
+    # the checkout's commit, per repetition (cell.yaml, the resume identity, leaves it out)
+    code = code_record()
     device = pick_device(settings.device)
     protocol = make_protocol(lm, spec, device, settings.show_step_progress)
     log.info("%s: %d/%d repetitions done; running on %s", store.directory, done, repetitions, device)
@@ -157,7 +160,13 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
         acc, record = protocol.run(data, sub, subsampling.training_seed(seed, k))
         seconds = time.perf_counter() - start
         row = {**acc, **baseline_columns(labels, sub.test, spec.num_classes)}
-        meta = {"seconds": seconds, "device": device, "subsample": sub.as_dict(), "data_sha256": digest}
+        meta = {
+            "seconds": seconds,
+            "device": device,
+            "subsample": sub.as_dict(),
+            "data_sha256": digest,
+            "code": code,
+        }
         store.append(k, row, {**meta, **record})
         bar.set_postfix(
             base=f"{acc['base']:.2f}",

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from testtask.lm.hf import load_tokenizer
 from testtask.lm.settings import Recipe, recipe_record
+from testtask.provenance import code_record
 from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import BenchmarkSpec
 from testtask.train_before_test.runner.data import VIEWS, build_manager, load_task, prepare, view_config
@@ -314,6 +315,7 @@ def run_cell(cc: CellConfig) -> dict[str, Any]:
         "seconds": round(time.time() - started, 1),  # of this attempt only
         "attempts": attempts,  # > 1: resumed, the earlier attempts' time not in `seconds`
         "versions": _versions(),
+        "code": code_record(),  # the checkout's commit
     }
     write_record(record_file, record)
     _prune(work, cc, chosen)
