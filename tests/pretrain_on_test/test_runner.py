@@ -318,6 +318,16 @@ def test_spec_fields_are_checked():
     )  # dataset_defaults
 
 
+def test_a_run_refused_before_its_first_repetition_leaves_no_cell_folder(tmp_path):
+    """The data set cannot be read (here: its file is absent): the error names it and the results folder stays
+    as it was, so no empty cell is left for a later figure or resume to meet."""
+    assets, results = tmp_path / "assets", tmp_path / "results"
+    assets.mkdir()
+    with pytest.raises(DatasetError, match="fixture.csv"):
+        run_cell(run_config("bert", tmp_path, assets, results))
+    assert not results.exists()
+
+
 def test_file_sources(tmp_path):
     with pytest.raises(DatasetError, match="make assets"):
         load_dataset(spec(source="file", path="nowhere/data.csv"), tmp_path)

@@ -78,6 +78,7 @@ def _changed(before: Any, now: Any, key: str = "") -> list[str]:
 
 
 def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
+    """ResumeError where the cell holds repetitions run with settings other than `identity`."""
     path = store.directory / "cell.yaml"
     if path.exists():
         before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
@@ -90,7 +91,11 @@ def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
                 f"{store.directory} holds {store.done()} repetitions run with other settings: {changed}; "
                 "move it away or restore the old settings to resume"
             )
-    atomic_write_text(path, OmegaConf.to_yaml(OmegaConf.create(identity)))
+
+
+def _record_identity(store: CellStore, identity: dict[str, Any]) -> None:
+    """cell.yaml, written with the cell's first results: a run refused or failed before them leaves no folder."""
+    atomic_write_text(store.directory / "cell.yaml", OmegaConf.to_yaml(OmegaConf.create(identity)))
 
 
 def _leaf(tree: Any, key: str) -> Any:
@@ -115,7 +120,8 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
     repetitions = settings.repetitions_of_cell()
     lm = settings.lm_for_task()
     store = CellStore(cell_dir(resolve(settings.results_dir), m, n, lm.lm_type, spec.key))
-    _check_resume(store, identity(settings, config))
+    settings_record = identity(settings, config)
+    _check_resume(store, settings_record)
     done = store.done()
     if done >= repetitions:
         log.info("%s: all %d repetitions done, nothing to run", store.csv, repetitions)
@@ -167,6 +173,8 @@ def run_cell(settings: Settings, config: DictConfig) -> Path:
             "data_sha256": digest,
             "code": code,
         }
+        if k == done:
+            _record_identity(store, settings_record)
         store.append(k, row, {**meta, **record})
         bar.set_postfix(
             base=f"{acc['base']:.2f}",
