@@ -483,6 +483,27 @@ def test_evaluation_matches_differs_and_not_computable(tmp_path):
     json.dumps([v.as_dict() for v in verdicts.values()])  # the report's data is JSON
 
 
+def test_a_null_value_names_the_output_the_path_and_what_the_figure_was_drawn_without(tmp_path):
+    """A student's category whose benchmarks the release does not score: figure 3 holds null for it and says
+    which benchmarks it was drawn without; the claim says so instead of "ours is not a number: None"."""
+    figures = tmp_path / "figures" / "toy"
+    figures.mkdir(parents=True)
+    drawn = "not in the data, so not drawn: humaneval, mbpp"
+    (figures / "figure-3.json").write_text(json.dumps({"tau": {"Code": None}, "drawn_without": [drawn]}))
+    claims = [
+        _claim(
+            id="t.own",
+            paper="yes",
+            ours={"output": "figure-3", "path": "tau.Code"},
+            rule={"kind": "all", "op": ">", "than": 0.7},
+            needs=[],
+        )
+    ]
+    (verdict,) = evaluate.evaluate(ledger.load(_write(tmp_path, claims)), figures, tmp_path, {})
+    assert verdict.status == evaluate.NOT_COMPUTABLE and verdict.ours is None
+    assert verdict.reason == f"figure-3.json holds no value at tau.Code; drawn without: {drawn}"
+
+
 # ---------------------------------------------------------------- provenance and rendering
 
 

@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 
 from testtask.io import atomic_save, atomic_write_json, atomic_write_text  # noqa: E402
 from testtask.provenance import stamped  # noqa: E402
+from testtask.sidecars import DRAWN_WITHOUT  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,11 @@ def save_figure(
     fig: plt.Figure, out_dir: Path, name: str, numbers: dict[str, Any], notes: Sequence[str] = ()
 ) -> dict[str, Path]:
     """Save `fig` as PNG and PDF and `numbers` as JSON beside it (stamped), then close it; `notes` (the inputs it
-    was drawn without) are written below its panels."""
+    was drawn without) are written below its panels and, as `drawn_without`, into the JSON."""
     out_dir = Path(out_dir)
     note_missing(fig, notes)
+    if notes:
+        numbers = {**numbers, DRAWN_WITHOUT: list(notes)}
     paths = {
         "png": atomic_save(
             out_dir / f"{name}.png", lambda p: fig.savefig(p, dpi=150, bbox_inches="tight", format="png")

@@ -18,6 +18,7 @@ from testtask.paths import AUTHORS, PUBLISHED, run_of
 log = logging.getLogger(__name__)
 
 KEY = "provenance"  # = testtask.provenance.KEY (not imported: this module stays light for scripts)
+DRAWN_WITHOUT = "drawn_without"  # a figure's notes of the inputs it was drawn without (outputs.save_figure)
 _warned: set[str] = set()  # sidecars already warned about (once per process, not once per claim)
 
 

@@ -41,6 +41,18 @@ FAST_FIGURES = [
 ]  # the annotated 24x24 details (9, 10, 14, 15) and 11 only in the slow test
 
 
+def test_a_category_whose_benchmarks_the_results_lack_is_recorded_as_drawn_without(synthetic: Path):
+    """A configured benchmark the results do not score: every sidecar lists it, and a figure drawn without it
+    says so in its notes (which the report quotes where a claim reads the missing value)."""
+    cfg = small_config(synthetic)
+    cfg.train_before_test.categories["Code"] = {"name": "Code", "benchmarks": ["humaneval"]}
+    assert run(OmegaConf.merge(cfg, {"action": "figure", "figure": 3}))
+    fig3 = sidecar(synthetic, "figure-3")
+    assert fig3["missing_benchmarks"] == ["humaneval"]
+    assert fig3["drawn_without"] == ["not in the data, so not drawn: humaneval"]
+    assert fig3["intra_category"]["train_before_test"]["Code"] is None
+
+
 def test_main_figures_and_tables_on_synthetic_results(synthetic: Path):
     cfg = small_config(synthetic)
     for number in FAST_FIGURES:
@@ -62,6 +74,7 @@ def test_main_figures_and_tables_on_synthetic_results(synthetic: Path):
 
     fig3 = sidecar(synthetic, "figure-3")
     assert fig3["intra_category"]["direct"]["Math"] is None  # one benchmark: no pair within
+    assert fig3["missing_benchmarks"] == [] and "drawn_without" not in fig3
     assert (output_folder(synthetic) / "figure-3.csv").is_file()
 
     fig4 = sidecar(synthetic, "figure-4")

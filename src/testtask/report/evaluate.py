@@ -19,8 +19,8 @@ from typing import Any
 from testtask import diagnostics
 from testtask.report import notes, paths, rules
 from testtask.report.ledger import Claim, Ledger, thaw
+from testtask.sidecars import DRAWN_WITHOUT, Expected, read
 from testtask.sidecars import KEY as PROVENANCE
-from testtask.sidecars import Expected, read
 
 MATCHES, DIFFERS, NOT_COMPUTABLE = "matches", "differs", "not computable"
 STATUSES = (MATCHES, DIFFERS, NOT_COMPUTABLE)
@@ -225,6 +225,18 @@ def compute(claim: Claim, sidecars: Sidecars, functions: Mapping[str, Callable[[
     return _scaled(value, ours.scale)
 
 
+def _no_value(claim: Claim, sidecars: Sidecars) -> str | None:
+    """Why `claim` has no value where it reads a null from an output file: the file and path, with what the
+    figure was drawn without where its sidecar says (outputs.save_figure); None for a claim computed otherwise."""
+    ours = claim.ours
+    if ours.function or ours.page or not ours.file:
+        return None
+    drawn = sidecars[ours.file].get(DRAWN_WITHOUT) or []
+    return f"{ours.file} holds no value at {ours.path}" + (
+        f"; drawn without: {'; '.join(drawn)}" if drawn else ""
+    )
+
+
 def evaluate_claim(
     claim: Claim,
     sidecars: Sidecars,
@@ -287,9 +299,9 @@ def _judge(
     try:
         outcome = rules.apply(claim.rule.kind, value, thaw(claim.paper), claim.rule.params)
     except rules.RuleError as err:
-        return Verdict(
-            claim, NOT_COMPUTABLE, ours=shown, value=_jsonable(value), reason=f"rule {claim.rule.kind}: {err}"
-        )
+        reason = (_no_value(claim, sidecars) if value is None else None) or f"rule {claim.rule.kind}: {err}"
+        shown = None if value is None else shown
+        return Verdict(claim, NOT_COMPUTABLE, ours=shown, value=_jsonable(value), reason=reason)
     return Verdict(
         claim,
         MATCHES if outcome.matches else DIFFERS,

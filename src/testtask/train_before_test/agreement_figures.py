@@ -20,7 +20,7 @@ from testtask.train_before_test.agreement import (
 )
 from testtask.train_before_test.categories import category_means
 from testtask.train_before_test.plotting import category_boundaries, heatmap, shared_range
-from testtask.train_before_test.prepare import Prepared, base_numbers, model_counts, prepare
+from testtask.train_before_test.prepare import Prepared, base_numbers, missing_notes, model_counts, prepare
 from testtask.train_before_test.ties import signs, tie_aware_matrix, z_value
 
 MODEL_POLICY = "pairwise-complete: each pair of benchmarks uses every model scored on both (as the authors' analysis does)"
@@ -98,7 +98,6 @@ def agreement_numbers(ctx: Context, prep: Prepared, kind: str, number: int) -> t
         "model_policy": MODEL_POLICY,
         "models": model_counts(prep),
         "benchmarks": prep.benchmarks,
-        "missing_benchmarks": prep.missing,
         "categories": {k: [b for b in v if b in prep.benchmarks] for k, v in prep.layout.categories.items()},
     }
     for key in prep.regimes:
@@ -128,8 +127,7 @@ def _heatmaps(ctx: Context, number: int, kind: str) -> dict:
     label = "Kendall's tau" + (" (significance ties)" if kind != "kendall" else "")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label=label)
     numbers["colour_scale"] = [vmin, vmax]
-    notes = [f"not in the data, so not drawn: {', '.join(prep.missing)}"] if prep.missing else []
-    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers, notes=notes)
+    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers, notes=missing_notes(prep))
     return numbers
 
 
@@ -176,7 +174,7 @@ def _category_figure(ctx: Context, number: int, kind: str) -> dict:
         },
         "colour_scale": [vmin, vmax],
     }
-    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers)
+    save_figure(fig, ctx.out_dir, f"figure-{number}", numbers, notes=missing_notes(prep))
     return numbers
 
 

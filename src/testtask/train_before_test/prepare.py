@@ -47,8 +47,14 @@ def base_numbers(ctx: Context, prep: Prepared, kind: str, number: int) -> dict[s
         kind: number,
         "source": ctx.source,
         "results_files": [str(path) for path in prep.results.files],
+        "missing_benchmarks": prep.missing,  # configured, but without scores in some regime of those files
         "regimes": {k: {"field": r.field, "label": r.label} for k, r in prep.regimes.items()},
     }
+
+
+def missing_notes(prep: Prepared) -> list[str]:
+    """What a figure is drawn without: the configured benchmarks the results do not score."""
+    return [f"not in the data, so not drawn: {', '.join(prep.missing)}"] if prep.missing else []
 
 
 def model_counts(prep: Prepared) -> dict[str, Any]:

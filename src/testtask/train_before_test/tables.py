@@ -37,7 +37,6 @@ def table_1(ctx: Context) -> dict:
     numbers = {
         **base_numbers(ctx, prep, "table", 1),
         "benchmarks_present": prep.benchmarks,
-        "missing_benchmarks": prep.missing,
         "perplexity_corpora": prep.layout.corpora,
         "rows": rows,
     }
