@@ -12,6 +12,7 @@ hold.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -182,6 +183,27 @@ def test_an_unknown_model_or_a_missing_model_folder_is_one_line_before_anything_
         run_entry(monkeypatch, paper, tmp_path, *overrides, *places)
     assert str(err.value).startswith(message), str(err.value)
     assert written(tmp_path) == []
+
+
+@pytest.mark.parametrize("paper", ["training-on-the-test-task", "train-before-test"])
+def test_a_missing_model_folder_is_reported_before_torch_is_imported(tmp_path, paper):
+    """The command line's check finds the folder missing, so the error comes in about a second, not after the
+    runner's imports (torch, transformers, lm-eval: ~4 s on 2 cores)."""
+    extra = "benchmark=arc_easy" if paper == "train-before-test" else "stage=base"
+    code = (
+        "import sys\n"
+        "from testtask.errors import SettingUnusable\n"
+        "from testtask.runners import main\n"
+        "try:\n"
+        f"    main({paper!r}, ['model=student-x', 'model_path={tmp_path / 'absent'}', {extra!r}])\n"
+        "except SettingUnusable as err:\n"
+        "    print('torch' in sys.modules, err)\n"
+    )
+    env = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.stdout.startswith(f"False model_path = '{tmp_path / 'absent'}': no such folder"), (
+        done.stdout + done.stderr
+    )
 
 
 def test_train_before_test_runner_rejects_bad_sweep_before_loading_anything(monkeypatch, tmp_path):

@@ -75,7 +75,17 @@ def precheck(paper: str, args: Sequence[str]) -> None:
 
     spec = _runner(paper)
     overrides = [*args, *_first_of_sweep(args, spec.config_name)]
-    pipeline.precheck(overrides, spec.config_name, lambda cfg: settings_of(paper, cfg))
+    pipeline.precheck(overrides, spec.config_name, lambda cfg: _with_folders(settings_of(paper, cfg)))
+
+
+def _with_folders(settings: Any) -> Any:
+    """`settings`, once the local folders they name (`local_folders()`, where a runner's settings have it) exist;
+    SettingUnusable naming the first that does not."""
+    from testtask.lm.local_folders import check_local_folders
+
+    if hasattr(settings, "local_folders"):
+        check_local_folders(settings.local_folders())
+    return settings
 
 
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:

@@ -24,23 +24,6 @@ def pick_device(requested: str = "auto") -> str:
     return requested
 
 
-def check_local_path(key: str, path: str) -> None:
-    """SettingUnusable for `path` (setting `key`) written as a local folder (absolute, ./, ../, ~) that does not
-    exist: loaded as a Hub id it would fail with a message about repository names, after minutes of start-up."""
-    import os
-
-    from testtask.errors import SettingUnusable
-
-    # a folder path by its form, or a relative path whose first part exists here (a Hub id's owner does not)
-    local = path.startswith(("/", "./", "../", "~")) or (
-        os.sep in path and os.path.isdir(path.split(os.sep)[0])
-    )
-    if local and not os.path.isdir(os.path.expanduser(path)):
-        raise SettingUnusable(
-            key, path, "no such folder", "give the folder of a saved model, or a Hub id (org/name)"
-        )
-
-
 def load_tokenizer(name: str, *, trust_remote_code: bool = False, revision: str | None = None) -> Any:
     """The model's tokenizer, EOS as the pad token where it has none (GPT-2, Llama; as the authors'
     train.py:71-73)."""

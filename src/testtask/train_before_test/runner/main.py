@@ -13,7 +13,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from testtask import runners
-from testtask.lm.hf import check_local_path, load_tokenizer, pick_device
+from testtask.lm.hf import load_tokenizer, pick_device
+from testtask.lm.local_folders import check_local_path
 from testtask.paths import resolve
 from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import lookup

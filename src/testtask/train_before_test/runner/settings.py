@@ -258,6 +258,12 @@ class Settings:
             ],
         )
 
+    def local_folders(self) -> dict[str, str]:
+        """Setting key -> the local folder it names, checked before a job imports anything (runners.precheck)."""
+        from testtask.paths import resolve
+
+        return {"model_path": str(resolve(self.model_path))} if self.model_path else {}
+
     def is_instruct(self) -> bool:
         """`instruct` when given, else the models table's flag, else False (a model outside the table)."""
         if self.instruct is not None:

@@ -38,7 +38,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask import runners
 from testtask.io import held_unless_taken
-from testtask.lm.hf import check_local_path, pick_device
+from testtask.lm.hf import pick_device
+from testtask.lm.local_folders import check_local_path
 from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
 from testtask.training_on_the_test_task.runner.settings import (

@@ -164,6 +164,10 @@ class Settings:
     recipe: Recipe
     finetune_data: FinetuneData
 
+    def local_folders(self) -> dict[str, str]:
+        """Setting key -> the local folder it names, checked before a job imports anything (runners.precheck)."""
+        return {"model_path": str(self.model_path)} if self.model_path else {}
+
     def __post_init__(self) -> None:
         stages = list(self.stage_epochs)
         size_rule = self.recipe.learning_rate_small is not None
