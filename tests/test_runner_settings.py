@@ -206,6 +206,21 @@ def test_a_missing_model_folder_is_reported_before_torch_is_imported(tmp_path, p
     )
 
 
+def test_the_tiny_presets_absent_fixture_names_the_command_that_writes_it(monkeypatch, tmp_path, capsys):
+    """The tiny preset's model folder is written by an action: the error names it; `--cfg job` only prints the
+    config, so it does not ask for the folder."""
+    from testtask.errors import SettingUnusable
+    from testtask.runners import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    args = ["experiment=train_before_test/tiny", f"tiny_root={tmp_path / 'absent'}"]
+    with pytest.raises(SettingUnusable, match="first: testtask action=tiny-data paper=train-before-test$"):
+        main("train-before-test", args)
+    main("train-before-test", [*args, "--cfg", "job"])
+    assert "task: tbt_tiny" in capsys.readouterr().out
+
+
 def test_train_before_test_runner_rejects_bad_sweep_before_loading_anything(monkeypatch, tmp_path):
     with pytest.raises(ValueError) as err:
         run_entry(

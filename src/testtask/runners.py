@@ -69,23 +69,23 @@ def _first_of_sweep(args: Sequence[str], config_name: str) -> list[str]:
     return out
 
 
-def precheck(paper: str, args: Sequence[str]) -> None:
-    """ConfigError with every bad key of the command line's run config (a sweep's first job), before Hydra runs."""
+def precheck(paper: str, args: Sequence[str], folders: bool = True) -> None:
+    """ConfigError with every bad key of the command line's run config (a sweep's first job), before Hydra runs;
+    with `folders`, SettingUnusable for a local folder the settings name that does not exist (`local_folders()`,
+    where a runner's settings have it)."""
     from testtask import pipeline
+    from testtask.lm.local_folders import check_local_folders
 
     spec = _runner(paper)
     overrides = [*args, *_first_of_sweep(args, spec.config_name)]
-    pipeline.precheck(overrides, spec.config_name, lambda cfg: _with_folders(settings_of(paper, cfg)))
 
+    def check(cfg: Any) -> Any:
+        settings = settings_of(paper, cfg)
+        if folders and hasattr(settings, "local_folders"):
+            check_local_folders(settings.local_folders())
+        return settings
 
-def _with_folders(settings: Any) -> Any:
-    """`settings`, once the local folders they name (`local_folders()`, where a runner's settings have it) exist;
-    SettingUnusable naming the first that does not."""
-    from testtask.lm.local_folders import check_local_folders
-
-    if hasattr(settings, "local_folders"):
-        check_local_folders(settings.local_folders())
-    return settings
+    pipeline.precheck(overrides, spec.config_name, check)
 
 
 def main(paper: str, argv: Sequence[str] | None = None) -> Any:
@@ -102,8 +102,8 @@ def main(paper: str, argv: Sequence[str] | None = None) -> Any:
     keep_loaded_configs()  # the check below and Hydra's two composes read each YAML file once
     overrides = checked_overrides(args)
     if overrides is not None:  # a sweep too: its first job, before anything is launched or submitted
-        with reported():
-            precheck(paper, overrides)
+        with reported():  # --cfg only prints the config: the folders it names need not exist yet
+            precheck(paper, overrides, folders=not any(a in ("--cfg", "-c") for a in args))
     job = load(spec.run)
 
     def task(cfg: Any) -> Any:

@@ -258,11 +258,22 @@ class Settings:
             ],
         )
 
-    def local_folders(self) -> dict[str, str]:
-        """Setting key -> the local folder it names, checked before a job imports anything (runners.precheck)."""
+    def local_folders(self) -> dict[str, tuple[str, str]]:
+        """Setting key -> (the local folder it names, what to do where it is absent), checked before a job imports
+        anything (runners.precheck)."""
+        from testtask.lm.local_folders import DEFAULT_HINT
         from testtask.paths import resolve
 
-        return {"model_path": str(resolve(self.model_path))} if self.model_path else {}
+        if not self.model_path:
+            return {}
+        path = resolve(self.model_path)
+        built = self.tiny_root is not None and path.is_relative_to(resolve(self.tiny_root))
+        hint = (
+            "write the tiny fixture first: testtask action=tiny-data paper=train-before-test"
+            if built
+            else None
+        )
+        return {"model_path": (str(path), hint or DEFAULT_HINT)}
 
     def is_instruct(self) -> bool:
         """`instruct` when given, else the models table's flag, else False (a model outside the table)."""

@@ -164,9 +164,12 @@ class Settings:
     recipe: Recipe
     finetune_data: FinetuneData
 
-    def local_folders(self) -> dict[str, str]:
-        """Setting key -> the local folder it names, checked before a job imports anything (runners.precheck)."""
-        return {"model_path": str(self.model_path)} if self.model_path else {}
+    def local_folders(self) -> dict[str, tuple[str, str]]:
+        """Setting key -> (the local folder it names, what to do where it is absent), checked before a job imports
+        anything (runners.precheck)."""
+        from testtask.lm.local_folders import DEFAULT_HINT
+
+        return {"model_path": (str(self.model_path), DEFAULT_HINT)} if self.model_path else {}
 
     def __post_init__(self) -> None:
         stages = list(self.stage_epochs)
