@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 from testtask import runners
 from testtask.lm.hf import load_tokenizer, pick_device
-from testtask.lm.local_folders import check_local_path
+from testtask.lm.local_folders import check_local_folders
 from testtask.paths import resolve
 from testtask.schema import to_plain
 from testtask.train_before_test.runner.benchmarks import lookup
@@ -33,8 +33,7 @@ def settings_of(cfg: DictConfig) -> Settings:
 def cell_config(settings: Settings) -> CellConfig:
     """The cell of the typed settings: the benchmark spec looked up, paths resolved, prompt variants chosen."""
     spec = lookup(settings.benchmarks, settings.benchmark)
-    if settings.model_path:
-        check_local_path("model_path", str(resolve(settings.model_path)))
+    check_local_folders(settings.local_folders())  # the command line's check too, for a job called in-process
     model_path = str(resolve(settings.model_path)) if settings.model_path else settings.model
     variants = resolve_variants(
         settings.chat_template, settings.is_instruct(), load_tokenizer(model_path), corpus=spec.is_corpus

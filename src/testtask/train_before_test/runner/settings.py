@@ -267,13 +267,10 @@ class Settings:
         if not self.model_path:
             return {}
         path = resolve(self.model_path)
-        built = self.tiny_root is not None and path.is_relative_to(resolve(self.tiny_root))
-        hint = (
-            "write the tiny fixture first: testtask action=tiny-data paper=train-before-test"
-            if built
-            else None
-        )
-        return {"model_path": (str(path), hint or DEFAULT_HINT)}
+        hint = DEFAULT_HINT
+        if self.tiny_root is not None and path.is_relative_to(resolve(self.tiny_root)):  # an action writes it
+            hint = "write the tiny fixture first: testtask action=tiny-data paper=train-before-test"
+        return {"model_path": (str(path), hint)}
 
     def is_instruct(self) -> bool:
         """`instruct` when given, else the models table's flag, else False (a model outside the table)."""

@@ -39,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from testtask import runners
 from testtask.io import held_unless_taken
 from testtask.lm.hf import pick_device
-from testtask.lm.local_folders import check_local_path
+from testtask.lm.local_folders import check_local_folders
 from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
 from testtask.training_on_the_test_task.runner.settings import (
@@ -386,8 +386,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     device = pick_device(settings.device)
     path, parameters = model_source(settings)
-    if settings.model_path:  # before a job loads anything (a Hub id would fail on the repository's name)
-        check_local_path("model_path", path)
+    # before a job loads anything (a Hub id would fail on the repository's name); the command line's check too
+    check_local_folders(settings.local_folders())
     results = resolve(settings.results_dir)
     base_args = eval_model_args(settings, path)
     eval_kwargs = {
