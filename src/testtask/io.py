@@ -123,15 +123,16 @@ def unique_keys_hook(path: Path, error: type[Exception]) -> Callable[[list[tuple
 
 
 @contextlib.contextmanager
-def held_unless_taken(path: Path) -> Iterator[bool]:
-    """An exclusive advisory lock on `path` (created when absent) for the block, taken without waiting: yields
-    True when this process holds it, False when another does (the lock ends with its holder, a killed one too)."""
+def file_lock(path: Path, wait: bool = True) -> Iterator[bool]:
+    """An exclusive advisory lock on `path` (created when absent) for the block: waits for it and yields True, or
+    with `wait=False` yields False at once where another process holds it (a lock ends with its holder, a killed
+    one too)."""
     import fcntl
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return

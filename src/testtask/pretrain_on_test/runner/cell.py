@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from testtask import schema
 from testtask.errors import InputError
 from testtask.io import atomic_write_text
 from testtask.lm.hf import pick_device
@@ -69,14 +70,6 @@ def baseline_columns(labels: np.ndarray, test: np.ndarray, num_classes: int) -> 
     }
 
 
-def _changed(before: Any, now: Any, key: str = "") -> list[str]:
-    """The dotted keys (`lm.classify.epochs`) whose values differ between two nested mappings."""
-    if isinstance(before, dict) and isinstance(now, dict):
-        keys = sorted(set(before) | set(now), key=str)
-        return [c for k in keys for c in _changed(before.get(k), now.get(k), f"{key}.{k}" if key else str(k))]
-    return [] if before == now else [key]
-
-
 def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
     """ResumeError where the cell holds repetitions run with settings other than `identity`."""
     path = store.directory / "cell.yaml"
@@ -84,8 +77,8 @@ def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
         before = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
         if before != identity and store.done() > 0:
             changed = ", ".join(
-                f"{k} ({_leaf(before, k)!r} then, {_leaf(identity, k)!r} now)"
-                for k in _changed(before, identity)
+                f"{key} ({then!r} then, {now!r} now)"
+                for key, (then, now) in schema.differences(before, identity).items()
             )
             raise ResumeError(
                 f"{store.directory} holds {store.done()} repetitions run with other settings: {changed}; "
@@ -96,12 +89,6 @@ def _check_resume(store: CellStore, identity: dict[str, Any]) -> None:
 def _record_identity(store: CellStore, identity: dict[str, Any]) -> None:
     """cell.yaml, written with the cell's first results: a run refused or failed before them leaves no folder."""
     atomic_write_text(store.directory / "cell.yaml", OmegaConf.to_yaml(OmegaConf.create(identity)))
-
-
-def _leaf(tree: Any, key: str) -> Any:
-    for part in key.split("."):
-        tree = tree.get(part) if isinstance(tree, dict) else None
-    return tree
 
 
 def data_digest(data: pd.DataFrame) -> str:

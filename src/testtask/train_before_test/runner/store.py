@@ -10,16 +10,14 @@ than mixing results of two configurations.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from testtask.errors import InputError
-from testtask.io import atomic_write_json, to_jsonable
+from testtask.io import atomic_write_json, file_lock, to_jsonable
 
 KEYS = ("train_before_test", "direct_eval", "train_before_test_stderr", "direct_eval_stderr")
 
@@ -92,18 +90,6 @@ def write_record(path: Path, record: Mapping[str, Any]) -> None:
     atomic_write_json(path, record)
 
 
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on `path` (created when absent) for the duration of the block."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _published_stderr(value: float | None) -> float | str:
     """A standard error as the release writes it: lm-eval's "N/A" where none was computed (the perplexity
     corpora), never null."""
@@ -135,6 +121,6 @@ def collect(results_dir: Path) -> dict[str, dict[str, dict[str, float | str | No
 def merge(results_dir: Path) -> Path:
     """Rebuild `all_results.json` from the cell records, under a lock shared by all jobs of the run."""
     target = Path(results_dir) / "all_results.json"
-    with locked(Path(results_dir) / ".all_results.lock"):
+    with file_lock(Path(results_dir) / ".all_results.lock"):
         atomic_write_json(target, collect(results_dir))
     return target

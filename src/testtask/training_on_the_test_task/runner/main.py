@@ -37,7 +37,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from testtask import runners
-from testtask.io import held_unless_taken
+from testtask.io import file_lock
 from testtask.lm.hf import pick_device
 from testtask.lm.local_folders import check_local_folders
 from testtask.lm.settings import Recipe
@@ -407,7 +407,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         # The paper's sweep has a base job per fine-tuning set, which a SLURM array may start at once: the first
         # evaluates, one started meanwhile leaves at once (a later one finds the result files and skips them).
         lock = results / "evaluations" / stage_folder(settings) / f".{settings.model}.base.lock"
-        with held_unless_taken(lock) as held:
+        with file_lock(lock, wait=False) as held:
             if not held:
                 log.info(
                     "%s: another job is evaluating the base model (%s); nothing to do here",
