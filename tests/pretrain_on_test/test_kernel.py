@@ -19,6 +19,10 @@ from testtask.pretrain_on_test.hierarchical import (
 )
 from testtask.pretrain_on_test.simulate import TruePars, simulate_long
 
+# PyMC's density, the reference, is evaluated at a few points: PyTensor's Python implementations give the same
+# values without compiling C (about 3 minutes of the suite on a cold PyTensor cache, as in a fresh CI machine).
+REFERENCE_MODE = "FAST_COMPILE"
+
 # The raw coordinates of σ_U and σ_V (`hierarchical.Scales`) PyMC samples as the kernel's x[2], x[3].
 RAW_SCALES = {
     f"{SCALE_RADIUS}_log__": 2,
@@ -64,7 +68,7 @@ def test_log_density_and_gradient_match_pymc(interaction, noncentered, lm_types,
     model = build_marginal(data.shape, spec)
     with model:
         pm.set_data({"correct": data.correct.astype(float), "trials": data.trials.astype(float)})
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    logp, dlogp = model.compile_logp(mode=REFERENCE_MODE), model.compile_dlogp(mode=REFERENCE_MODE)
     order = [v.name for v in model.value_vars]
     rng = np.random.default_rng(0)
     args = (
@@ -354,7 +358,7 @@ def _assert_matches_pymc(model, layout, args, xs, scales: dict[str, list[int]]):
     """`kernel.log_density` at each point of `xs` against the PyMC model's compiled log density (up to its
     constant) and gradient, per value variable; `scales` names the two scale coordinates (2 and 3) of this
     layout. Returns ours, (log density, gradient) per point."""
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    logp, dlogp = model.compile_logp(mode=REFERENCE_MODE), model.compile_dlogp(mode=REFERENCE_MODE)
     ours = [kernel.log_density(x, *args) for x in xs]
     theirs = [(logp(_point(model, layout, x)), dlogp(_point(model, layout, x))) for x in xs]
     for (lp, _), (lp_ref, _) in zip(ours[1:], theirs[1:], strict=True):
