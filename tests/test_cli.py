@@ -514,3 +514,25 @@ def test_the_tests_reach_no_hub_whatever_the_shell_sets(tmp_path):
     (tmp_path / "test_offline.py").write_text(OFFLINE_MODULE)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
     assert "1 passed" in _fresh_pytest(tmp_path, env)
+
+
+@pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
+def test_library_announcements_are_hidden_unless_debugging(level, shown, caplog):
+    """arviz announces its backend and preview packages at INFO on import; the log shows them only at DEBUG,
+    while a library's warning still shows at INFO."""
+    import logging
+
+    from testtask.pipeline import CHATTY_LIBRARIES, configure_logging
+
+    before = {name: logging.getLogger(name).level for name in (*CHATTY_LIBRARIES, "")}
+    try:
+        configure_logging(level)
+        with caplog.at_level(logging.getLevelName(level), logger=""):
+            logging.getLogger("arviz.preview").info("arviz_base available")
+            logging.getLogger("arviz").warning("a real problem")
+    finally:
+        for name, value in before.items():
+            logging.getLogger(name).setLevel(value)
+    messages = [r.getMessage() for r in caplog.records]
+    assert ("arviz_base available" in messages) is shown
+    assert "a real problem" in messages

@@ -411,6 +411,11 @@ def build(cfg: DictConfig, kind: str, numbers: list[Key] | None) -> list[dict[st
     return done
 
 
+# Libraries whose INFO lines say nothing about the analysis (arviz announces its plotting backend and its preview
+# packages on import): shown from WARNING unless log_level asks for DEBUG.
+CHATTY_LIBRARIES = ("arviz",)
+
+
 def configure_logging(level_name: str) -> None:
     """Log at `level_name`, keeping Hydra's job-log handlers (`basicConfig(force=True)` left <job>.log empty); a
     console handler only where there is none (a call from Python)."""
@@ -419,6 +424,8 @@ def configure_logging(level_name: str) -> None:
     if not root.handlers:
         logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     root.setLevel(level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 
 def run(cfg: DictConfig) -> Any:
