@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 
@@ -23,6 +24,69 @@ def test_a_config_file_changed_between_composes_is_read_again(tmp_path):
         staged.write_text("a: 33\nb: {c: 2}\n")  # the same size, written by rename
         os.replace(staged, path)
         assert compose(config_name="config").a == 33
+
+
+def test_each_load_of_a_kept_file_is_a_copy_of_its_own(tmp_path):
+    """Hydra changes the config a source gives it: a kept file's second load equals the file, not what the first
+    load's caller made of it, and carries the same header and flags."""
+    from hydra._internal.sources_registry import SourcesRegistry
+    from omegaconf import OmegaConf
+
+    (tmp_path / "config.yaml").write_text("# @package sub\na: 1\nb: {c: [1, 2]}\nd: ${a}\n")
+    source = SourcesRegistry.instance().resolve("file")("test", str(tmp_path))
+    first = source.load_config("config.yaml")
+    assert getattr(type(source).load_config, "keeps_loads", False)  # the kept loads are what is tested here
+    first.config.b.c.append(3)
+    first.config.a = 5
+    OmegaConf.set_struct(first.config, True)
+    second = source.load_config("config.yaml")
+    assert OmegaConf.to_container(second.config) == {"a": 1, "b": {"c": [1, 2]}, "d": "${a}"}
+    assert second.config.d == 1 and second.header["package"] == "sub"
+    assert OmegaConf.is_struct(second.config) is not True
+    assert second.config is not first.config
+
+
+def test_a_config_placed_twice_in_one_compose_gives_two_independent_copies(tmp_path):
+    (tmp_path / "grp").mkdir()
+    (tmp_path / "grp" / "opt.yaml").write_text("v: 1\nl: [1, 2]\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - grp: opt\n  - grp@other: opt\n  - _self_\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        for _ in range(2):  # the second compose from the kept loads
+            cfg = compose(config_name="config")
+            assert cfg.grp == cfg.other == {"v": 1, "l": [1, 2]}
+            cfg.grp.v = 2
+            cfg.grp.l.append(3)
+            assert cfg.other == {"v": 1, "l": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("config_name", "overrides"),
+    [
+        ("config", []),
+        ("config", ["protocol=paper_text", "pretrain_on_test.counts=round"]),
+        ("pretrain_on_test_run", ["experiment=pretrain_on_test/zero_shot_packing"]),
+        ("pretrain_on_test_run", ["protocol=paper_text"]),
+        ("training_on_the_test_task_run", []),
+        ("train_before_test_run", ["experiment=train_before_test/tiny"]),
+    ],
+)
+def test_kept_loads_compose_what_hydra_composes(config_name, overrides, monkeypatch):
+    """The project's configs (packages, `@_global_` presets, optional groups, experiments) compose to the same
+    config with the kept loads and without them, Hydra's own loading."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.sources_registry import SourcesRegistry
+    from omegaconf import OmegaConf
+
+    from testtask.pipeline import compose as compose_config
+
+    kept = OmegaConf.to_yaml(compose_config(overrides, config_name))
+    embed = ConfigLoaderImpl._embed_result_config
+    assert hasattr(embed, "original")  # the kept loads are installed, and are what is compared
+    monkeypatch.setattr(ConfigLoaderImpl, "_embed_result_config", staticmethod(embed.original))
+    for scheme in ("file", "pkg"):
+        cls = SourcesRegistry.instance().resolve(scheme)
+        monkeypatch.setattr(cls, "load_config", cls.load_config.original)
+    assert OmegaConf.to_yaml(compose_config(overrides, config_name)) == kept
 
 
 COUNT_LOADS = """
