@@ -89,6 +89,32 @@ def test_kept_loads_compose_what_hydra_composes(config_name, overrides, monkeypa
     assert OmegaConf.to_yaml(compose_config(overrides, config_name)) == kept
 
 
+def test_libyaml_reads_every_config_as_pyyaml_does():
+    """The kept loads parse YAML with LibYAML's C parser under OmegaConf's constructor and resolvers: every file
+    under conf/ gives the values PyYAML's Python parser gives, dates stay strings, a duplicate key is an error."""
+    import yaml
+    from omegaconf import _utils
+
+    from testtask.paths import conf_dir
+
+    if not yaml.__with_libyaml__:
+        pytest.skip("PyYAML without LibYAML: OmegaConf's own parser is used")
+    assert hasattr(_utils.get_yaml_loader, "original")  # installed, and what is compared
+    fast, python = _utils.get_yaml_loader(), _utils.get_yaml_loader.original()
+    files = sorted(conf_dir().rglob("*.yaml"))
+    assert len(files) > 50
+    for path in files:
+        text = path.read_text()
+        assert yaml.load(text, Loader=fast) == yaml.load(text, Loader=python), path
+    assert yaml.load("d: 2023-01-01\nf: 1e3\ng: .5\n", Loader=fast) == {
+        "d": "2023-01-01",
+        "f": 1000.0,
+        "g": 0.5,
+    }
+    with pytest.raises(yaml.constructor.ConstructorError, match="duplicate key a"):
+        yaml.load("a: 1\na: 2\n", Loader=fast)
+
+
 COUNT_LOADS = """
 import collections, sys
 from omegaconf import OmegaConf
