@@ -154,3 +154,14 @@ def test_every_paper_exports_a_consistent_plugin():
             from testtask.runners import load
 
             assert callable(load(paper.runner.run))
+
+
+def test_an_unknown_paper_names_the_nearest_key():
+    message = papers.unknown("pretrain_on_test", also=" (or all)")
+    assert message.startswith(
+        "unknown paper 'pretrain_on_test'; did you mean paper=pretrain-on-test? known: "
+    )
+    assert message.endswith("proxy-tasks (or all)")
+    assert "did you mean" not in papers.unknown("nope")
+    with pytest.raises(KeyError, match="did you mean paper=train-before-test"):
+        papers.get("Train_Before_Test")

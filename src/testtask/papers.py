@@ -3,6 +3,7 @@ the protocol tables and the command line dispatch everything; nothing is hard-wi
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -120,10 +121,18 @@ MODULES: dict[str, str] = {
 }
 
 
+def unknown(key: Any, also: str = "") -> str:
+    """The message for a paper key that is not registered: the nearest known key first (the config's section
+    names spell papers with underscores, `paper=` with hyphens), then every known one."""
+    near = difflib.get_close_matches(str(key).replace("_", "-").lower(), MODULES, n=1, cutoff=0.6)
+    hint = f"did you mean paper={near[0]}? " if near else ""
+    return f"unknown paper {key!r}; {hint}known: {', '.join(MODULES)}{also}"
+
+
 def get(key: str) -> Paper:
     """The plug-in of paper `key` (KeyError naming the known papers when there is none)."""
     if key not in MODULES:
-        raise KeyError(f"unknown paper {key!r}; known: {', '.join(MODULES)}")
+        raise KeyError(unknown(key))
     paper = importlib.import_module(MODULES[key]).PAPER
     if paper.key != key:
         raise RuntimeError(f"{MODULES[key]}.PAPER has key {paper.key!r}, registered as {key!r}")

@@ -222,7 +222,7 @@ def selected_papers(cfg: Any) -> list[str]:
     if cfg.paper == "all":
         return papers.keys()
     if cfg.paper not in papers.keys():
-        raise UsageError(f"unknown paper {cfg.paper!r}; known: {', '.join(papers.keys())} (or all)")
+        raise UsageError(papers.unknown(cfg.paper, also=" (or all)"))
     return [str(cfg.paper)]
 
 
