@@ -352,3 +352,22 @@ def test_paper_specs_name_the_splits_of_the_lm_eval_tasks():
             assert config["validation_split"] == spec.validation and config.get("test_split") == spec.test
         metrics = {m["metric"] for m in config["metric_list"]}
         assert spec.metric in metrics, spec.name
+
+
+def test_the_corpus_tasks_state_lm_evals_own_aggregation_and_direction_for_each_metric():
+    """Stated, not left to lm-eval's defaults (it warns once per metric and task load otherwise), and equal to
+    those defaults, so the scores are the same."""
+    import yaml
+    from lm_eval.api import metrics  # noqa: F401  (registers the metrics)
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, get_metric_aggregation, is_higher_better
+
+    tasks = Path(splits.__file__).parent.parent / "lm_eval_tasks"
+    config = yaml.safe_load((tasks / "_corpus_2025_yaml").read_text())
+    assert [m["metric"] for m in config["metric_list"]] == [
+        "word_perplexity",
+        "byte_perplexity",
+        "bits_per_byte",
+    ]
+    for entry in config["metric_list"]:
+        assert AGGREGATION_REGISTRY[entry["aggregation"]] is get_metric_aggregation(entry["metric"])
+        assert entry["higher_is_better"] is is_higher_better(entry["metric"])

@@ -180,8 +180,12 @@ def _unlisted_message(what: str, gaps: Sequence[Gap]) -> str:
     )
 
 
+_SAID: set[tuple[str, str]] = set()  # (model, reason) of the gaps already logged as warnings in this process
+
+
 def check_gaps(gaps: Iterable[Gap], what: str) -> list[Gap]:
-    """The gaps of one fit, each logged; ResultsError for a file lacking the field read or an unlisted gap."""
+    """The gaps of one fit, each logged (a warning the first time a model is left out for a reason, DEBUG after);
+    ResultsError for a file lacking the field read or an unlisted gap."""
     gaps = list(gaps)
     broken = [g for g in gaps if g.present_file is not None]
     if broken:
@@ -194,7 +198,18 @@ def check_gaps(gaps: Iterable[Gap], what: str) -> list[Gap]:
     for gap in gaps:
         by_model.setdefault((gap.model, str(gap.reason)), []).append(gap.where)
     for (model, reason), files in by_model.items():
-        log.warning("%s: leaving out %s (no %s): %s", what, model, ", ".join(files), reason)
+        # A listed gap recurs in every panel and output that reads the model: said once per command, at DEBUG after
+        if (model, reason) in _SAID:
+            log.debug("%s: leaving out %s (no %s): %s", what, model, ", ".join(files), reason)
+            continue
+        _SAID.add((model, reason))
+        log.warning(
+            "%s: leaving out %s (no %s): %s (said once; each output's sidecar lists what it left out, excluded_models)",
+            what,
+            model,
+            ", ".join(files),
+            reason,
+        )
     return gaps
 
 
