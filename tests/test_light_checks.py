@@ -114,3 +114,13 @@ def test_transformers_names_read_without_importing_it_are_its_enums(kind, module
 
     members = getattr(importlib.import_module(f"transformers.{module}"), enum)
     assert transformers_names(kind) == tuple(member.value for member in members)
+
+
+def test_the_sweeps_plan_loads_no_training_stack():
+    """The plan is arithmetic over the configs and the recipe rules (`testtask.lm.recipe_rules`): it prints its
+    table without torch, transformers or DeepSpeed."""
+    status, loaded, printed = _probe(
+        "testtask.cli", ["testtask", "action=plan", "paper=training-on-the-test-task"]
+    )
+    assert status == 0 and "estimated GPU-hours" in printed, printed[-2000:]
+    assert loaded == [], f"imported by the plan: {loaded}"

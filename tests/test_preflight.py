@@ -248,13 +248,14 @@ def test_file_names():
     assert report.file_name(None, "cpu") == "cpu.json"
 
 
-def test_precisions_are_asked_of_the_finetune_module(monkeypatch):
-    from testtask.lm import finetune
+def test_precisions_are_asked_of_the_recipe_rules(monkeypatch):
+    from testtask.lm import finetune, recipe_rules
     from testtask.preflight.checks import training_on_the_test_task as tott
 
-    monkeypatch.setattr(finetune, "PRECISIONS", ("bf16", "fp32"), raising=False)
+    assert tott.supported_precisions() == ("bf16", "bf16-mixed", "fp32")
+    monkeypatch.setattr(recipe_rules, "PRECISIONS", ("bf16", "fp32"))
     assert tott.supported_precisions() == ("bf16", "fp32")
-    monkeypatch.delattr(finetune, "PRECISIONS")
+    monkeypatch.delattr(recipe_rules, "PRECISIONS")
 
     def old_rule(recipe, device, parameters=0.0):
         if recipe["precision"] not in ("bf16", "fp32"):

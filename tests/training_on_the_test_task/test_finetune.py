@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.tiny_models import build_model
 from testtask.lm import finetune as ft
+from testtask.lm import recipe_rules
 from testtask.lm.finetune import finetune, gradient_accumulation, peak_learning_rate
 from testtask.lm.settings import Lora, Recipe
 from testtask.paths import conf_dir
@@ -159,21 +160,25 @@ def test_precision_defaults_follow_app_b2_by_model_size():
     fp32 master weights (what their --bf16 under ZeRO-3 ran); the paper_text preset: fp32 ("full precision")
     there. CPU: fp32 unless asked explicitly; an explicit choice wins everywhere."""
     code, text = _composed_recipe(), _composed_recipe("protocol=paper_text")
-    assert ft.PRECISIONS == ("bf16", "bf16-mixed", "fp32")
-    assert [ft.resolve_precision(code, "cuda", n) for n in (1e9, 9.9e9, 1e10, 70e9)] == [
+    assert recipe_rules.PRECISIONS == ("bf16", "bf16-mixed", "fp32")
+    assert [recipe_rules.resolve_precision(code, "cuda", n) for n in (1e9, 9.9e9, 1e10, 70e9)] == [
         "bf16",
         "bf16",
         "bf16-mixed",
         "bf16-mixed",
     ]
-    assert [ft.resolve_precision(text, "cuda", n) for n in (7e9, 13e9)] == ["bf16", "fp32"]
-    assert ft.resolve_precision(code, "cpu", 1e9) == ft.resolve_precision(code, "cpu", 13e9) == "fp32"
-    assert ft.resolve_precision(code, "cpu", 1e9, explicit="bf16") == "bf16"
-    assert ft.resolve_precision(code, "cuda", 13e9, explicit="fp32") == "fp32"
+    assert [recipe_rules.resolve_precision(text, "cuda", n) for n in (7e9, 13e9)] == ["bf16", "fp32"]
+    assert (
+        recipe_rules.resolve_precision(code, "cpu", 1e9)
+        == recipe_rules.resolve_precision(code, "cpu", 13e9)
+        == "fp32"
+    )
+    assert recipe_rules.resolve_precision(code, "cpu", 1e9, explicit="bf16") == "bf16"
+    assert recipe_rules.resolve_precision(code, "cuda", 13e9, explicit="fp32") == "fp32"
     assert ft.weights_dtype("bf16") == torch.bfloat16
     assert ft.weights_dtype("bf16-mixed") == ft.weights_dtype("fp32") == torch.float32
     with pytest.raises(ValueError, match="one of"):
-        ft.resolve_precision(code, "cpu", explicit="half")
+        recipe_rules.resolve_precision(code, "cpu", explicit="half")
 
 
 def _weights(folder) -> dict[str, torch.Tensor]:

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from tests.conftest import offline_single_thread
 from tests.fixtures.lm_eval_data import arc_rows, build_bos_llama, write_jsonl
 from testtask.lm import finetune as ft
+from testtask.lm import recipe_rules
 from testtask.paths import conf_dir, repo_root
 from testtask.training_on_the_test_task import task_data
 
@@ -242,7 +243,7 @@ def test_emergence_schedule_per_finetune_data():
     from testtask.training_on_the_test_task.runner.main import stage_recipe
 
     mmlu = _compose().finetune_data.emergence
-    assert ft.emergence_schedule(mmlu.steps, mmlu.every, 4683) == [
+    assert recipe_rules.emergence_schedule(mmlu.steps, mmlu.every, 4683) == [
         10,
         30,
         100,
@@ -255,7 +256,7 @@ def test_emergence_schedule_per_finetune_data():
     ]
     assert (list(mmlu.benchmarks), mmlu.num_fewshot) == (["mmlu"], 5)
     gsm = _compose("training_on_the_test_task/finetune_data@finetune_data=gsm8kaux").finetune_data.emergence
-    assert ft.emergence_schedule(gsm.steps, gsm.every, 8000) == [
+    assert recipe_rules.emergence_schedule(gsm.steps, gsm.every, 8000) == [
         10,
         30,
         100,

@@ -26,7 +26,13 @@ from transformers import TrainerCallback
 
 from testtask.io import atomic_write_text
 from testtask.lm.hf import load_tokenizer
-from testtask.lm.settings import FinetunePrecision, Lora, LossOn, Recipe, Side, recipe_record
+from testtask.lm.recipe_rules import (
+    PRECISION_MEANING,
+    gradient_accumulation,
+    peak_learning_rate,
+    resolve_precision,
+)
+from testtask.lm.settings import Lora, LossOn, Recipe, Side, recipe_record
 from testtask.provenance import code_record
 from testtask.schema import to_plain
 
@@ -36,40 +42,11 @@ IGNORE = -100  # the label the loss skips
 Example = tuple[str, str] | str
 
 
-def peak_learning_rate(recipe: Recipe, parameters: float, override: float | None = None) -> float:
-    """2e-5 below the size threshold (10B), 2e-6 at or above it, unless the model's entry overrides it."""
-    if override is not None:
-        return float(override)
-    if recipe.learning_rate_small is None or recipe.learning_rate_large is None:
-        raise ValueError("the recipe has no size rule (learning_rate_small/large): give the learning rate")
-    small, large = float(recipe.learning_rate_small), float(recipe.learning_rate_large)
-    return large if parameters >= float(recipe.large_model_threshold) else small
-
-
 def world_size() -> int:
     """Processes training together; WORLD_SIZE (set by the launcher) before the process group is up."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_world_size()
     return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def gradient_accumulation(batch_size: int, per_device: int, world_size: int = 1) -> int:
-    """Steps of accumulation that give the effective batch size; it must divide evenly."""
-    per_step = per_device * world_size
-    if batch_size % per_step:
-        raise ValueError(
-            f"batch size {batch_size} is not a multiple of per-device {per_device} × {world_size} devices"
-        )
-    return batch_size // per_step
-
-
-def emergence_schedule(steps: Sequence[int], every: int | None, total: int) -> list[int]:
-    """Optimizer steps to checkpoint at: the listed steps, then every `every` steps, up to `total`
-    (train.py:96-107 and :125-132: a step of interest or a positive multiple of the multiplier)."""
-    wanted = {int(s) for s in steps if 0 < int(s) <= total}
-    if every:
-        wanted |= set(range(int(every), total + 1, int(every)))
-    return sorted(wanted)
 
 
 class SaveAtSteps(TrainerCallback):
@@ -176,34 +153,6 @@ class PadCollator:
             for key, (content, pad) in parts.items():
                 batch[key].append(pad + content if self.side == "left" else content + pad)
         return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
-
-
-PRECISIONS = tuple(p.value for p in FinetunePrecision)  # what a run can train in (the recipe's choice set)
-PRECISION_MEANING = {
-    "bf16": "bf16 weights and AdamW state, bf16 autocast (the authors' --bf16 on a bf16-loaded model)",
-    "bf16-mixed": "fp32 master weights and AdamW state, bf16 autocast",
-    "fp32": "fp32 weights, state and compute",
-}
-
-
-def resolve_precision(
-    recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None
-) -> str:
-    """The run's precision: `explicit` on any device; else on a GPU `precision_large` at or above the
-    threshold, else `precision`; fp32 on the CPU. The authors: `bf16` below 10B (bf16-loaded weights,
-    train.py:35, jobs_train.py:99), `bf16-mixed` above (their `--bf16` under ZeRO-3: fp32 master weights)."""
-    if explicit is not None:
-        choice = explicit
-    elif not device.startswith("cuda"):
-        return "fp32"
-    else:
-        choice = recipe.precision
-        large = recipe.precision_large
-        if large and parameters >= float(recipe.large_model_threshold):
-            choice = large
-    if choice not in PRECISIONS:
-        raise ValueError(f"recipe precision must be one of {', '.join(PRECISIONS)}, got {choice!r}")
-    return str(choice)
 
 
 def uses_bf16(recipe: Recipe, device: str, parameters: float = 0.0, explicit: str | None = None) -> bool:

@@ -66,10 +66,10 @@ def recipe(**overrides: Any) -> dict[str, Any]:
 
 
 def supported_precisions() -> tuple[str, ...]:
-    """The finetune module's PRECISIONS when it has one, else the candidates its precision rule accepts."""
-    from testtask.lm import finetune
+    """The recipe rules' PRECISIONS when they have one, else the candidates finetune's precision rule accepts."""
+    from testtask.lm import finetune, recipe_rules
 
-    declared = getattr(finetune, "PRECISIONS", None)
+    declared = getattr(recipe_rules, "PRECISIONS", None)
     if declared:
         return tuple(str(p) for p in declared)
     rule = getattr(finetune, "uses_bf16", None)

@@ -38,7 +38,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from testtask import runners
 from testtask.io import file_lock
-from testtask.lm.hf import pick_device
 from testtask.lm.local_folders import check_local_folders
 from testtask.lm.settings import Recipe
 from testtask.paths import repo_root, resolve
@@ -228,7 +227,8 @@ def train_stage(
     """Fine-tune one stage. A stage in `stage_init` (e1+2: e1) first makes sure that stage is trained (a
     finished run is found, not redone), then starts from its final weights (or adapter) with a fresh optimizer
     and schedule, as the authors' README runs e1+2 (jobs_train.py --base_model_dir models/e1/)."""
-    from testtask.lm.finetune import emergence_schedule, finetune
+    from testtask.lm.finetune import finetune
+    from testtask.lm.recipe_rules import emergence_schedule
 
     work = resolve(settings.checkpoints_dir) / settings.finetune_data.name / settings.model / stage
     lora = settings.lora.enabled
@@ -356,6 +356,7 @@ def train_job(job_file: str | Path) -> Any:
     settings = settings_of(OmegaConf.load(job_file))
     path, parameters = model_source(settings)
     from testtask.lm.finetune import leave_process_group
+    from testtask.lm.hf import pick_device
 
     try:
         return train_stage(
@@ -382,6 +383,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # own models join the registry, then every setting is read, typed, before anything is loaded or written
     settings = settings_of(cfg)
     from testtask.lm.evaluation import evaluate
+    from testtask.lm.hf import pick_device
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     device = pick_device(settings.device)

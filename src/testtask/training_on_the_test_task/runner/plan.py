@@ -4,8 +4,8 @@ sweep's jobs before any GPU hour is spent on them.
 One line per (model, stage[, finetune data]) of the sweeps in `plan.experiments` (the paper sweep split by App.
 B.2's size classes, conf/experiment/training_on_the_test_task/paper*.yaml), each composed exactly as the runner
 composes it: parameters, the GPUs and nodes its SLURM launcher asks for, precision, per-device batch x gradient
-accumulation x ranks = effective batch (the accumulation from finetune's own `gradient_accumulation`), peak
-learning rate, remote code, and an estimate of its GPU-hours. The plan's settings are
+accumulation x ranks = effective batch (the accumulation from `testtask.lm.recipe_rules.gradient_accumulation`,
+which fine-tuning applies), peak learning rate, remote code, and an estimate of its GPU-hours. The plan's settings are
 `training_on_the_test_task.plan` (conf/training_on_the_test_task/analysis.yaml); its `runner_overrides` are Hydra
 overrides of the runner's config, each quoted as it holds `=`:
 
@@ -195,7 +195,7 @@ def sweep_values(cfg: DictConfig, key: str) -> list[str]:
 
 def _precision(recipe: Any, parameters: float) -> str:
     """What finetune trains in on a GPU (its own rule)."""
-    from testtask.lm.finetune import resolve_precision
+    from testtask.lm.recipe_rules import resolve_precision
 
     return str(resolve_precision(recipe, "cuda", parameters))
 
@@ -240,9 +240,9 @@ def job(
     rates: Throughput | None = None,
 ) -> Job:
     """The plan line of one job (runner config `cfg`, its typed settings `run` when read already, plan
-    `settings`, the throughput `rates` when found already), computed with the runner's and finetune's own
-    functions."""
-    from testtask.lm import finetune as ft
+    `settings`, the throughput `rates` when found already), computed with the runner's own functions and
+    the recipe rules fine-tuning applies (no torch: `testtask.lm.recipe_rules`)."""
+    from testtask.lm import recipe_rules
     from testtask.training_on_the_test_task.runner import main as runner
 
     run = dataclasses.replace(runner.settings_of(cfg) if run is None else run, model=model, stage=stage)
@@ -276,7 +276,7 @@ def job(
     per_device = recipe.per_device_batch_size
     batch = recipe.batch_size
     try:
-        accumulation = ft.gradient_accumulation(batch, per_device, ranks)
+        accumulation = recipe_rules.gradient_accumulation(batch, per_device, ranks)
     except ValueError as err:  # a per-device batch of the overrides that this model's launcher cannot divide
         from testtask.errors import SettingUnusable
 
@@ -296,7 +296,7 @@ def job(
     tokens = steps * batch * _tokens_per_example(settings, recipe, finetune)
     train_hours = 6 * n * tokens / (rates.train_tflops * 1e12) / 3600
     if spec:  # the emergence checkpoints this stage saves and evaluates
-        checkpoints = len(ft.emergence_schedule(spec.steps, spec.every, steps))
+        checkpoints = len(recipe_rules.emergence_schedule(spec.steps, spec.every, steps))
         evaluations += checkpoints * _eval_tokens(settings, list(spec.benchmarks))
     return Job(
         **common,
@@ -306,7 +306,7 @@ def job(
         precision=_precision(recipe, n),
         per_device=per_device,
         accumulation=accumulation,
-        learning_rate=ft.peak_learning_rate(recipe, n, runner.learning_rate(run)),
+        learning_rate=recipe_rules.peak_learning_rate(recipe, n, runner.learning_rate(run)),
         train_tokens=tokens,
         train_gpu_hours=train_hours,
         eval_tokens=evaluations,
