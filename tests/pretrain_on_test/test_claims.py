@@ -191,12 +191,39 @@ def test_functions_apply_the_zero_rule():
 
 def test_model_checks_and_correlation_spread():
     panel = {"divergences": 1, "beta": {"r_hat": 1.004, "ess_bulk": 900.0}}
+    failed = {
+        "statistic": "ess_bulk",
+        "value": 366.19,
+        "limit": 400.0,
+        "parameter": "1|dataset:subsample_sigma",
+    }
+    refitted = {
+        **panel,
+        "m": 100,
+        "n": 50,
+        "effect": "boost",
+        "lm_types": ["gpt2-epochs-2"],
+        "refit": {
+            "refitted": True,
+            "kept": 2,
+            "attempts": [
+                {"failures": [failed]},
+                {"failures": [{**failed, "statistic": "r_hat"}]},
+                {"failures": []},
+            ],
+        },
+    }
     checks = functions.model_checks(
-        {"figure-3.json": {"panels": [panel, panel]}, "figure-6.json": {"panels": [panel]}}
+        {"figure-3.json": {"panels": [panel, panel]}, "figure-6.json": {"panels": [panel, refitted]}}
     )
     assert (
-        checks["divergences"] == 3 and checks["fits"] == 3 and checks["outputs"] == ["figure-3", "figure-6"]
+        checks["divergences"] == 4 and checks["fits"] == 4 and checks["outputs"] == ["figure-3", "figure-6"]
     )
+    # a refitted fit names its first attempt's failures and the attempt kept; the others are not listed
+    assert checks["refits"] == [
+        "figure-6 gpt2-epochs-2 m=100 n=50 boost: ess_bulk of 1|dataset:subsample_sigma 366.2 < 400; "
+        "kept attempt 3 of 3"
+    ]
     with pytest.raises(KeyError):
         functions.model_checks({})
     figure_8 = {

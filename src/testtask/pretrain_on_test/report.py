@@ -78,13 +78,34 @@ def few_shot_negative_boost(sidecars: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _refit_reason(output: str, panel: Mapping[str, Any]) -> str:
+    """What made a fit refit and which attempt was kept, e.g. "figure-5 gpt2-epochs-2 m=100 n=50 boost: ess_bulk of
+    1|dataset:subsample_sigma 366 < 400; kept attempt 3 of 3"."""
+    refit = panel["refit"]
+    first = refit["attempts"][0]["failures"]
+    why = ", ".join(
+        f"{f['statistic']} of {f['parameter']} {f['value']:.4g} {'>' if f['statistic'] == 'r_hat' else '<'} "
+        f"{f['limit']:g}"
+        for f in first
+    )
+    where = f"{output} {'+'.join(panel['lm_types'])} m={panel['m']} n={panel['n']} {panel['effect']}"
+    return f"{where}: {why}; kept attempt {refit['kept'] + 1} of {len(refit['attempts'])}"
+
+
 def model_checks(sidecars: Mapping[str, Any]) -> dict[str, Any]:
-    """App. E.1: divergences and chain diagnostics of every hierarchical fit built (Figures 3, 5 and 6)."""
-    panels, outputs = [], []
+    """App. E.1: divergences and chain diagnostics of every hierarchical fit built (Figures 3, 5 and 6), and why
+    each refitted fit was refitted (`pretrain_on_test.refit`)."""
+    panels, outputs, refits = [], [], []
     for name in ("figure-3.json", "figure-5.json", "figure-6.json"):
         if name in sidecars:
+            output = name.removesuffix(".json")
             panels += sidecars[name]["panels"]
-            outputs.append(name.removesuffix(".json"))
+            outputs.append(output)
+            refits += [
+                _refit_reason(output, p)
+                for p in sidecars[name]["panels"]
+                if p.get("refit", {}).get("refitted")
+            ]
     if not panels:
         sidecars["figure-3.json"]  # raises MissingOutput naming it
     return {
@@ -93,6 +114,7 @@ def model_checks(sidecars: Mapping[str, Any]) -> dict[str, Any]:
         "max_r_hat_beta": round(max(p["beta"]["r_hat"] for p in panels), 4),
         "min_ess_bulk_beta": round(min(p["beta"]["ess_bulk"] for p in panels)),
         "outputs": outputs,
+        "refits": refits,
     }
 
 
