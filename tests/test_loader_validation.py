@@ -265,6 +265,22 @@ def test_accuracies_clean_file_still_reads(tmp_path):
     assert list(frame["base_correct"]) == [25, 20] and list(frame["num_classes"]) == [4.0, 4.0]
 
 
+def test_accuracies_read_again_are_the_files_bytes_now_and_a_fresh_frame(tmp_path):
+    """A command reads a file once per content: the same bytes come from memory, edited bytes are read and checked
+    again (an edit within the file system's timestamp resolution and of the same size included), and a caller
+    that changes its frame changes no later read."""
+    path = _csv(tmp_path, f"{CSV_HEADER}\n{CSV_ROWS}")
+    first = read_accuracies(path, 50)
+    first.loc[0, "base_correct"] = -1
+    assert list(read_accuracies(path, 50)["base_correct"]) == [25, 20]
+    path.write_text(f"{CSV_HEADER}\n{CSV_ROWS.replace('0.5,0.6', '0.7,0.6', 1)}")  # the same size
+    assert list(read_accuracies(path, 50)["base_correct"]) == [35, 20]
+    assert list(read_accuracies(path, 100)["base_correct"]) == [70, 40]  # n keys the counts too
+    path.write_text(f"{CSV_HEADER}\n{CSV_ROWS.replace('0.5,0.6', '1.7,0.6', 1)}")
+    with pytest.raises(AccuracyDataError, match="column 'base' row 0 = 1.7 is outside"):
+        read_accuracies(path, 50)
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

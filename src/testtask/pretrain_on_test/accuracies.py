@@ -8,6 +8,7 @@ file is an AccuracyDataError naming the file and the field.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 from collections.abc import Sequence
@@ -79,9 +80,9 @@ def discover_roots(roots: Sequence[Path]) -> pd.DataFrame:
     return files.sort_values(IDENTITY, ignore_index=True)
 
 
-def _text(path: Path) -> str:
-    """The file as text: UTF-8 (a byte-order mark is dropped), not empty, ending in a newline."""
-    raw = path.read_bytes()
+def _text(path: Path, raw: bytes | None = None) -> str:
+    """The file (or its bytes `raw`) as text: UTF-8 (a byte-order mark is dropped), not empty, ending in a newline."""
+    raw = path.read_bytes() if raw is None else raw
     if not raw.strip():
         raise AccuracyDataError(f"{path}: file is empty")
     if b"\x00" in raw:  # UTF-16/32 text or a binary file
@@ -137,52 +138,74 @@ def _rows(text: str, path: Path) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-def _numbers(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
-    """Column `column` as floats; every cell a plain, finite decimal number."""
-    for row, cell in enumerate(frame[column]):
+def _numbers(cells: Sequence[str], column: str, path: Path) -> np.ndarray:
+    """Column `column` (its cells as read) as floats; every cell a plain, finite decimal number."""
+    for row, cell in enumerate(cells):
         if not _NUMBER.match(cell) or not np.isfinite(float(cell)):
             raise AccuracyDataError(f"{path}: column '{column}' row {row} is not a finite number: {cell!r}")
-    return frame[column].astype(float).to_numpy()
+    return np.array(cells, dtype=float)
 
 
 def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
+# Parsed files by (path, n, SHA-256 of the bytes): the figures of one command read the same collection many times
+# (Figure 3's 400 files 2.6 s a read), and a file that changes is read again because its bytes key it.
+_PARSED: dict[tuple[str, int, str], pd.DataFrame] = {}
+_PARSED_MAX = 20_000
+
+
 def read_accuracies(path: Path, n: int) -> pd.DataFrame:
     """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n) (the §6.1 model's
     counts follow `counts` in `paired_long`)."""
     path = Path(path)
-    header, body = _rows(_text(path), path)
-    frame = pd.DataFrame(body, columns=header)
-    for column in COLUMNS:
-        frame[column] = _numbers(frame, column, path)
+    raw = path.read_bytes()
+    key = (str(path), int(n), hashlib.sha256(raw).hexdigest())
+    if key not in _PARSED:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = _parse(path, n, raw)
+    return _PARSED[key].copy()
+
+
+def _parse(path: Path, n: int, raw: bytes) -> pd.DataFrame:
+    header, body = _rows(_text(path, raw), path)
+    cells = dict(zip(header, (list(column) for column in zip(*body, strict=True)), strict=True))
+    values = {column: _numbers(cells[column], column, path) for column in COLUMNS}
     for column in ACCURACY_COLUMNS:
-        outside = ((frame[column] < 0) | (frame[column] > 1)).to_numpy()
+        outside = (values[column] < 0) | (values[column] > 1)
         if outside.any():
             row = _first(outside)
             raise AccuracyDataError(
-                f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is outside [0, 1]"
+                f"{path}: column '{column}' row {row} = {values[column][row]} is outside [0, 1]"
             )
-    classes = frame["num_classes"].to_numpy()
+    classes = values["num_classes"]
     not_count = (classes < 2) | (classes != np.round(classes))
     if not_count.any():
         row = _first(not_count)
         raise AccuracyDataError(
             f"{path}: column 'num_classes' row {row} = {classes[row]} is not a whole number of classes >= 2"
         )
+    correct = {}
     for column in ("base", "extra", "test"):
-        products = frame[column].to_numpy() * n
+        products = values[column] * n
         off = np.abs(products - np.round(products)) > COUNT_TOLERANCE
         if off.any():
             row = _first(off)
             raise AccuracyDataError(
-                f"{path}: column '{column}' row {row} = {frame[column].iloc[row]} is not a count out of n={n} "
+                f"{path}: column '{column}' row {row} = {values[column][row]} is not a count out of n={n} "
                 f"({products[row]:.4f} correct)"
             )
-        frame[f"{column}_correct"] = np.round(products).astype(int)
-    frame.insert(0, "subsample", np.arange(len(frame)))
-    return frame
+        correct[f"{column}_correct"] = np.round(products).astype(int)
+    # other columns of the file stay text, as pandas reads them
+    other = {column: pd.array(cells[column], dtype="str") for column in header if column not in values}
+    columns = {
+        "subsample": np.arange(len(body)),
+        **{c: values.get(c, other.get(c)) for c in header},
+        **correct,
+    }
+    return pd.DataFrame(columns)
 
 
 def load(
@@ -206,14 +229,16 @@ def load(
         raise FileNotFoundError(
             f"no accuracies.csv under {where} for collection={collection} m={m} n={n} lm_types={lm_types}"
         )
-    frames = []
-    for meta in files.itertuples(index=False):
-        frame = read_accuracies(meta.path, meta.n)
-        for key in ("collection", "m", "n", "lm_type", "dataset"):
-            frame.insert(0, key, getattr(meta, key))
-        frame["path"] = str(meta.path)
-        frames.append(frame)
+    frames = [read_accuracies(path, n) for path, n in zip(files.path, files.n, strict=True)]
+    rows = np.array([len(frame) for frame in frames])
     data = pd.concat(frames, ignore_index=True)
+    # each file's identity on each of its rows (the columns lead, dataset first, as the tables list them)
+    identity = {
+        key: np.repeat(files[key].to_numpy(), rows) for key in ("dataset", "lm_type", "n", "m", "collection")
+    }
+    for position, (key, column) in enumerate(identity.items()):
+        data.insert(position, key, pd.Series(column.tolist()))  # typed as pandas types the values
+    data["path"] = pd.array(np.repeat(files.path.astype(str).to_numpy(), rows), dtype="str")
     sizes = data.groupby(["collection", "m", "n", "dataset", "lm_type"]).size()
     for (coll, m_, n_, dataset), per_lm in sizes.groupby(level=[0, 1, 2, 3]):
         if per_lm.nunique() > 1:
