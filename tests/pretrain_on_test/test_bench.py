@@ -46,6 +46,9 @@ def test_bench_times_figures_3_and_7_and_says_what_came_from_the_cache(config, t
     assert [r["seconds"] for r in second["fits"]] == [r["seconds"] for r in first["fits"]]
     printed = capsys.readouterr().out
     assert "2 from the cache" in printed and "2 of 2 panels from the cache" in printed
+    # each figure's sampling as it ran: Figure 3 the sampler's chains, Figure 7's slices figure_7.chains (1)
+    assert "2 chains x 200 draws after 200 tuning steps" in printed
+    assert "(200 draws after 200 tuning steps, 1 chain each;" in printed
     cold = run(
         config("action=bench", "pretrain_on_test.bench.cold=true", "pretrain_on_test.bench.figure_7=false")
     )

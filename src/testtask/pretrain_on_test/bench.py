@@ -141,7 +141,7 @@ def bench(ctx: Context, config: Any) -> dict[str, Any]:
                 print("\nFigure 7\n" + table_7.to_markdown(index=False))
                 print(
                     f"\n{int(table_7.slices.sum())} slice fits ({f7.draws} draws after {f7.tune} tuning steps, "
-                    f"{ctx.sampler.chains} chains each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from "
+                    f"{f7.chains} chain{'s' if f7.chains > 1 else ''} each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from "
                     f"the cache) in {seconds_7:.0f} s including drawing the figure; notes: {numbers_7['notes']}"
                 )
                 result["figure_7"] = {
