@@ -139,10 +139,13 @@ def bench(ctx: Context, config: Any) -> dict[str, Any]:
                 table_7 = _figure_7_rows(numbers_7)
                 f7 = ctx.settings.figure_7
                 print("\nFigure 7\n" + table_7.to_markdown(index=False))
+                chains = (
+                    f"{f7.chains} chain{'s' if f7.chains > 1 else ''}"  # figure_7.chains, not the sampler's
+                )
                 print(
                     f"\n{int(table_7.slices.sum())} slice fits ({f7.draws} draws after {f7.tune} tuning steps, "
-                    f"{f7.chains} chain{'s' if f7.chains > 1 else ''} each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from "
-                    f"the cache) in {seconds_7:.0f} s including drawing the figure; notes: {numbers_7['notes']}"
+                    f"{chains} each; {int(table_7.from_cache.sum())} of {len(table_7)} panels from the cache) in "
+                    f"{seconds_7:.0f} s including drawing the figure; notes: {numbers_7['notes']}"
                 )
                 result["figure_7"] = {
                     "panels": table_7.to_dict("records"),

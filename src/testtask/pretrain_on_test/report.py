@@ -80,7 +80,7 @@ def few_shot_negative_boost(sidecars: Mapping[str, Any]) -> dict[str, Any]:
 
 def _refit_reason(output: str, panel: Mapping[str, Any]) -> str:
     """What made a fit refit and which attempt was kept, e.g. "figure-5 gpt2-epochs-2 m=100 n=50 boost: ess_bulk of
-    1|dataset:subsample_sigma 366 < 400; kept attempt 3 of 3"."""
+    1|dataset:subsample_sigma 366.2 < 400; kept attempt 3 of 3"."""
     refit = panel["refit"]
     first = refit["attempts"][0]["failures"]
     why = ", ".join(
