@@ -20,7 +20,7 @@ from testtask.context import Context
 from testtask.lm.models import ModelRegistry
 from testtask.lm.results import ResultsError, load_results
 from testtask.pipeline import compose
-from testtask.pretrain_on_test.accuracies import AccuracyDataError, read_accuracies
+from testtask.pretrain_on_test.accuracies import AccuracyDataError, load, read_accuracies
 
 PAPER = "training-on-the-test-task"
 CSV_HEADER = "base,extra,test,majority,num_classes,majority_all"
@@ -273,6 +273,9 @@ def test_accuracies_read_again_are_the_files_bytes_now_and_a_fresh_frame(tmp_pat
     first = read_accuracies(path, 50)
     first.loc[0, "base_correct"] = -1
     assert list(read_accuracies(path, 50)["base_correct"]) == [25, 20]
+    loaded = load(tmp_path)
+    loaded.loc[0, "base_correct"] = -1
+    assert list(load(tmp_path)["base_correct"]) == [25, 20]
     path.write_text(f"{CSV_HEADER}\n{CSV_ROWS.replace('0.5,0.6', '0.7,0.6', 1)}")  # the same size
     assert list(read_accuracies(path, 50)["base_correct"]) == [35, 20]
     assert list(read_accuracies(path, 100)["base_correct"]) == [70, 40]  # n keys the counts too

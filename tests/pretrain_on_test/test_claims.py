@@ -213,16 +213,34 @@ def test_model_checks_and_correlation_spread():
             ],
         },
     }
+    diverged = {
+        **refitted,
+        "n": 100,
+        "effect": "bias",
+        "refit": {
+            "refitted": True,
+            "kept": 1,
+            "attempts": [
+                {"failures": [{"statistic": "divergences", "value": 1, "limit": 0, "parameter": None}]},
+                {"failures": []},
+            ],
+        },
+    }
     checks = functions.model_checks(
-        {"figure-3.json": {"panels": [panel, panel]}, "figure-6.json": {"panels": [panel, refitted]}}
+        {
+            "figure-3.json": {"panels": [panel, panel]},
+            "figure-6.json": {"panels": [panel, refitted, diverged]},
+        }
     )
     assert (
-        checks["divergences"] == 4 and checks["fits"] == 4 and checks["outputs"] == ["figure-3", "figure-6"]
+        checks["divergences"] == 5 and checks["fits"] == 5 and checks["outputs"] == ["figure-3", "figure-6"]
     )
-    # a refitted fit names its first attempt's failures and the attempt kept; the others are not listed
+    # a refitted fit names its first attempt's failures (as the diagnostics warning words them) and the attempt
+    # kept; the others are not listed
     assert checks["refits"] == [
-        "figure-6 gpt2-epochs-2 m=100 n=50 boost: ess_bulk of 1|dataset:subsample_sigma 366.2 < 400; "
-        "kept attempt 3 of 3"
+        "figure-6 gpt2-epochs-2 m=100 n=50 boost: 1|dataset:subsample_sigma ess_bulk 366.2 < 400; "
+        "kept attempt 3 of 3",
+        "figure-6 gpt2-epochs-2 m=100 n=100 bias: divergences 1 > 0; kept attempt 2 of 2",
     ]
     with pytest.raises(KeyError):
         functions.model_checks({})

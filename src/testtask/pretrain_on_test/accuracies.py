@@ -159,14 +159,18 @@ _PARSED_MAX = 20_000
 def read_accuracies(path: Path, n: int) -> pd.DataFrame:
     """Read and validate one file; add integer counts `<col>_correct` = round(accuracy × n) (the §6.1 model's
     counts follow `counts` in `paired_long`)."""
-    path = Path(path)
+    return _parsed(Path(path), n).copy()
+
+
+def _parsed(path: Path, n: int) -> pd.DataFrame:
+    """The file's frame as `read_accuracies` returns it, shared: the caller copies it (`load` by concatenating)."""
     raw = path.read_bytes()
     key = (str(path), int(n), hashlib.sha256(raw).hexdigest())
     if key not in _PARSED:
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[key] = _parse(path, n, raw)
-    return _PARSED[key].copy()
+    return _PARSED[key]
 
 
 def _parse(path: Path, n: int, raw: bytes) -> pd.DataFrame:
@@ -229,7 +233,7 @@ def load(
         raise FileNotFoundError(
             f"no accuracies.csv under {where} for collection={collection} m={m} n={n} lm_types={lm_types}"
         )
-    frames = [read_accuracies(path, n) for path, n in zip(files.path, files.n, strict=True)]
+    frames = [_parsed(Path(path), n) for path, n in zip(files.path, files.n, strict=True)]
     rows = np.array([len(frame) for frame in frames])
     data = pd.concat(frames, ignore_index=True)
     # each file's identity on each of its rows (the columns lead, dataset first, as the tables list them)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from testtask import diagnostics
 from testtask.report.rules import sign
 
 
@@ -79,15 +80,10 @@ def few_shot_negative_boost(sidecars: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _refit_reason(output: str, panel: Mapping[str, Any]) -> str:
-    """What made a fit refit and which attempt was kept, e.g. "figure-5 gpt2-epochs-2 m=100 n=50 boost: ess_bulk of
-    1|dataset:subsample_sigma 366.2 < 400; kept attempt 3 of 3"."""
+    """What made a fit refit and which attempt was kept, e.g. "figure-5 gpt2-epochs-2 m=100 n=50 boost:
+    1|dataset:subsample_sigma ess_bulk 366.2 < 400; kept attempt 3 of 3"."""
     refit = panel["refit"]
-    first = refit["attempts"][0]["failures"]
-    why = ", ".join(
-        f"{f['statistic']} of {f['parameter']} {f['value']:.4g} {'>' if f['statistic'] == 'r_hat' else '<'} "
-        f"{f['limit']:g}"
-        for f in first
-    )
+    why = "; ".join(diagnostics.Failure(**f).text() for f in refit["attempts"][0]["failures"])
     where = f"{output} {'+'.join(panel['lm_types'])} m={panel['m']} n={panel['n']} {panel['effect']}"
     return f"{where}: {why}; kept attempt {refit['kept'] + 1} of {len(refit['attempts'])}"
 
