@@ -75,7 +75,11 @@ def test_the_install_step_runs_compile_imported_without_pip_compiling():
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r'PYTHONDONTWRITEBYTECODE= \$\(BIN\)/python -c "from testtask.bytecode import', makefile)
     installs = [line for line in makefile.splitlines() if re.search(r"pip install -q .*(torch|-e)", line)]
-    assert installs and all("--no-compile" in line for line in installs), installs
+    # pip compiles unless told not to; uv compiles only when asked (--compile-bytecode)
+    by_pip = [line for line in installs if "python -m pip" in line]
+    by_uv = [line for line in installs if "/uv pip" in line]
+    assert by_pip and all("--no-compile" in line for line in by_pip), by_pip
+    assert by_uv and not any("--compile-bytecode" in line for line in by_uv), by_uv
 
 
 @pytest.mark.slow

@@ -495,6 +495,70 @@ def test_what_outlives_a_test_module_is_frozen_at_its_end(tmp_path):
     assert "2 passed" in _fresh_pytest(tmp_path, dict(os.environ))
 
 
+RECORDING_MODULE = """
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_records_its_worker(case):
+    with Path("workers.txt").open("a") as out:
+        out.write(f"{__name__} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+"""
+
+
+def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_on_one_worker(
+    tmp_path, monkeypatch
+):
+    """`make test`'s scheduling (`--dist loadscope`, tests/conftest.py's scheduler) on two workers in a fresh
+    pytest: every module's tests on one worker, and the rank-launching modules on the same one."""
+    (tmp_path / "conftest.py").write_text(
+        "from tests import conftest\n"
+        "from tests.conftest import pytest_xdist_make_scheduler  # noqa: F401\n"
+        "conftest.RANK_LAUNCHING_TESTS = ('test_ranks_a.py', 'test_ranks_b.py')\n"
+    )
+    for name in ("ranks_a", "ranks_b", "plain_c", "plain_d"):
+        (tmp_path / f"test_{name}.py").write_text(RECORDING_MODULE)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadscope"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran: dict[str, set[str]] = {}
+    for line in (tmp_path / "workers.txt").read_text().splitlines():
+        module, worker = line.split()
+        ran.setdefault(module, set()).add(worker)
+    assert sorted(ran) == ["test_plain_c", "test_plain_d", "test_ranks_a", "test_ranks_b"]
+    assert all(len(workers) == 1 for workers in ran.values()), ran
+    assert ran["test_ranks_a"] == ran["test_ranks_b"], ran
+
+
+def test_every_test_module_that_launches_ranks_is_scheduled_as_one():
+    """A test module that starts two or more ranks (torchrun, or the runner's accelerate launch) is named, or its
+    launching test is, among the tests `make test` keeps on one worker."""
+    from tests.conftest import RANK_LAUNCHING_TESTS
+
+    launching = {
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "tests").rglob("test_*.py")
+        if path != Path(__file__)  # this test names the words it looks for
+        and any(
+            word in path.read_text() for word in ("torch.distributed.run", '"distributed.num_processes=2"')
+        )
+    }
+    named = {entry.split("::")[0] for entry in RANK_LAUNCHING_TESTS}
+    assert len(launching) >= 4 and launching <= named, sorted(launching - named)
+    for entry in RANK_LAUNCHING_TESTS:
+        path, _, test = entry.partition("::")
+        assert (REPO / path).is_file(), entry
+        assert not test or f"def {test}(" in (REPO / path).read_text(), entry
+
+
 OFFLINE_MODULE = """
 import os
 
