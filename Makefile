@@ -7,6 +7,8 @@ PAPER  ?= all
 SOURCE ?= published
 ARGS   ?=
 RUN    ?=
+# INSTALLER: what installs the pinned packages after torch, uv or pip (the install step says when pip)
+INSTALLER ?= uv
 # RUN=<run> names our run under results/<paper>/ (config key results_run): SOURCE=results reads it alone,
 # SOURCE=published+results lays it over the authors' release without copying it (docs/data.md).
 ifneq ($(RUN),)
@@ -28,11 +30,12 @@ $(STAMP): pyproject.toml constraints.txt
 	# pip would compile every file of every package, one at a time (about 60 s on 2 cores, mostly modules nothing
 	# imports); testtask.bytecode caches that of the modules the code loads, below.
 	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
-	# The rest with uv (pinned in constraints.txt), which fetches the ~190 pinned packages in parallel: 17 s
+	# The rest with uv (pinned in constraints.txt), which fetches the ~190 pinned packages in parallel: 18 s
 	# instead of pip's 54 s in a fresh clone, the same versions (`pip freeze` equal). uv keeps the torch just
-	# installed (the constraint accepts a local CUDA build); pip does it all where uv will not install.
-	($(BIN)/python -m pip install -q -c constraints.txt uv && \
-	  $(BIN)/uv pip install -q --python $(BIN)/python -c constraints.txt -e '.[dev,jax]') || \
+	# installed (the constraint accepts a local CUDA build); pip does it all where uv will not install, or with
+	# INSTALLER=pip (uv reads no pip.conf: a mirror set there is pip's alone, UV_DEFAULT_INDEX is uv's).
+	$(if $(filter uv,$(INSTALLER)),($(BIN)/python -m pip install -q -c constraints.txt uv && \
+	  $(BIN)/uv pip install -q --python $(BIN)/python -c constraints.txt -e '.[dev,jax]') ||) \
 	  $(BIN)/python -m pip install -q --no-compile -c constraints.txt -e '.[dev,jax]'
 	# Three jobs at once, each mostly on one core: DeepSpeed compiles its CPU shared-memory collectives (about 25 s,
 	# cached in ~/.cache/torch_extensions; the ZeRO-3 tests need them; its CPU fused Adam, 1 to 3.5 min, is built

@@ -102,3 +102,17 @@ def test_compile_imported_caches_the_bytecode_of_the_package_and_of_every_lazily
     cached = {p.name for p in Path(tmp_path).rglob("*.pyc")}
     for module in ("kernel", "cli", "evaluator", "accelerator"):  # ours, lm_eval's and deepspeed's
         assert any(name.startswith(f"{module}.") for name in cached), module
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_the_install_takes_uv_and_falls_back_to_pip_or_takes_pip_when_told(installer):
+    shown = subprocess.run(
+        ["make", "-n", "-B", f"INSTALLER={installer}", ".venv/.installed-stamp"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ("/uv pip install" in shown) is (installer == "uv"), shown
+    # pip's install of the same pins: the fallback after uv, or the install itself
+    assert "-m pip install -q --no-compile -c constraints.txt -e '.[dev,jax]'" in shown, shown
