@@ -174,7 +174,7 @@ contamination-pretrain-on-test: assets ## §9.2 contamination test on CPU -> res
 
 # The tests run on every core (pytest-xdist; at most 8 workers, each imports torch and friends). Tests of one module
 # share a worker, so a module's fixtures are built once, and the modules that launch ranks share one, one after
-# another (--dist loadscope with tests/conftest.py's scheduler). TEST_WORKERS=0 runs them in one process.
+# another (--dist loadscope with tests/scheduling.py's scheduler). TEST_WORKERS=0 runs them in one process.
 # Bytecode is cached even where the environment sets PYTHONDONTWRITEBYTECODE: otherwise every worker rewrites every
 # test module's asserts and every command a test starts compiles the package again (25-30 s of a run on 2 cores).
 # Each worker computes on one thread (OMP_NUM_THREADS=1, inherited by the commands and ranks tests start): the

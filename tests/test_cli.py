@@ -512,12 +512,12 @@ def test_records_its_worker(case):
 def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_on_one_worker(
     tmp_path, monkeypatch
 ):
-    """`make test`'s scheduling (`--dist loadscope`, tests/conftest.py's scheduler) on two workers in a fresh
+    """`make test`'s scheduling (`--dist loadscope`, tests/scheduling.py) on two workers in a fresh
     pytest: every module's tests on one worker, and the rank-launching modules on the same one."""
     (tmp_path / "conftest.py").write_text(
-        "from tests import conftest\n"
-        "from tests.conftest import pytest_xdist_make_scheduler  # noqa: F401\n"
-        "conftest.RANK_LAUNCHING_TESTS = ('test_ranks_a.py', 'test_ranks_b.py')\n"
+        "from tests import scheduling\n"
+        "from tests.scheduling import pytest_xdist_make_scheduler  # noqa: F401\n"
+        "scheduling.RANK_LAUNCHING_TESTS = ('test_ranks_a.py', 'test_ranks_b.py')\n"
     )
     for name in ("ranks_a", "ranks_b", "plain_c", "plain_d"):
         (tmp_path / f"test_{name}.py").write_text(RECORDING_MODULE)
@@ -541,7 +541,7 @@ def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_o
 def test_every_test_module_that_launches_ranks_is_scheduled_as_one():
     """A test module that starts two or more ranks (torchrun, or the runner's accelerate launch) is named, or its
     launching test is, among the tests `make test` keeps on one worker."""
-    from tests.conftest import RANK_LAUNCHING_TESTS
+    from tests.scheduling import RANK_LAUNCHING_TESTS
 
     launching = {
         path.relative_to(REPO).as_posix()
