@@ -470,11 +470,20 @@ def test_sees_them_frozen():
 """
 
 
-def _fresh_pytest(folder: Path, env: dict[str, str]) -> str:
-    """pytest's output on `folder` in a fresh process with `env` (this checkout importable as `tests`); fails the
-    calling test when that pytest fails."""
+def _fresh_pytest(folder: Path, env: dict[str, str], *args: str) -> str:
+    """pytest's output on `folder` in a fresh process with `env` (this checkout importable as `tests`), in one
+    process unless `args` say otherwise; fails the calling test when that pytest fails."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(folder)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            *(args or ("-p", "no:xdist")),
+            "-p",
+            "no:cacheprovider",
+            str(folder),
+        ],
         cwd=folder,
         env={**env, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -509,9 +518,7 @@ def test_records_its_worker(case):
 """
 
 
-def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_on_one_worker(
-    tmp_path, monkeypatch
-):
+def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_on_one_worker(tmp_path):
     """`make test`'s scheduling (`--dist loadscope`, tests/scheduling.py) on two workers in a fresh
     pytest: every module's tests on one worker, and the rank-launching modules on the same one."""
     (tmp_path / "conftest.py").write_text(
@@ -521,14 +528,7 @@ def test_make_tests_scheduler_keeps_modules_whole_and_the_rank_launching_tests_o
     )
     for name in ("ranks_a", "ranks_b", "plain_c", "plain_d"):
         (tmp_path / f"test_{name}.py").write_text(RECORDING_MODULE)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadscope"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    _fresh_pytest(tmp_path, dict(os.environ), "-n", "2", "--dist", "loadscope")
     ran: dict[str, set[str]] = {}
     for line in (tmp_path / "workers.txt").read_text().splitlines():
         module, worker = line.split()
